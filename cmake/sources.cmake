@@ -1,0 +1,37 @@
+# The library target: every .cpp under src/. Kernels for one instruction set live in files
+# named *_avx2.cpp / *_avx512.cpp; they get that set's compile flags and are dispatched at
+# run time from the CPU's features, so one binary runs on any x86-64 machine.
+file(GLOB_RECURSE SD_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/*.cpp)
+
+set(SD_AVX2_FLAGS -mavx2 -mfma -mf16c)
+set(SD_AVX512_FLAGS -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c -mavx2)
+
+foreach(src ${SD_SOURCES})
+    if(src MATCHES "_avx512\\.cpp$")
+        if(SD_X86_KERNELS)
+            set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "${SD_AVX512_FLAGS}")
+        else()
+            list(REMOVE_ITEM SD_SOURCES ${src})
+        endif()
+    elseif(src MATCHES "_avx2\\.cpp$")
+        if(SD_X86_KERNELS)
+            set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "${SD_AVX2_FLAGS}")
+        else()
+            list(REMOVE_ITEM SD_SOURCES ${src})
+        endif()
+    endif()
+endforeach()
+
+if(SD_BUILD_SHARED)
+    add_library(stable-diffusion SHARED ${SD_SOURCES})
+    set_target_properties(stable-diffusion PROPERTIES CXX_VISIBILITY_PRESET default)
+else()
+    add_library(stable-diffusion STATIC ${SD_SOURCES})
+endif()
+target_include_directories(stable-diffusion PUBLIC ${PROJECT_SOURCE_DIR}/src
+                                                   ${PROJECT_SOURCE_DIR}/include)
+target_link_libraries(stable-diffusion PUBLIC Threads::Threads)
+target_compile_options(stable-diffusion PRIVATE $<$<CONFIG:Release>:-O3>)
+if(SD_X86_KERNELS)
+    target_compile_definitions(stable-diffusion PUBLIC SD_X86_KERNELS=1)
+endif()

@@ -1,0 +1,137 @@
+#include "base/thread_pool.h"
+
+#include <memory>
+
+#include "base/cpu_features.h"
+
+namespace sd {
+namespace {
+
+thread_local bool t_in_task = false;
+
+// Spin this many rounds for the next task before sleeping: ops come back to back during a
+// forward pass, and waking a sleeping thread costs tens of microseconds.
+constexpr int kSpinRounds = 20000;
+
+std::unique_ptr<ThreadPool>& pool_slot() {
+    static std::unique_ptr<ThreadPool> pool;
+    return pool;
+}
+std::mutex g_pool_mutex;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+}  // namespace
+
+ThreadPool::ThreadPool(int num_threads) : num_threads_(std::max(1, num_threads)) {
+    for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+}
+
+ThreadPool::~ThreadPool() {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        stop_ = true;
+        generation_.fetch_add(1);
+    }
+    wake_.notify_all();
+    for (std::thread& t : workers_) t.join();
+}
+
+void ThreadPool::run_task(int index) {
+    t_in_task = true;
+    try {
+        invoke_(ctx_, index, num_threads_);
+    } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex_);
+        if (!error_) error_ = std::current_exception();
+    }
+    t_in_task = false;
+}
+
+void ThreadPool::run_raw(Invoke invoke, void* ctx) {
+    if (num_threads_ == 1 || t_in_task) {
+        bool was = t_in_task;
+        t_in_task = true;
+        struct Restore { bool v; ~Restore() { t_in_task = v; } } restore{was};
+        invoke(ctx, 0, 1);
+        return;
+    }
+    std::lock_guard<std::mutex> run_lock(run_mutex_);
+    invoke_ = invoke;
+    ctx_ = ctx;
+    error_ = nullptr;
+    pending_.store(num_threads_ - 1, std::memory_order_relaxed);
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        generation_.fetch_add(1, std::memory_order_release);
+    }
+    wake_.notify_all();
+
+    run_task(0);
+
+    for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
+        if (spin < kSpinRounds) {
+            cpu_relax();
+        } else {
+            std::unique_lock<std::mutex> lock(mutex_);
+            done_.wait(lock, [this] { return pending_.load(std::memory_order_acquire) == 0; });
+        }
+    }
+    if (error_) {
+        std::exception_ptr e = error_;
+        error_ = nullptr;
+        std::rethrow_exception(e);
+    }
+}
+
+void ThreadPool::worker_loop(int index) {
+    uint64_t seen = 0;
+    for (;;) {
+        uint64_t gen = generation_.load(std::memory_order_acquire);
+        for (int spin = 0; gen == seen && spin < kSpinRounds; ++spin) {
+            cpu_relax();
+            gen = generation_.load(std::memory_order_acquire);
+        }
+        if (gen == seen) {
+            std::unique_lock<std::mutex> lock(mutex_);
+            wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+            gen = generation_.load(std::memory_order_acquire);
+        }
+        seen = gen;
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            if (stop_) return;
+        }
+        run_task(index);
+        if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+            std::lock_guard<std::mutex> lock(mutex_);
+            done_.notify_one();
+        }
+    }
+}
+
+ThreadPool& thread_pool() {
+    std::lock_guard<std::mutex> lock(g_pool_mutex);
+    auto& pool = pool_slot();
+    if (!pool) pool = std::make_unique<ThreadPool>(cpu_features().physical_cores);
+    return *pool;
+}
+
+void set_num_threads(int n) {
+    if (n <= 0) n = cpu_features().physical_cores;
+    std::lock_guard<std::mutex> lock(g_pool_mutex);
+    auto& pool = pool_slot();
+    if (pool && pool->size() == n) return;
+    pool.reset();
+    pool = std::make_unique<ThreadPool>(n);
+}
+
+int num_threads() { return thread_pool().size(); }
+
+bool in_parallel_region() { return t_in_task; }
+
+}  // namespace sd

@@ -1,0 +1,105 @@
+// One persistent pool of worker threads that every op splits its work across.
+//
+// run(fn) calls fn(thread_index, thread_count) once on each thread (the caller is thread 0)
+// and returns when all are done; parallel_for splits an index range over the threads.
+// A call made from inside a pool task runs inline on the calling thread, so nested
+// parallelism never deadlocks. An exception thrown by a task is rethrown to the caller.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace sd {
+
+class ThreadPool {
+public:
+    explicit ThreadPool(int num_threads);
+    ~ThreadPool();
+    ThreadPool(const ThreadPool&) = delete;
+    ThreadPool& operator=(const ThreadPool&) = delete;
+
+    int size() const { return num_threads_; }
+
+    template <class F>
+    void run(F&& fn) {
+        auto invoke = [](void* ctx, int index, int count) { (*static_cast<F*>(ctx))(index, count); };
+        run_raw(invoke, &fn);
+    }
+
+private:
+    using Invoke = void (*)(void* ctx, int index, int count);
+    void run_raw(Invoke invoke, void* ctx);
+    void worker_loop(int index);
+    void run_task(int index);
+
+    int num_threads_;
+    std::vector<std::thread> workers_;
+    std::mutex run_mutex_;  // one run at a time from outside the pool
+
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    std::condition_variable done_;
+    std::atomic<uint64_t> generation_{0};
+    std::atomic<int> pending_{0};
+    bool stop_ = false;
+
+    Invoke invoke_ = nullptr;
+    void* ctx_ = nullptr;
+    std::exception_ptr error_;
+    std::mutex error_mutex_;
+};
+
+// The process-wide pool. Its size defaults to the number of physical cores.
+ThreadPool& thread_pool();
+// Rebuilds the pool with n threads (n <= 0: physical cores). Not to be called while ops run.
+void set_num_threads(int n);
+int num_threads();
+// True on a thread that is currently running a pool task.
+bool in_parallel_region();
+
+// Calls fn(begin, end) over [0, n) in contiguous chunks, at least `grain` indices each,
+// handed out dynamically so uneven work balances.
+template <class F>
+void parallel_for(int64_t n, int64_t grain, F&& fn) {
+    if (n <= 0) return;
+    grain = std::max<int64_t>(grain, 1);
+    ThreadPool& pool = thread_pool();
+    if (pool.size() == 1 || n <= grain || in_parallel_region()) {
+        fn(int64_t{0}, n);
+        return;
+    }
+    // Aim for a few chunks per thread, never fewer than `grain` indices a chunk.
+    int64_t chunk = std::max(grain, n / (int64_t{pool.size()} * 4));
+    std::atomic<int64_t> next{0};
+    pool.run([&](int, int) {
+        for (;;) {
+            int64_t begin = next.fetch_add(chunk, std::memory_order_relaxed);
+            if (begin >= n) break;
+            fn(begin, std::min(n, begin + chunk));
+        }
+    });
+}
+
+// Calls fn(begin, end) once per thread over an even static split of [0, n).
+template <class F>
+void parallel_for_static(int64_t n, F&& fn) {
+    if (n <= 0) return;
+    ThreadPool& pool = thread_pool();
+    if (pool.size() == 1 || n == 1 || in_parallel_region()) {
+        fn(int64_t{0}, n);
+        return;
+    }
+    pool.run([&](int index, int count) {
+        int64_t begin = n * index / count;
+        int64_t end = n * (index + 1) / count;
+        if (begin < end) fn(begin, end);
+    });
+}
+
+}  // namespace sd

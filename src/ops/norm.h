@@ -1,0 +1,25 @@
+// Normalisations, as torch.nn.functional.group_norm / layer_norm. f32 in, f32 out.
+#pragma once
+
+#include <cstdint>
+
+#include "tensor/tensor.h"
+
+namespace sd {
+
+// x: [B, C, ...]; statistics over each group of C / groups channels and all spatial
+// positions; weight, bias: undefined or [C]. With silu = true, SiLU is applied to the
+// result in the same pass (the UNet's and VAE's GroupNorm -> SiLU).
+Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight, const Tensor& bias,
+                  float eps = 1e-5f, bool silu = false);
+
+// Normalises over the last dimension; weight, bias: undefined or [x.size(-1)].
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps = 1e-5f);
+
+namespace ref {
+Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight, const Tensor& bias,
+                  float eps = 1e-5f, bool silu = false);
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps = 1e-5f);
+}  // namespace ref
+
+}  // namespace sd

@@ -1,0 +1,110 @@
+#include "tensor/caching_allocator.h"
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <new>
+#include <vector>
+
+#include "base/error.h"
+
+namespace sd {
+namespace {
+
+constexpr size_t kAlignment = 64;
+
+struct State {
+    std::mutex mutex;
+    std::map<size_t, std::vector<void*>> free_lists;  // by size class
+    AllocatorStats stats;
+};
+
+State& state() {
+    static State* s = new State();  // never destroyed: tensors may die during static teardown
+    return *s;
+}
+
+void* system_allocate(size_t bytes) {
+    void* p = std::aligned_alloc(kAlignment, bytes);
+    if (!p) fail("out of memory allocating %zu bytes", bytes);
+    return p;
+}
+
+#ifdef SD_SANITIZE_BUILD
+constexpr bool kCache = false;
+#else
+constexpr bool kCache = true;
+#endif
+
+}  // namespace
+
+CachingAllocator& CachingAllocator::instance() {
+    static CachingAllocator allocator;
+    return allocator;
+}
+
+size_t CachingAllocator::size_class(size_t bytes) {
+    if (bytes == 0) bytes = 1;
+    if (bytes <= 4096) return (bytes + 63) / 64 * 64;
+    // Eight steps between consecutive powers of two.
+    size_t top = size_t{1} << (63 - __builtin_clzll(bytes - 1) + 1);  // next power of two >= bytes
+    size_t step = top / 16;
+    return (bytes + step - 1) / step * step;
+}
+
+void* CachingAllocator::allocate(size_t bytes) {
+    size_t cls = size_class(bytes);
+    State& s = state();
+    {
+        std::lock_guard<std::mutex> lock(s.mutex);
+        auto it = s.free_lists.find(cls);
+        void* p = nullptr;
+        if (it != s.free_lists.end() && !it->second.empty()) {
+            p = it->second.back();
+            it->second.pop_back();
+            s.stats.bytes_cached -= cls;
+        }
+        s.stats.bytes_in_use += cls;
+        if (s.stats.bytes_in_use > s.stats.peak_in_use) s.stats.peak_in_use = s.stats.bytes_in_use;
+        if (p) return p;
+    }
+    try {
+        return system_allocate(cls);
+    } catch (...) {
+        std::lock_guard<std::mutex> lock(s.mutex);
+        s.stats.bytes_in_use -= cls;
+        throw;
+    }
+}
+
+void CachingAllocator::deallocate(void* ptr, size_t bytes) {
+    if (!ptr) return;
+    size_t cls = size_class(bytes);
+    State& s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.stats.bytes_in_use -= cls;
+    if (!kCache) {
+        std::free(ptr);
+        return;
+    }
+    s.free_lists[cls].push_back(ptr);
+    s.stats.bytes_cached += cls;
+}
+
+void CachingAllocator::trim() {
+    State& s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    for (auto& [cls, list] : s.free_lists) {
+        for (void* p : list) std::free(p);
+    }
+    s.free_lists.clear();
+    s.stats.bytes_cached = 0;
+}
+
+AllocatorStats CachingAllocator::stats() const {
+    State& s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    return s.stats;
+}
+
+}  // namespace sd

@@ -1,0 +1,28 @@
+#include "tensor/storage.h"
+
+#include "base/mapped_file.h"
+#include "tensor/caching_allocator.h"
+
+namespace sd {
+
+std::shared_ptr<Storage> Storage::allocate(size_t bytes) {
+    std::shared_ptr<Storage> s(new Storage());
+    s->data_ = CachingAllocator::instance().allocate(bytes);
+    s->size_ = bytes;
+    return s;
+}
+
+std::shared_ptr<Storage> Storage::map(std::shared_ptr<const MappedFile> file, const void* data,
+                                      size_t bytes) {
+    std::shared_ptr<Storage> s(new Storage());
+    s->data_ = const_cast<void*>(data);
+    s->size_ = bytes;
+    s->file_ = std::move(file);
+    return s;
+}
+
+Storage::~Storage() {
+    if (!file_) CachingAllocator::instance().deallocate(data_, size_);
+}
+
+}  // namespace sd

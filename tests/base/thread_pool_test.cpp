@@ -1,0 +1,80 @@
+#include "base/thread_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <numeric>
+#include <set>
+#include <vector>
+
+#include "base/error.h"
+
+namespace sd {
+namespace {
+
+TEST(ThreadPool, RunCallsEveryThreadOnce) {
+    ThreadPool pool(3);
+    std::vector<std::atomic<int>> hits(3);
+    for (int round = 0; round < 100; ++round) {
+        pool.run([&](int index, int count) {
+            EXPECT_EQ(count, 3);
+            hits[index]++;
+        });
+    }
+    for (auto& h : hits) EXPECT_EQ(h.load(), 100);
+}
+
+TEST(ThreadPool, ParallelForCoversRangeExactlyOnce) {
+    set_num_threads(2);
+    for (int64_t n : {0, 1, 2, 3, 7, 100, 1001, 65537}) {
+        std::vector<std::atomic<int>> seen(static_cast<size_t>(n));
+        parallel_for(n, 3, [&](int64_t b, int64_t e) {
+            for (int64_t i = b; i < e; ++i) seen[static_cast<size_t>(i)]++;
+        });
+        for (auto& s : seen) ASSERT_EQ(s.load(), 1) << "n=" << n;
+        std::vector<std::atomic<int>> seen2(static_cast<size_t>(n));
+        parallel_for_static(n, [&](int64_t b, int64_t e) {
+            for (int64_t i = b; i < e; ++i) seen2[static_cast<size_t>(i)]++;
+        });
+        for (auto& s : seen2) ASSERT_EQ(s.load(), 1) << "static n=" << n;
+    }
+}
+
+TEST(ThreadPool, NestedCallsRunInline) {
+    set_num_threads(2);
+    std::atomic<int64_t> total{0};
+    parallel_for(8, 1, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+            EXPECT_TRUE(in_parallel_region());
+            parallel_for(10, 1, [&](int64_t b2, int64_t e2) { total += e2 - b2; });
+        }
+    });
+    EXPECT_EQ(total.load(), 80);
+    EXPECT_FALSE(in_parallel_region());
+}
+
+TEST(ThreadPool, ExceptionReachesCaller) {
+    set_num_threads(2);
+    EXPECT_THROW(parallel_for(100, 1,
+                              [&](int64_t b, int64_t) {
+                                  if (b >= 50) fail("task failed at %lld", (long long)b);
+                              }),
+                 Error);
+    // The pool keeps working afterwards.
+    std::atomic<int64_t> total{0};
+    parallel_for(100, 1, [&](int64_t b, int64_t e) { total += e - b; });
+    EXPECT_EQ(total.load(), 100);
+}
+
+TEST(ThreadPool, ResizeKeepsWorking) {
+    for (int n : {1, 2, 4, 2}) {
+        set_num_threads(n);
+        EXPECT_EQ(num_threads(), n);
+        std::atomic<int64_t> total{0};
+        parallel_for(1000, 7, [&](int64_t b, int64_t e) { total += e - b; });
+        EXPECT_EQ(total.load(), 1000);
+    }
+}
+
+}  // namespace
+}  // namespace sd
