@@ -345,6 +345,31 @@ Tensor Tensor::expand(const Shape& shape) const {
     return t;
 }
 
+Tensor Tensor::as_strided(const Shape& shape, const Strides& strides, int64_t offset) const {
+    SD_CHECK(defined(), "as_strided of an undefined tensor");
+    SD_CHECK(!is_quantized(dtype_), "as_strided of quantized %s", describe().c_str());
+    SD_CHECK(shape.size() == strides.size(), "as_strided: shape %s with strides %s",
+             shape.to_string().c_str(), strides.to_string().c_str());
+    check_shape(shape);
+    // The lowest and highest element reached must both lie inside the storage.
+    const int64_t capacity = static_cast<int64_t>(storage_->size() / dtype_info(dtype_).type_size);
+    __int128 lo = offset, hi = offset;
+    bool empty_view = shape.numel() == 0;
+    for (int i = 0; i < shape.size(); ++i) {
+        __int128 span = static_cast<__int128>(shape[i] - 1) * strides[i];
+        if (span < 0) lo += span; else hi += span;
+    }
+    SD_CHECK(empty_view || (lo >= 0 && hi < capacity),
+             "as_strided%s strides %s offset %lld reaches outside a storage of %lld elements",
+             shape.to_string().c_str(), strides.to_string().c_str(), static_cast<long long>(offset),
+             static_cast<long long>(capacity));
+    Tensor t = *this;
+    t.shape_ = shape;
+    t.strides_ = strides;
+    t.offset_ = offset;
+    return t;
+}
+
 Tensor Tensor::contiguous() const {
     if (is_contiguous()) return *this;
     return clone();

@@ -72,6 +72,10 @@ public:
     Tensor flatten(int start_dim = 0, int end_dim = -1) const;
     // Broadcast size-1 dimensions (stride 0) and prepend new ones to reach `shape`.
     Tensor expand(const Shape& shape) const;
+    // A view of the same storage with any shape, strides and offset (in elements, from the
+    // storage's start), as torch.as_strided; every element it reaches must lie inside the
+    // storage. Plain dtypes only.
+    Tensor as_strided(const Shape& shape, const Strides& strides, int64_t offset) const;
 
     // ---- copies ----
     Tensor contiguous() const;  // this, or a packed copy

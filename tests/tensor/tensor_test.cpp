@@ -180,3 +180,19 @@ TEST(CachingAllocator, ReusesFreedBlocks) {
 
 }  // namespace
 }  // namespace sd
+
+namespace sd {
+namespace {
+
+TEST(Tensor, AsStridedChecksReach) {
+    Tensor t = Tensor::from_vector({6}, {0, 1, 2, 3, 4, 5});
+    Tensor v = t.as_strided({2, 2}, {1, 2}, 1);  // [[1, 3], [2, 4]]
+    EXPECT_EQ(v.to_vector(), (std::vector<float>{1, 3, 2, 4}));
+    EXPECT_THROW(t.as_strided({2, 3}, {3, 1}, 1), Error);
+    EXPECT_THROW(t.as_strided({2}, {-1}, 0), Error);
+    EXPECT_NO_THROW(t.as_strided({0, 3}, {3, 1}, 100));
+    EXPECT_THROW(t.as_strided({2, 2}, {1}, 0), Error);
+}
+
+}  // namespace
+}  // namespace sd
