@@ -124,10 +124,14 @@ int run(int argc, char** argv) {
             SD_CHECK(min_time > 0, "--min-time must be positive");
         } else if (a == "--isa") {
             std::string v = value();
-            if (v == "generic") set_isa(Isa::Generic);
-            else if (v == "avx2") set_isa(Isa::Avx2);
-            else if (v == "avx512") set_isa(Isa::Avx512);
-            else fail("--isa: unknown kernel family '%s' (generic, avx2, avx512)", v.c_str());
+            if (v == "generic")
+                set_isa(Isa::Generic);
+            else if (v == "avx2")
+                set_isa(Isa::Avx2);
+            else if (v == "avx512")
+                set_isa(Isa::Avx512);
+            else
+                fail("--isa: unknown kernel family '%s' (generic, avx2, avx512)", v.c_str());
         } else if (a == "-h" || a == "--help") {
             usage();
             return 0;
@@ -140,8 +144,8 @@ int run(int argc, char** argv) {
     const CpuFeatures& f = cpu_features();
     Isa isa = active_isa();
     std::printf("CPU: %s\n", f.describe().c_str());
-    std::printf("threads: %d, kernels: %s, L1d %zu KiB, L2 %zu KiB\n", num_threads(),
-                isa_name(isa), f.l1d_bytes / 1024, f.l2_bytes / 1024);
+    std::printf("threads: %d, kernels: %s, L1d %zu KiB, L2 %zu KiB\n", num_threads(), isa_name(isa),
+                f.l1d_bytes / 1024, f.l2_bytes / 1024);
     double peak = measure_peak_gflops(isa, 0.5);
     std::printf("measured FP32 FMA peak (%s, %d threads): %.1f GFLOP/s\n\n", isa_name(isa),
                 num_threads(), peak);

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-    g++ cmake ninja-build pkg-config
+    g++ cmake ninja-build pkg-config nlohmann-json3-dev
     libgtest-dev libgmock-dev libbenchmark-dev
     python3-numpy
 )

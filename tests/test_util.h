@@ -94,8 +94,8 @@ inline Diff compare(const Tensor& got, const Tensor& want, double floor = 1e-3) 
 // EXPECT that got matches want in shape and within `atol + rtol * |want|` everywhere.
 inline void expect_close(const Tensor& got, const Tensor& want, double atol, double rtol,
                          const std::string& what = "") {
-    ASSERT_EQ(got.shape(), want.shape()) << what << ": got " << got.describe() << ", want "
-                                         << want.describe();
+    ASSERT_EQ(got.shape(), want.shape())
+        << what << ": got " << got.describe() << ", want " << want.describe();
     std::vector<float> a = got.to_vector(), b = want.to_vector();
     int64_t bad = 0, first = -1;
     for (size_t i = 0; i < a.size(); ++i) {
@@ -110,26 +110,30 @@ inline void expect_close(const Tensor& got, const Tensor& want, double atol, dou
     EXPECT_EQ(bad, 0) << what << ": " << bad << " of " << a.size()
                       << " values out of tolerance (atol " << atol << ", rtol " << rtol
                       << "); first at flat index " << first << ": got "
-                      << (first >= 0 ? a[first] : 0.f) << ", want " << (first >= 0 ? b[first] : 0.f);
+                      << (first >= 0 ? a[first] : 0.f) << ", want "
+                      << (first >= 0 ? b[first] : 0.f);
 }
 
 // Every kernel family this machine and build can run, lowest first. Tests loop over them
 // with IsaScope so a single run checks the generic, AVX2 and AVX-512 paths.
 inline std::vector<Isa> available_isas() {
     std::vector<Isa> out;
-    for (int i = 0; i <= static_cast<int>(best_supported_isa()); ++i) out.push_back(static_cast<Isa>(i));
+    for (int i = 0; i <= static_cast<int>(best_supported_isa()); ++i)
+        out.push_back(static_cast<Isa>(i));
     return out;
 }
 
 class IsaScope {
-public:
+  public:
     explicit IsaScope(Isa isa) : saved_(active_isa()) { set_isa(isa); }
     ~IsaScope() { set_isa(saved_); }
 
-private:
+  private:
     Isa saved_;
 };
 
-inline std::string fixtures_dir() { return SD_FIXTURES_DIR; }
+inline std::string fixtures_dir() {
+    return SD_FIXTURES_DIR;
+}
 
 }  // namespace sd::test

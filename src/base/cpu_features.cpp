@@ -157,15 +157,22 @@ Isa best_supported_isa() {
     return Isa::Generic;
 }
 
-Isa active_isa() { return static_cast<Isa>(active_isa_slot().load(std::memory_order_relaxed)); }
+Isa active_isa() {
+    return static_cast<Isa>(active_isa_slot().load(std::memory_order_relaxed));
+}
 
-void set_isa(Isa isa) { active_isa_slot() = static_cast<int>(clamp_isa(isa)); }
+void set_isa(Isa isa) {
+    active_isa_slot() = static_cast<int>(clamp_isa(isa));
+}
 
 const char* isa_name(Isa isa) {
     switch (isa) {
-        case Isa::Generic: return "generic";
-        case Isa::Avx2: return "avx2";
-        case Isa::Avx512: return "avx512";
+        case Isa::Generic:
+            return "generic";
+        case Isa::Avx2:
+            return "avx2";
+        case Isa::Avx512:
+            return "avx512";
     }
     return "?";
 }

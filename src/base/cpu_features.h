@@ -21,9 +21,9 @@ struct CpuFeatures {
     bool avx512bf16 = false;
     int physical_cores = 1;
     int logical_cpus = 1;
-    size_t l1d_bytes = 32 * 1024;    // per core
-    size_t l2_bytes = 1024 * 1024;   // per core
-    size_t l3_bytes = 0;             // shared, 0 when unknown
+    size_t l1d_bytes = 32 * 1024;   // per core
+    size_t l2_bytes = 1024 * 1024;  // per core
+    size_t l3_bytes = 0;            // shared, 0 when unknown
 
     std::string describe() const;  // "AVX2 FMA F16C AVX512F ..."
 };

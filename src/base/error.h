@@ -11,7 +11,7 @@
 namespace sd {
 
 class Error : public std::runtime_error {
-public:
+  public:
     explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
@@ -21,7 +21,8 @@ public:
 }  // namespace sd
 
 // SD_CHECK(cond, fmt, ...): throws sd::Error with the message when cond is false.
-#define SD_CHECK(cond, ...)                          \
-    do {                                             \
-        if (!(cond)) [[unlikely]] ::sd::fail(__VA_ARGS__); \
+#define SD_CHECK(cond, ...)          \
+    do {                             \
+        if (!(cond)) [[unlikely]]    \
+            ::sd::fail(__VA_ARGS__); \
     } while (0)

@@ -18,10 +18,14 @@ std::atomic<int> g_level{static_cast<int>(LogLevel::Info)};
 
 const char* level_tag(LogLevel level) {
     switch (level) {
-        case LogLevel::Debug: return "DEBUG";
-        case LogLevel::Info: return "INFO ";
-        case LogLevel::Warn: return "WARN ";
-        case LogLevel::Error: return "ERROR";
+        case LogLevel::Debug:
+            return "DEBUG";
+        case LogLevel::Info:
+            return "INFO ";
+        case LogLevel::Warn:
+            return "WARN ";
+        case LogLevel::Error:
+            return "ERROR";
     }
     return "?";
 }
@@ -34,8 +38,12 @@ void set_log_callback(LogCallback callback, void* user) {
     g_user = user;
 }
 
-void set_log_level(LogLevel level) { g_level = static_cast<int>(level); }
-LogLevel log_level() { return static_cast<LogLevel>(g_level.load()); }
+void set_log_level(LogLevel level) {
+    g_level = static_cast<int>(level);
+}
+LogLevel log_level() {
+    return static_cast<LogLevel>(g_level.load());
+}
 
 void log_message(LogLevel level, const char* fmt, ...) {
     if (static_cast<int>(level) < g_level.load()) return;

@@ -10,7 +10,7 @@
 namespace sd {
 
 class MappedFile {
-public:
+  public:
     // Maps `path` read-only; throws sd::Error naming the file when it cannot.
     static std::shared_ptr<MappedFile> open(const std::string& path);
     ~MappedFile();
@@ -25,7 +25,7 @@ public:
     // process's RSS (they stay in the page cache and come back on the next touch).
     void release_pages(size_t offset, size_t length) const;
 
-private:
+  private:
     MappedFile() = default;
     std::string path_;
     const uint8_t* data_ = nullptr;

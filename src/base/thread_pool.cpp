@@ -56,7 +56,10 @@ void ThreadPool::run_raw(Invoke invoke, void* ctx) {
     if (num_threads_ == 1 || t_in_task) {
         bool was = t_in_task;
         t_in_task = true;
-        struct Restore { bool v; ~Restore() { t_in_task = v; } } restore{was};
+        struct Restore {
+            bool v;
+            ~Restore() { t_in_task = v; }
+        } restore{was};
         invoke(ctx, 0, 1);
         return;
     }
@@ -130,8 +133,12 @@ void set_num_threads(int n) {
     pool = std::make_unique<ThreadPool>(n);
 }
 
-int num_threads() { return thread_pool().size(); }
+int num_threads() {
+    return thread_pool().size();
+}
 
-bool in_parallel_region() { return t_in_task; }
+bool in_parallel_region() {
+    return t_in_task;
+}
 
 }  // namespace sd

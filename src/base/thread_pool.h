@@ -18,7 +18,7 @@
 namespace sd {
 
 class ThreadPool {
-public:
+  public:
     explicit ThreadPool(int num_threads);
     ~ThreadPool();
     ThreadPool(const ThreadPool&) = delete;
@@ -28,11 +28,13 @@ public:
 
     template <class F>
     void run(F&& fn) {
-        auto invoke = [](void* ctx, int index, int count) { (*static_cast<F*>(ctx))(index, count); };
+        auto invoke = [](void* ctx, int index, int count) {
+            (*static_cast<F*>(ctx))(index, count);
+        };
         run_raw(invoke, &fn);
     }
 
-private:
+  private:
     using Invoke = void (*)(void* ctx, int index, int count);
     void run_raw(Invoke invoke, void* ctx);
     void worker_loop(int index);

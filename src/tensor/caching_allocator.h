@@ -12,13 +12,13 @@
 namespace sd {
 
 struct AllocatorStats {
-    size_t bytes_in_use = 0;   // handed out and not yet returned
-    size_t bytes_cached = 0;   // returned and kept for reuse
+    size_t bytes_in_use = 0;  // handed out and not yet returned
+    size_t bytes_cached = 0;  // returned and kept for reuse
     size_t peak_in_use = 0;
 };
 
 class CachingAllocator {
-public:
+  public:
     static CachingAllocator& instance();
 
     void* allocate(size_t bytes);

@@ -37,9 +37,15 @@ struct DTypeInfo {
 };
 
 const DTypeInfo& dtype_info(DType type);
-inline const char* dtype_name(DType type) { return dtype_info(type).name; }
-inline int64_t block_size(DType type) { return dtype_info(type).block_size; }
-inline bool is_quantized(DType type) { return dtype_info(type).is_quantized; }
+inline const char* dtype_name(DType type) {
+    return dtype_info(type).name;
+}
+inline int64_t block_size(DType type) {
+    return dtype_info(type).block_size;
+}
+inline bool is_quantized(DType type) {
+    return dtype_info(type).is_quantized;
+}
 
 // Bytes taken by n values (n a multiple of the block size).
 inline size_t row_bytes(DType type, int64_t n) {

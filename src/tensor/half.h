@@ -54,7 +54,9 @@ inline uint16_t f32_to_f16(float f) {
     return static_cast<uint16_t>(sign | ((rounded - (112u << 23)) >> 13));
 }
 
-inline float bf16_to_f32(uint16_t h) { return f32_from_bits(static_cast<uint32_t>(h) << 16); }
+inline float bf16_to_f32(uint16_t h) {
+    return f32_from_bits(static_cast<uint32_t>(h) << 16);
+}
 
 inline uint16_t f32_to_bf16(float f) {
     uint32_t u = f32_bits(f);

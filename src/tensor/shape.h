@@ -11,7 +11,7 @@ namespace sd {
 constexpr int kMaxDims = 5;
 
 class Shape {
-public:
+  public:
     Shape() = default;
     Shape(std::initializer_list<int64_t> dims);
     explicit Shape(const std::vector<int64_t>& dims);
@@ -31,7 +31,7 @@ public:
     bool operator==(const Shape& other) const;
     bool operator!=(const Shape& other) const { return !(*this == other); }
 
-private:
+  private:
     int64_t dims_[kMaxDims] = {};
     int ndim_ = 0;
 };

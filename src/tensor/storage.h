@@ -14,7 +14,7 @@ class MappedFile;
 enum class Device { CPU };
 
 class Storage {
-public:
+  public:
     // Uninitialised memory of `bytes` bytes, 64-byte aligned.
     static std::shared_ptr<Storage> allocate(size_t bytes);
     // A view of `bytes` bytes at `data` inside `file`; read-only.
@@ -30,7 +30,7 @@ public:
     bool writable() const { return !file_; }
     const std::shared_ptr<const MappedFile>& file() const { return file_; }
 
-private:
+  private:
     Storage() = default;
     void* data_ = nullptr;
     size_t size_ = 0;

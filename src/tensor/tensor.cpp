@@ -21,7 +21,8 @@ Strides contiguous_strides(const Shape& shape) {
 namespace {
 
 void check_shape(const Shape& shape) {
-    for (int64_t d : shape) SD_CHECK(d >= 0, "negative dimension in shape %s", shape.to_string().c_str());
+    for (int64_t d : shape)
+        SD_CHECK(d >= 0, "negative dimension in shape %s", shape.to_string().c_str());
 }
 
 size_t checked_bytes(const Shape& shape, DType dtype) {
@@ -40,7 +41,9 @@ size_t checked_bytes(const Shape& shape, DType dtype) {
     return static_cast<size_t>(total);
 }
 
-size_t element_size(DType dtype) { return dtype_info(dtype).type_size; }
+size_t element_size(DType dtype) {
+    return dtype_info(dtype).type_size;
+}
 
 // Copies the strided view `src` into packed `dst` of the same shape and plain dtype.
 void copy_strided_plain(const Tensor& src, void* dst) {
@@ -61,28 +64,28 @@ void copy_strided_plain(const Tensor& src, void* dst) {
     const Strides& strides = src.strides();
     parallel_for(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(inner, 1)),
                  [&](int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; ++r) {
-            // Offset of row r from its multi-index over the outer dims.
-            int64_t off = 0, rem = r;
-            for (int d = nd - 2; d >= 0; --d) {
-                off += (rem % shape[d]) * strides[d];
-                rem /= shape[d];
-            }
-            const uint8_t* s = base + off * static_cast<int64_t>(es);
-            uint8_t* o = out + r * inner * static_cast<int64_t>(es);
-            if (inner_stride == 1) {
-                std::memcpy(o, s, inner * es);
-            } else if (es == 4) {
-                for (int64_t i = 0; i < inner; ++i) {
-                    std::memcpy(o + 4 * i, s + 4 * i * inner_stride, 4);
-                }
-            } else {
-                for (int64_t i = 0; i < inner; ++i) {
-                    std::memcpy(o + es * i, s + es * i * inner_stride, es);
-                }
-            }
-        }
-    });
+                     for (int64_t r = r0; r < r1; ++r) {
+                         // Offset of row r from its multi-index over the outer dims.
+                         int64_t off = 0, rem = r;
+                         for (int d = nd - 2; d >= 0; --d) {
+                             off += (rem % shape[d]) * strides[d];
+                             rem /= shape[d];
+                         }
+                         const uint8_t* s = base + off * static_cast<int64_t>(es);
+                         uint8_t* o = out + r * inner * static_cast<int64_t>(es);
+                         if (inner_stride == 1) {
+                             std::memcpy(o, s, inner * es);
+                         } else if (es == 4) {
+                             for (int64_t i = 0; i < inner; ++i) {
+                                 std::memcpy(o + 4 * i, s + 4 * i * inner_stride, 4);
+                             }
+                         } else {
+                             for (int64_t i = 0; i < inner; ++i) {
+                                 std::memcpy(o + es * i, s + es * i * inner_stride, es);
+                             }
+                         }
+                     }
+                 });
 }
 
 // Block-quant tensors: rows are whole and contiguous, so copy them one by one.
@@ -335,7 +338,8 @@ Tensor Tensor::expand(const Shape& shape) const {
             out_strides.push_back(strides_[src]);
         } else {
             SD_CHECK(have == 1, "expand of %s to %s: dimension %d is %lld, not 1",
-                     describe().c_str(), shape.to_string().c_str(), i, static_cast<long long>(have));
+                     describe().c_str(), shape.to_string().c_str(), i,
+                     static_cast<long long>(have));
             out_shape.push_back(want);
             out_strides.push_back(0);
         }
@@ -357,7 +361,10 @@ Tensor Tensor::as_strided(const Shape& shape, const Strides& strides, int64_t of
     bool empty_view = shape.numel() == 0;
     for (int i = 0; i < shape.size(); ++i) {
         __int128 span = static_cast<__int128>(shape[i] - 1) * strides[i];
-        if (span < 0) lo += span; else hi += span;
+        if (span < 0)
+            lo += span;
+        else
+            hi += span;
     }
     SD_CHECK(empty_view || (lo >= 0 && hi < capacity),
              "as_strided%s strides %s offset %lld reaches outside a storage of %lld elements",
@@ -397,11 +404,20 @@ std::vector<float> Tensor::to_vector() const {
     const void* p = packed.data_ptr();
     for (size_t i = 0; i < out.size(); ++i) {
         switch (dtype_) {
-            case DType::F32: out[i] = static_cast<const float*>(p)[i]; break;
-            case DType::F16: out[i] = f16_to_f32(static_cast<const uint16_t*>(p)[i]); break;
-            case DType::BF16: out[i] = bf16_to_f32(static_cast<const uint16_t*>(p)[i]); break;
-            case DType::I32: out[i] = static_cast<float>(static_cast<const int32_t*>(p)[i]); break;
-            default: fail("to_vector: unsupported dtype %s", dtype_name(dtype_));
+            case DType::F32:
+                out[i] = static_cast<const float*>(p)[i];
+                break;
+            case DType::F16:
+                out[i] = f16_to_f32(static_cast<const uint16_t*>(p)[i]);
+                break;
+            case DType::BF16:
+                out[i] = bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
+                break;
+            case DType::I32:
+                out[i] = static_cast<float>(static_cast<const int32_t*>(p)[i]);
+                break;
+            default:
+                fail("to_vector: unsupported dtype %s", dtype_name(dtype_));
         }
     }
     return out;

@@ -20,7 +20,7 @@ namespace sd {
 using Strides = Shape;  // same fixed-size container, in elements
 
 class Tensor {
-public:
+  public:
     Tensor() = default;  // undefined: defined() is false
 
     // Uninitialised contents.
@@ -90,7 +90,7 @@ public:
 
     int wrap_dim(int d) const;  // negative d counts from the end; throws when out of range
 
-private:
+  private:
     void check_element_type(size_t element_size) const;
 
     std::shared_ptr<Storage> storage_;

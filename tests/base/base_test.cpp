@@ -82,7 +82,8 @@ TEST(MappedFile, MapsContentsAndReportsMissingFile) {
         MappedFile::open("/nonexistent/dir/model.safetensors");
         FAIL() << "no throw";
     } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("/nonexistent/dir/model.safetensors"), std::string::npos);
+        EXPECT_NE(std::string(e.what()).find("/nonexistent/dir/model.safetensors"),
+                  std::string::npos);
     }
     EXPECT_THROW(MappedFile::open("/tmp"), Error);  // a directory
 }
