@@ -4,7 +4,8 @@
 file(GLOB_RECURSE SD_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/*.cpp)
 
 set(SD_AVX2_FLAGS -mavx2 -mfma -mf16c)
-set(SD_AVX512_FLAGS -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c -mavx2)
+# GCC 12 warns falsely about _mm512_undefined_* inside its own intrinsics headers.
+set(SD_AVX512_FLAGS -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c -mavx2 -Wno-maybe-uninitialized)
 
 foreach(src ${SD_SOURCES})
     if(src MATCHES "_avx512\\.cpp$")

@@ -1,0 +1,133 @@
+#include "io/model_convert.h"
+
+#include <regex>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "io/tensor_writer.h"
+#include "ops/convert.h"
+
+namespace sd {
+namespace {
+
+bool ends_with(const std::string& s, const char* suffix) {
+    size_t n = std::char_traits<char>::length(suffix);
+    return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+bool contains(const std::string& s, const char* part) {
+    return s.find(part) != std::string::npos;
+}
+
+// Tensors the reference tool never quantizes: they are small and precision-sensitive.
+bool keeps_own_dtype(const std::string& name) {
+    return contains(name, "embedding") || contains(name, "time_embed.") ||
+           contains(name, "label_emb.") || contains(name, "img_in.") || contains(name, "txt_in.") ||
+           contains(name, "time_in.") || contains(name, "vector_in.") ||
+           contains(name, "guidance_in.") || contains(name, "final_layer.") ||
+           contains(name, "x_embedder.") || contains(name, "t_embedder.") ||
+           contains(name, "y_embedder.") || contains(name, "pos_embed") ||
+           contains(name, "context_embedder.");
+}
+
+bool is_float(DType d) {
+    return d == DType::F32 || d == DType::F16 || d == DType::BF16;
+}
+
+std::string trim(const std::string& s) {
+    size_t b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
+    return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+bool output_is_safetensors(const std::string& path) {
+    return path.size() >= 12 && path.compare(path.size() - 12, 12, ".safetensors") == 0;
+}
+
+}  // namespace
+
+TensorTypeRules parse_tensor_type_rules(const std::string& text) {
+    TensorTypeRules rules;
+    size_t start = 0;
+    while (start <= text.size()) {
+        size_t comma = text.find(',', start);
+        std::string item = trim(
+            text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+        start = comma == std::string::npos ? text.size() + 1 : comma + 1;
+        if (item.empty()) continue;
+        size_t eq = item.rfind('=');
+        if (eq == std::string::npos || eq == 0)
+            fail("--tensor-type-rules: \"%s\" is not PATTERN=TYPE", item.c_str());
+        std::string pattern = item.substr(0, eq), type = trim(item.substr(eq + 1));
+        auto dtype = dtype_from_name(type);
+        if (!dtype || *dtype == DType::I32)
+            fail("--tensor-type-rules: unknown type \"%s\" in \"%s\"", type.c_str(), item.c_str());
+        try {
+            std::regex check(pattern);
+        } catch (const std::regex_error& e) {
+            fail("--tensor-type-rules: \"%s\" is not a valid regular expression: %s",
+                 pattern.c_str(), e.what());
+        }
+        rules.emplace_back(pattern, *dtype);
+    }
+    return rules;
+}
+
+DType output_dtype(const std::string& name, const Shape& shape, DType source,
+                   std::optional<DType> target, const TensorTypeRules& rules) {
+    for (const auto& [pattern, dtype] : rules) {
+        if (std::regex_search(name, std::regex(pattern))) {
+            target = dtype;
+            break;
+        }
+    }
+    if (!target || source == DType::I32) return source;
+    if (shape.size() < 2 || ends_with(name, ".bias") || ends_with(name, ".scale")) {
+        return is_float(source) || is_quantized(source) ? DType::F32 : source;
+    }
+    if (is_quantized(*target)) {
+        if (keeps_own_dtype(name) || shape[shape.size() - 1] % block_size(*target) != 0) {
+            return is_quantized(source) ? DType::F16 : source;
+        }
+    }
+    return *target;
+}
+
+void convert_model(const ModelFiles& files, const ConvertOptions& options) {
+    const bool safetensors = output_is_safetensors(options.output_path);
+    const TensorTypeRules rules = parse_tensor_type_rules(options.tensor_type_rules);
+    std::vector<OutputTensor> outputs;
+    std::map<std::string, size_t> counts;
+    for (const std::string& name : files.names()) {
+        const TensorRecord& r = files.get(name);
+        DType dtype = output_dtype(name, r.shape, r.dtype, options.type, rules);
+        if (safetensors && is_quantized(dtype)) {
+            fail("%s: safetensors cannot hold %s tensors (tensor '%s'); write a .gguf file instead",
+                 options.output_path.c_str(), dtype_name(dtype), name.c_str());
+        }
+        ++counts[dtype_name(dtype)];
+        const TensorRecord* record = &r;
+        outputs.push_back({name, dtype, r.shape, [record, dtype] {
+                               Tensor t = record->load();
+                               if (t.dtype() == dtype) return t.contiguous();
+                               // Between two non-f32 types go through f32.
+                               if (t.dtype() != DType::F32 && dtype != DType::F32)
+                                   t = convert(t, DType::F32);
+                               return convert(t, dtype);
+                           }});
+    }
+    if (safetensors) {
+        std::map<std::string, std::string> meta;
+        for (const auto& [k, v] : options.extra_metadata) {
+            if (auto* s = std::get_if<std::string>(&v.value)) meta[k] = *s;
+        }
+        write_safetensors(options.output_path, outputs, meta);
+    } else {
+        write_gguf(options.output_path, outputs, options.extra_metadata);
+    }
+    std::string summary;
+    for (const auto& [type, n] : counts) summary += strfmt(" %s:%zu", type.c_str(), n);
+    SD_LOG_INFO("wrote %s: %zu tensors (%s )", options.output_path.c_str(), outputs.size(),
+                summary.c_str());
+}
+
+}  // namespace sd

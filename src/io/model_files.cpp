@@ -1,0 +1,165 @@
+#include "io/model_files.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "io/json_limits.h"
+
+namespace sd {
+namespace {
+
+bool exists(const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0;
+}
+
+bool is_directory(const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// The weights file of one diffusers component folder, preferring safetensors.
+std::string component_weights(const std::string& dir) {
+    for (const char* name :
+         {"diffusion_pytorch_model.safetensors", "model.safetensors",
+          "diffusion_pytorch_model.fp16.safetensors", "model.fp16.safetensors",
+          "diffusion_pytorch_model.safetensors.index.json", "model.safetensors.index.json",
+          "diffusion_pytorch_model.bin", "pytorch_model.bin"}) {
+        std::string path = dir + "/" + name;
+        if (exists(path)) return path;
+    }
+    fail(
+        "diffusers folder '%s' has no weights file (diffusion_pytorch_model.safetensors, "
+        "model.safetensors, "
+        "pytorch_model.bin ...)",
+        dir.c_str());
+}
+
+}  // namespace
+
+const char* canonical_prefix(ModelRole role) {
+    switch (role) {
+        case ModelRole::Checkpoint:
+            return "";
+        case ModelRole::DiffusionModel:
+            return "model.diffusion_model.";
+        case ModelRole::Vae:
+            return "first_stage_model.";
+        case ModelRole::TextEncoder:
+            return "cond_stage_model.";
+    }
+    return "";
+}
+
+void ModelFiles::add(const std::string& path, ModelRole role) {
+    if (is_directory(path)) {
+        add_diffusers_folder(path);
+        return;
+    }
+    merge(open_tensor_file(path), role);
+}
+
+void ModelFiles::add_diffusers_folder(const std::string& dir) {
+    std::string index_path = dir + "/model_index.json";
+    if (!exists(index_path)) {
+        fail("'%s' is a folder without model_index.json; give a model file, or a diffusers folder",
+             dir.c_str());
+    }
+    std::ifstream in(index_path);
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    check_json_depth(index_path, text.data(), text.size(), 16);
+    nlohmann::json index;
+    try {
+        index = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::exception& e) {
+        fail("%s: malformed JSON: %s", index_path.c_str(), e.what());
+    }
+    if (!index.is_object()) fail("%s: not a JSON object", index_path.c_str());
+    const std::pair<const char*, ModelRole> components[] = {
+        {"unet", ModelRole::DiffusionModel},
+        {"vae", ModelRole::Vae},
+        {"text_encoder", ModelRole::TextEncoder}};
+    int added = 0;
+    for (const auto& [name, role] : components) {
+        if (!index.contains(name) || !is_directory(dir + "/" + name)) continue;
+        merge(open_tensor_file(component_weights(dir + "/" + name)), role);
+        ++added;
+    }
+    for (const auto& [name, value] : index.items()) {
+        if (name == "text_encoder_2" || name == "transformer") {
+            fail("%s: component '%s' belongs to a model family this program cannot run yet",
+                 index_path.c_str(), name.c_str());
+        }
+    }
+    if (added == 0)
+        fail("%s: lists none of unet, vae, text_encoder with its folder", index_path.c_str());
+}
+
+void ModelFiles::merge(TensorFile file, ModelRole role) {
+    std::vector<TensorRecord> records = to_canonical_names(std::move(file.tensors), role);
+    // A component file replaces that component's tensors from earlier files.
+    std::string prefix = canonical_prefix(role);
+    if (!prefix.empty() && has_prefix(prefix)) {
+        SD_LOG_INFO("%s: replaces the %s of %s", file.path.c_str(), model_role_name(role),
+                    describe_sources().c_str());
+        std::erase_if(order_, [&](const std::string& n) {
+            if (n.compare(0, prefix.size(), prefix) != 0) return false;
+            tensors_.erase(n);
+            source_.erase(n);
+            return true;
+        });
+    }
+    std::set<std::string> in_this_file;
+    for (TensorRecord& r : records) {
+        if (!in_this_file.insert(r.name).second) {
+            fail("%s: two tensors map to the name '%s'", file.path.c_str(), r.name.c_str());
+        }
+        auto it = source_.find(r.name);
+        if (it != source_.end()) {
+            fail("tensor '%s' is in both '%s' and '%s'", r.name.c_str(), it->second.c_str(),
+                 file.path.c_str());
+        }
+        source_[r.name] = file.path;
+        order_.push_back(r.name);
+        std::string name = r.name;
+        tensors_.emplace(std::move(name), std::move(r));
+    }
+    file.tensors.clear();
+    files_.push_back(std::move(file));
+}
+
+const TensorRecord* ModelFiles::find(const std::string& name) const {
+    auto it = tensors_.find(name);
+    return it == tensors_.end() ? nullptr : &it->second;
+}
+
+const TensorRecord& ModelFiles::get(const std::string& name) const {
+    const TensorRecord* r = find(name);
+    if (!r) fail("tensor '%s' is missing from %s", name.c_str(), describe_sources().c_str());
+    return *r;
+}
+
+bool ModelFiles::has_prefix(const std::string& prefix) const {
+    return std::any_of(order_.begin(), order_.end(), [&](const std::string& n) {
+        return n.compare(0, prefix.size(), prefix) == 0;
+    });
+}
+
+std::string ModelFiles::describe_sources() const {
+    if (files_.empty()) return "no model files";
+    std::string s;
+    for (const TensorFile& f : files_) {
+        if (!s.empty()) s += ", ";
+        s += "'" + f.path + "'";
+    }
+    return s;
+}
+
+}  // namespace sd

@@ -1,0 +1,211 @@
+#include "io/model_files.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+
+#include "fixture_files.h"
+#include "io/model_family.h"
+#include "io/name_conversion.h"
+#include "io/tensor_writer.h"
+#include "io_test_util.h"
+#include "test_util.h"
+
+namespace sd {
+namespace {
+
+TEST(NameConversion, DiffusersUnetNames) {
+    EXPECT_EQ(unet_diffusers_to_ldm("conv_in.weight", false), "input_blocks.0.0.weight");
+    EXPECT_EQ(unet_diffusers_to_ldm("time_embedding.linear_2.bias", false), "time_embed.2.bias");
+    EXPECT_EQ(unet_diffusers_to_ldm("down_blocks.1.resnets.1.norm1.weight", false),
+              "input_blocks.5.0.in_layers.0.weight");
+    EXPECT_EQ(unet_diffusers_to_ldm("down_blocks.2.attentions.0.proj_in.weight", false),
+              "input_blocks.7.1.proj_in.weight");
+    EXPECT_EQ(unet_diffusers_to_ldm("down_blocks.0.downsamplers.0.conv.weight", false),
+              "input_blocks.3.0.op.weight");
+    EXPECT_EQ(unet_diffusers_to_ldm("mid_block.resnets.1.conv_shortcut.weight", false),
+              "middle_block.2.skip_connection.weight");
+    EXPECT_EQ(unet_diffusers_to_ldm("mid_block.attentions.0.transformer_blocks.0.attn1.to_q.weight",
+                                    false),
+              "middle_block.1.transformer_blocks.0.attn1.to_q.weight");
+    EXPECT_EQ(unet_diffusers_to_ldm("up_blocks.3.resnets.2.time_emb_proj.weight", true),
+              "output_blocks.11.0.emb_layers.1.weight");
+    EXPECT_EQ(unet_diffusers_to_ldm("up_blocks.0.upsamplers.0.conv.weight", false),
+              "output_blocks.2.1.conv.weight");
+    EXPECT_EQ(unet_diffusers_to_ldm("up_blocks.1.upsamplers.0.conv.bias", true),
+              "output_blocks.5.2.conv.bias");
+    EXPECT_EQ(unet_diffusers_to_ldm("add_embedding.linear_1.weight", false),
+              "label_emb.0.0.weight");
+}
+
+TEST(NameConversion, DiffusersVaeNames) {
+    EXPECT_EQ(vae_diffusers_to_ldm("encoder.down_blocks.2.resnets.0.conv_shortcut.weight"),
+              "encoder.down.2.block.0.nin_shortcut.weight");
+    EXPECT_EQ(vae_diffusers_to_ldm("decoder.up_blocks.0.resnets.2.conv1.weight"),
+              "decoder.up.3.block.2.conv1.weight");
+    EXPECT_EQ(vae_diffusers_to_ldm("decoder.up_blocks.1.upsamplers.0.conv.weight"),
+              "decoder.up.2.upsample.conv.weight");
+    EXPECT_EQ(vae_diffusers_to_ldm("encoder.down_blocks.0.downsamplers.0.conv.bias"),
+              "encoder.down.0.downsample.conv.bias");
+    EXPECT_EQ(vae_diffusers_to_ldm("decoder.mid_block.resnets.1.norm2.weight"),
+              "decoder.mid.block_2.norm2.weight");
+    EXPECT_EQ(vae_diffusers_to_ldm("encoder.mid_block.attentions.0.to_out.0.weight"),
+              "encoder.mid.attn_1.proj_out.weight");
+    EXPECT_EQ(vae_diffusers_to_ldm("decoder.mid_block.attentions.0.query.bias"),
+              "decoder.mid.attn_1.q.bias");
+    EXPECT_EQ(vae_diffusers_to_ldm("decoder.conv_norm_out.weight"), "decoder.norm_out.weight");
+    EXPECT_EQ(vae_diffusers_to_ldm("post_quant_conv.weight"), "post_quant_conv.weight");
+}
+
+// Every canonical tensor of `a` exists in `b` with the same dtype, shape and values.
+void expect_same_tensors(const ModelFiles& a, const ModelFiles& b, const std::string& prefix) {
+    size_t compared = 0;
+    for (const std::string& name : a.names()) {
+        if (name.compare(0, prefix.size(), prefix) != 0) continue;
+        const TensorRecord* rb = b.find(name);
+        ASSERT_NE(rb, nullptr) << name << " missing";
+        const TensorRecord& ra = *a.find(name);
+        ASSERT_EQ(ra.shape, rb->shape) << name;
+        ASSERT_EQ(ra.dtype, rb->dtype) << name;
+        Tensor ta = ra.load().contiguous(), tb = rb->load().contiguous();
+        ASSERT_EQ(std::memcmp(ta.data_ptr(), tb.data_ptr(), ta.nbytes()), 0) << name;
+        ++compared;
+    }
+    EXPECT_GT(compared, 0u) << prefix;
+}
+
+TEST(ModelFiles, Sd15CheckpointIsSd1AndKeepsItsNames) {
+    std::string path = test::generated_checkpoint("sd15", "f16", 1);
+    ModelFiles files;
+    files.add(path, ModelRole::Checkpoint);
+    EXPECT_EQ(files.size(), 1130u);
+    EXPECT_EQ(detect_model_family(files).family, ModelFamily::SD1);
+    EXPECT_STREQ(detect_model_family(files).name, "SD 1.x");
+    EXPECT_NE(
+        files.find("model.diffusion_model.input_blocks.1.1.transformer_blocks.0.attn2.to_k.weight"),
+        nullptr);
+    EXPECT_NE(files.find("cond_stage_model.transformer.text_model.final_layer_norm.weight"),
+              nullptr);
+    EXPECT_EQ(files.get("first_stage_model.decoder.mid.attn_1.q.weight").shape,
+              (Shape{512, 512, 1, 1}));
+    EXPECT_ERROR_CONTAINS(files.get("model.diffusion_model.nope"), "nope");
+}
+
+TEST(ModelFiles, Sd15DiffusersFolderLoadsToTheSameTensors) {
+    std::string ckpt = test::generated_checkpoint("sd15", "f16", 1);
+    std::string dir = test::temp_path("sd15_diffusers");
+    test::run_or_fail("rm -rf " + dir + " && /usr/bin/python3 " + test::tests_source_dir() +
+                      "/tools/write_diffusers_folder.py " + ckpt + " " + dir + " --tokenizer " +
+                      test::fixtures_dir() + "/tokenizers/clip");
+    ModelFiles original, diffusers;
+    original.add(ckpt, ModelRole::Checkpoint);
+    diffusers.add(dir, ModelRole::Checkpoint);
+    EXPECT_EQ(diffusers.size(), original.size());
+    EXPECT_EQ(detect_model_family(diffusers).family, ModelFamily::SD1);
+    expect_same_tensors(original, diffusers, "model.diffusion_model.");
+    expect_same_tensors(original, diffusers, "first_stage_model.");
+    expect_same_tensors(original, diffusers, "cond_stage_model.");
+    test::run_or_fail("rm -rf " + dir);
+}
+
+TEST(ModelFiles, Sd21CheckpointIsSd2WithSplitOpenClipAttention) {
+    std::string path = test::generated_checkpoint("sd21", "f16", 2);
+    ModelFiles files;
+    files.add(path, ModelRole::Checkpoint);
+    EXPECT_EQ(detect_model_family(files).family, ModelFamily::SD2);
+    const std::string layer = "cond_stage_model.transformer.text_model.encoder.layers.3.";
+    for (const char* p : {"q_proj", "k_proj", "v_proj"}) {
+        EXPECT_EQ(files.get(layer + "self_attn." + p + ".weight").shape, (Shape{1024, 1024}));
+        EXPECT_EQ(files.get(layer + "self_attn." + p + ".bias").shape, (Shape{1024}));
+    }
+    EXPECT_NE(files.find(layer + "mlp.fc1.weight"), nullptr);
+    EXPECT_NE(
+        files.find("cond_stage_model.transformer.text_model.embeddings.position_embedding.weight"),
+        nullptr);
+    EXPECT_EQ(files.find("cond_stage_model.model.logit_scale"), nullptr);
+    // The three projections are the three row blocks of the fused in_proj_weight.
+    TensorFile raw = read_safetensors(path);
+    Tensor fused =
+        raw.find("cond_stage_model.model.transformer.resblocks.3.attn.in_proj_weight")->load();
+    Tensor k = files.get(layer + "self_attn.k_proj.weight").load();
+    EXPECT_EQ(std::memcmp(k.data_ptr(), fused.narrow(0, 1024, 1024).data_ptr(), k.nbytes()), 0);
+    // OpenCLIP's text_projection (x @ P) becomes a Linear weight: P transposed.
+    Tensor proj = raw.find("cond_stage_model.model.text_projection")->load();
+    Tensor lin = files.get("cond_stage_model.transformer.text_projection.weight").load();
+    EXPECT_EQ(lin.to_vector(), proj.transpose(0, 1).to_vector());
+}
+
+TEST(ModelFiles, AllDtypesOfTheFixturesLoad) {
+    for (const char* manifest : {"sd15", "sd21"}) {
+        int seed = std::string(manifest) == "sd15" ? 1 : 2;
+        for (const char* dtype : {"f32", "bf16"}) {
+            std::string path = test::generated_checkpoint(manifest, dtype, seed, /*cache=*/false);
+            ModelFiles files;
+            files.add(path, ModelRole::Checkpoint);
+            EXPECT_GT(files.size(), 1000u);
+            DType want = std::string(dtype) == "f32" ? DType::F32 : DType::BF16;
+            EXPECT_EQ(files.get("model.diffusion_model.out.2.weight").dtype, want);
+            EXPECT_EQ(detect_model_family(files).family,
+                      std::string(manifest) == "sd15" ? ModelFamily::SD1 : ModelFamily::SD2);
+            // Values: a tensor read back equals the f16 fixture's within f16 rounding.
+            Tensor t = files.get("model.diffusion_model.out.2.bias").load();
+            ModelFiles f16;
+            f16.add(test::generated_checkpoint(manifest, "f16", seed), ModelRole::Checkpoint);
+            test::expect_close(t, f16.get("model.diffusion_model.out.2.bias").load(), 1e-3, 1e-2,
+                               dtype);
+            std::remove(path.c_str());
+        }
+    }
+}
+
+TEST(ModelFiles, ComponentFilesReplaceTheCheckpointsComponent) {
+    std::string path = test::generated_checkpoint("sd15", "f16", 1);
+    // A separate VAE file in diffusers naming, with different values.
+    Tensor w = test::random_tensor({4, 4, 1, 1}, 5);
+    std::string vae = test::temp_path("vae.safetensors");
+    write_safetensors(vae, {{"post_quant_conv.weight", DType::F32, w.shape(), [w] { return w; }}});
+    ModelFiles files;
+    files.add(path, ModelRole::Checkpoint);
+    files.add(vae, ModelRole::Vae);
+    EXPECT_FALSE(files.find("first_stage_model.decoder.conv_in.weight"));
+    EXPECT_EQ(files.get("first_stage_model.post_quant_conv.weight").load().to_vector(),
+              w.to_vector());
+    EXPECT_TRUE(files.find("model.diffusion_model.out.2.weight"));
+    std::remove(vae.c_str());
+}
+
+// Peak RSS of a fresh process that opens the 2 GiB sd15 f16 file and lists every tensor
+// (tests/tools/list_model_tensors): only headers are read, so it stays far below the file.
+TEST(ModelFiles, ListingTheSd15FixtureKeepsRssSmall) {
+    std::string path = test::generated_checkpoint("sd15", "f16", 1);
+    std::string out = test::temp_path("listing.txt");
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        int fd = ::open(out.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
+        ::dup2(fd, 1);
+        ::execl(SD_LIST_MODEL_TENSORS, SD_LIST_MODEL_TENSORS, path.c_str(), nullptr);
+        ::_exit(127);
+    }
+    int status = 0;
+    struct rusage usage {};
+    ASSERT_EQ(::wait4(pid, &status, 0, &usage), pid);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "list_model_tensors failed";
+    std::ifstream listing(out);
+    size_t lines = 0;
+    for (std::string line; std::getline(listing, line);) ++lines;
+    EXPECT_EQ(lines, 1130u);
+    double peak_mib = static_cast<double>(usage.ru_maxrss) / 1024.0;
+    std::printf("peak RSS of a process listing the %zu tensors of the sd15 f16 file: %.1f MiB\n",
+                lines, peak_mib);
+    EXPECT_LT(peak_mib, 100.0);
+    std::remove(out.c_str());
+}
+
+}  // namespace
+}  // namespace sd
