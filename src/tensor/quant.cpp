@@ -16,50 +16,60 @@ namespace sd {
 namespace {
 
 // ---- plain types: a "block" is one value ----
+// Values are read and written with memcpy: a row may start at any byte.
+
+template <class T>
+inline T load(const void* p, int64_t i) {
+    T v;
+    std::memcpy(&v, static_cast<const uint8_t*>(p) + i * static_cast<int64_t>(sizeof(T)),
+                sizeof(T));
+    return v;
+}
+
+template <class T>
+inline void store(void* p, int64_t i, T v) {
+    std::memcpy(static_cast<uint8_t*>(p) + i * static_cast<int64_t>(sizeof(T)), &v, sizeof(T));
+}
 
 void dequantize_f32(const void* src, float* dst, int64_t n) {
-    if (n > 0) std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+    std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
 }
 void quantize_f32(const float* src, void* dst, int64_t n) {
-    if (n > 0) std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+    std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
 }
 
 void dequantize_f16(const void* src, float* dst, int64_t n) {
-    const auto* s = static_cast<const uint16_t*>(src);
-    for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(s[i]);
+    for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(load<uint16_t>(src, i));
 }
 void quantize_f16(const float* src, void* dst, int64_t n) {
-    auto* d = static_cast<uint16_t*>(dst);
-    for (int64_t i = 0; i < n; ++i) d[i] = f32_to_f16(src[i]);
+    for (int64_t i = 0; i < n; ++i) store<uint16_t>(dst, i, f32_to_f16(src[i]));
 }
 
 void dequantize_bf16(const void* src, float* dst, int64_t n) {
-    const auto* s = static_cast<const uint16_t*>(src);
-    for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(s[i]);
+    for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(load<uint16_t>(src, i));
 }
 void quantize_bf16(const float* src, void* dst, int64_t n) {
-    auto* d = static_cast<uint16_t*>(dst);
-    for (int64_t i = 0; i < n; ++i) d[i] = f32_to_bf16(src[i]);
+    for (int64_t i = 0; i < n; ++i) store<uint16_t>(dst, i, f32_to_bf16(src[i]));
 }
 
 void dequantize_i32(const void* src, float* dst, int64_t n) {
-    const auto* s = static_cast<const int32_t*>(src);
-    for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(s[i]);
+    for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(load<int32_t>(src, i));
 }
 // Round to nearest, ties to even; out-of-range values saturate and NaN becomes 0.
 void quantize_i32(const float* src, void* dst, int64_t n) {
-    auto* d = static_cast<int32_t*>(dst);
     for (int64_t i = 0; i < n; ++i) {
         const float r = std::nearbyint(src[i]);
+        int32_t v;
         if (std::isnan(r)) {
-            d[i] = 0;
+            v = 0;
         } else if (r >= 2147483648.0f) {
-            d[i] = INT32_MAX;
+            v = INT32_MAX;
         } else if (r < -2147483648.0f) {
-            d[i] = INT32_MIN;
+            v = INT32_MIN;
         } else {
-            d[i] = static_cast<int32_t>(r);
+            v = static_cast<int32_t>(r);
         }
+        store<int32_t>(dst, i, v);
     }
 }
 

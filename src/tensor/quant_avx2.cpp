@@ -108,7 +108,11 @@ void dequantize_bf16(const void* src, float* dst, int64_t n) {
             _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)));
         _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(h, 16)));
     }
-    for (; i < n; ++i) dst[i] = bf16_to_f32(s[i]);
+    for (; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, s + i, 2);  // a row may start at an odd address
+        dst[i] = bf16_to_f32(h);
+    }
 }
 
 // ---- 32-value blocks ----

@@ -16,18 +16,22 @@
 
 namespace sd::quant {
 
+// Blocks are packed (alignment 1): a row may start at any byte of a mapped file, so every
+// field access must be an unaligned one.
+#define SD_BLOCK __attribute__((packed))
+
 constexpr int kQK = 32;     // values per block of the legacy types and iq4_nl
 constexpr int kQK_K = 256;  // values per super-block of the k-quants and iq4_xs
 
 // q4_0 (18 bytes): value = d * (q - 8), q in 0..15.
 // qs[j] holds element j in its low nibble and element j + 16 in its high nibble.
-struct BlockQ4_0 {
+struct SD_BLOCK BlockQ4_0 {
     uint16_t d;
     uint8_t qs[kQK / 2];
 };
 
 // q4_1 (20 bytes): value = d * q + m, q in 0..15; nibbles as q4_0.
-struct BlockQ4_1 {
+struct SD_BLOCK BlockQ4_1 {
     uint16_t d;
     uint16_t m;
     uint8_t qs[kQK / 2];
@@ -35,14 +39,14 @@ struct BlockQ4_1 {
 
 // q5_0 (22 bytes): value = d * (q - 16), q in 0..31. The low 4 bits are nibbles as in
 // q4_0; bit 4 of element j is bit j of the little-endian 32-bit word qh.
-struct BlockQ5_0 {
+struct SD_BLOCK BlockQ5_0 {
     uint16_t d;
     uint8_t qh[4];
     uint8_t qs[kQK / 2];
 };
 
 // q5_1 (24 bytes): value = d * q + m, q in 0..31; bits as q5_0.
-struct BlockQ5_1 {
+struct SD_BLOCK BlockQ5_1 {
     uint16_t d;
     uint16_t m;
     uint8_t qh[4];
@@ -50,7 +54,7 @@ struct BlockQ5_1 {
 };
 
 // q8_0 (34 bytes): value = d * qs[j], qs signed.
-struct BlockQ8_0 {
+struct SD_BLOCK BlockQ8_0 {
     uint16_t d;
     int8_t qs[kQK];
 };
@@ -58,7 +62,7 @@ struct BlockQ8_0 {
 // q2_K (84 bytes): 16 sub-blocks of 16. scales[s] = scale (low nibble) | min (high nibble);
 // value = d * scale * q - dmin * min, q in 0..3. Element e = 128 * h + 32 * k + l
 // (h in 0..1, k in 0..3, l in 0..31) is bits 2k..2k+1 of qs[32 * h + l]; its sub-block is e / 16.
-struct BlockQ2_K {
+struct SD_BLOCK BlockQ2_K {
     uint8_t scales[kQK_K / 16];
     uint8_t qs[kQK_K / 4];
     uint16_t d;
@@ -70,7 +74,7 @@ struct BlockQ2_K {
 // bit 2 of element e is bit e / 32 of hmask[e % 32]. Scale s: low 4 bits are the low
 // (s < 8) or high (s >= 8) nibble of scales[s % 8]; its top 2 bits are bits 2*(s/4)..+1
 // of scales[8 + s % 4].
-struct BlockQ3_K {
+struct SD_BLOCK BlockQ3_K {
     uint8_t hmask[kQK_K / 8];
     uint8_t qs[kQK_K / 4];
     uint8_t scales[12];
@@ -80,7 +84,7 @@ struct BlockQ3_K {
 // q4_K (144 bytes): 8 sub-blocks of 32 with 6-bit scale and min packed in scales[12]
 // (see scale_min_k4); value = d * scale * q - dmin * min, q in 0..15. Element
 // e = 64 * c + 32 * h + l is the low (h = 0) or high (h = 1) nibble of qs[32 * c + l].
-struct BlockQ4_K {
+struct SD_BLOCK BlockQ4_K {
     uint16_t d;
     uint16_t dmin;
     uint8_t scales[12];
@@ -88,7 +92,7 @@ struct BlockQ4_K {
 };
 
 // q5_K (176 bytes): as q4_K with q in 0..31; bit 4 of element e is bit e / 32 of qh[e % 32].
-struct BlockQ5_K {
+struct SD_BLOCK BlockQ5_K {
     uint16_t d;
     uint16_t dmin;
     uint8_t scales[12];
@@ -100,7 +104,7 @@ struct BlockQ5_K {
 // value = d * scales[e / 16] * (q - 32), q in 0..63. Element e = 128 * h + 32 * k + l:
 // low 4 bits are the low (k < 2) or high (k >= 2) nibble of ql[64 * h + 32 * (k % 2) + l];
 // the top 2 bits are bits 2k..2k+1 of qh[32 * h + l].
-struct BlockQ6_K {
+struct SD_BLOCK BlockQ6_K {
     uint8_t ql[kQK_K / 2];
     uint8_t qh[kQK_K / 4];
     int8_t scales[kQK_K / 16];
@@ -108,7 +112,7 @@ struct BlockQ6_K {
 };
 
 // iq4_nl (18 bytes): value = d * kIq4nlValues[q], q in 0..15; nibbles as q4_0.
-struct BlockIQ4_NL {
+struct SD_BLOCK BlockIQ4_NL {
     uint16_t d;
     uint8_t qs[kQK / 2];
 };
@@ -117,7 +121,7 @@ struct BlockIQ4_NL {
 // value = d * (scale - 32) * kIq4nlValues[q]. Scale s: low 4 bits are nibble s % 2 of
 // scales_l[s / 2], top 2 bits are bits 2s..2s+1 of scales_h. Sub-block s holds its 32
 // quants in qs[16 * s .. 16 * s + 15], nibbles as q4_0.
-struct BlockIQ4_XS {
+struct SD_BLOCK BlockIQ4_XS {
     uint16_t d;
     uint16_t scales_h;
     uint8_t scales_l[kQK_K / 64];
@@ -131,9 +135,7 @@ static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110);
 static_assert(sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210);
 static_assert(sizeof(BlockIQ4_NL) == 18 && sizeof(BlockIQ4_XS) == 136);
-// Blocks are read straight from (possibly unaligned) file bytes: every field must be
-// at most 2-byte aligned, so an array of blocks has no padding.
-static_assert(alignof(BlockQ3_K) == 2 && alignof(BlockQ6_K) == 2);
+static_assert(alignof(BlockQ3_K) == 1 && alignof(BlockQ6_K) == 1 && alignof(BlockIQ4_XS) == 1);
 
 // The 16 non-uniform levels of iq4_nl / iq4_xs.
 inline constexpr int8_t kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,

@@ -205,11 +205,6 @@ void pack_2bit(const uint8_t* L, uint8_t* qs) {
     }
 }
 
-// The 2-bit value of element e from qs laid out as pack_2bit.
-inline int unpack_2bit(const uint8_t* qs, int e) {
-    return (qs[32 * (e / 128) + e % 32] >> (2 * ((e / 32) % 4))) & 3;
-}
-
 // Packs the 6-bit scales and mins of a q4_K / q5_K block (inverse of scale_min_k4).
 void pack_scale_min_k4(const uint8_t* ls, const uint8_t* lm, uint8_t* scales) {
     for (int j = 0; j < 8; ++j) {
@@ -226,8 +221,13 @@ void pack_scale_min_k4(const uint8_t* ls, const uint8_t* lm, uint8_t* scales) {
 
 // Shared by q4_K and q5_K: fits the 8 sub-blocks of 32, stores d, dmin and the packed
 // 6-bit scales/mins, and leaves the final quants (0..nmax) of the 256 values in L.
-void quantize_k4_scales(const float* x, int nmax, float rmin, float rdelta, int nstep,
-                        uint16_t* d_out, uint16_t* dmin_out, uint8_t* packed, uint8_t* L) {
+// Returns d and dmin (f16 bits).
+struct K4Scales {
+    uint16_t d, dmin;
+};
+
+K4Scales quantize_k4_scales(const float* x, int nmax, float rmin, float rdelta, int nstep,
+                            uint8_t* packed, uint8_t* L) {
     float scales[8], mins[8], weights[32];
     uint8_t Laux[32];
     float max_scale = 0, max_min = 0;
@@ -250,19 +250,19 @@ void quantize_k4_scales(const float* x, int nmax, float rmin, float rdelta, int 
         lm[j] = static_cast<uint8_t>(clamp_int(nearest_int(inv_min * mins[j]), 0, 63));
     }
     pack_scale_min_k4(ls, lm, packed);
-    *d_out = f32_to_f16(max_scale / 63.f);
-    *dmin_out = f32_to_f16(max_min / 63.f);
+    const K4Scales out = {f32_to_f16(max_scale / 63.f), f32_to_f16(max_min / 63.f)};
     for (int j = 0; j < 8; ++j) {
         uint8_t sc, m;
         scale_min_k4(j, packed, &sc, &m);
-        const float d = f16_to_f32(*d_out) * static_cast<float>(sc);
+        const float d = f16_to_f32(out.d) * static_cast<float>(sc);
         if (d == 0) continue;
-        const float dm = f16_to_f32(*dmin_out) * static_cast<float>(m);
+        const float dm = f16_to_f32(out.dmin) * static_cast<float>(m);
         for (int l = 0; l < 32; ++l) {
             L[32 * j + l] =
                 static_cast<uint8_t>(clamp_int(nearest_int((x[32 * j + l] + dm) / d), 0, nmax));
         }
     }
+    return out;
 }
 
 }  // namespace
@@ -274,11 +274,16 @@ void dequantize_q2_K(const void* src, float* dst, int64_t nblocks) {
     for (int64_t i = 0; i < nblocks; ++i, dst += kQK_K) {
         const float d = f16_to_f32(b[i].d);
         const float dmin = f16_to_f32(b[i].dmin);
-        for (int s = 0; s < 16; ++s) {
-            const float dl = d * static_cast<float>(b[i].scales[s] & 0xF);
-            const float ml = dmin * static_cast<float>(b[i].scales[s] >> 4);
-            for (int e = 16 * s; e < 16 * s + 16; ++e) {
-                dst[e] = dl * static_cast<float>(unpack_2bit(b[i].qs, e)) - ml;
+        // Element 128 * h + 32 * k + l: bits 2k of qs[32 * h + l], sub-block e / 16.
+        for (int h = 0; h < 2; ++h) {
+            for (int k = 0; k < 4; ++k) {
+                for (int l = 0; l < 32; ++l) {
+                    const uint8_t sc = b[i].scales[8 * h + 2 * k + l / 16];
+                    const float dl = d * static_cast<float>(sc & 0xF);
+                    const float ml = dmin * static_cast<float>(sc >> 4);
+                    const int q = (b[i].qs[32 * h + l] >> (2 * k)) & 3;
+                    dst[128 * h + 32 * k + l] = dl * static_cast<float>(q) - ml;
+                }
             }
         }
     }
@@ -337,12 +342,20 @@ void dequantize_q3_K(const void* src, float* dst, int64_t nblocks) {
     const auto* b = static_cast<const BlockQ3_K*>(src);
     for (int64_t i = 0; i < nblocks; ++i, dst += kQK_K) {
         const float d_all = f16_to_f32(b[i].d);
+        float dl[16];
         for (int s = 0; s < 16; ++s) {
-            const float dl = d_all * static_cast<float>(scale_q3_k(s, b[i].scales) - 32);
-            for (int e = 16 * s; e < 16 * s + 16; ++e) {
-                // A clear high bit means the value is 4 lower (q - 4 with q = low | high << 2).
-                const int high = (b[i].hmask[e % 32] >> (e / 32)) & 1;
-                dst[e] = dl * static_cast<float>(unpack_2bit(b[i].qs, e) - (high ? 0 : 4));
+            dl[s] = d_all * static_cast<float>(scale_q3_k(s, b[i].scales) - 32);
+        }
+        // Element 128 * h + 32 * k + l: low bits as q2_K, high bit 4h + k of hmask[l].
+        for (int h = 0; h < 2; ++h) {
+            for (int k = 0; k < 4; ++k) {
+                for (int l = 0; l < 32; ++l) {
+                    const int low = (b[i].qs[32 * h + l] >> (2 * k)) & 3;
+                    // A clear high bit means the value is 4 lower.
+                    const int high = (b[i].hmask[l] >> (4 * h + k)) & 1;
+                    dst[128 * h + 32 * k + l] =
+                        dl[8 * h + 2 * k + l / 16] * static_cast<float>(low - (high ? 0 : 4));
+                }
             }
         }
     }
@@ -425,7 +438,9 @@ void quantize_q4_K(const float* src, void* dst, int64_t nblocks) {
     auto* b = static_cast<BlockQ4_K*>(dst);
     uint8_t L[kQK_K];
     for (int64_t i = 0; i < nblocks; ++i, src += kQK_K) {
-        quantize_k4_scales(src, 15, -1.f, 0.1f, 20, &b[i].d, &b[i].dmin, b[i].scales, L);
+        const K4Scales k = quantize_k4_scales(src, 15, -1.f, 0.1f, 20, b[i].scales, L);
+        b[i].d = k.d;
+        b[i].dmin = k.dmin;
         for (int c = 0; c < 4; ++c) {
             for (int l = 0; l < 32; ++l) {
                 b[i].qs[32 * c + l] =
@@ -461,7 +476,9 @@ void quantize_q5_K(const float* src, void* dst, int64_t nblocks) {
     auto* b = static_cast<BlockQ5_K*>(dst);
     uint8_t L[kQK_K];
     for (int64_t i = 0; i < nblocks; ++i, src += kQK_K) {
-        quantize_k4_scales(src, 31, -0.5f, 0.1f, 15, &b[i].d, &b[i].dmin, b[i].scales, L);
+        const K4Scales k = quantize_k4_scales(src, 31, -0.5f, 0.1f, 15, b[i].scales, L);
+        b[i].d = k.d;
+        b[i].dmin = k.dmin;
         std::memset(b[i].qh, 0, sizeof(b[i].qh));
         for (int c = 0; c < 4; ++c) {
             for (int l = 0; l < 32; ++l) {
@@ -480,13 +497,20 @@ void dequantize_q6_K(const void* src, float* dst, int64_t nblocks) {
     const auto* b = static_cast<const BlockQ6_K*>(src);
     for (int64_t i = 0; i < nblocks; ++i, dst += kQK_K) {
         const float d = f16_to_f32(b[i].d);
-        for (int e = 0; e < kQK_K; ++e) {
-            const int h = e / 128, k = (e / 32) % 4, l = e % 32;
-            const int low = (b[i].ql[64 * h + 32 * (k % 2) + l] >> (4 * (k / 2))) & 0xF;
-            const int high = (b[i].qh[32 * h + l] >> (2 * k)) & 3;
-            // (d * scale) * q: the reference rounds the product of the scales first.
-            const float dl = d * static_cast<float>(b[i].scales[e / 16]);
-            dst[e] = dl * static_cast<float>((low | (high << 4)) - 32);
+        // (d * scale) * q: the reference rounds the product of the scales first.
+        float dl[16];
+        for (int s = 0; s < 16; ++s) dl[s] = d * static_cast<float>(b[i].scales[s]);
+        for (int h = 0; h < 2; ++h) {
+            const uint8_t* ql = b[i].ql + 64 * h;
+            const uint8_t* qh = b[i].qh + 32 * h;
+            for (int k = 0; k < 4; ++k) {
+                for (int l = 0; l < 32; ++l) {
+                    const int low = (ql[32 * (k % 2) + l] >> (4 * (k / 2))) & 0xF;
+                    const int high = (qh[l] >> (2 * k)) & 3;
+                    dst[128 * h + 32 * k + l] =
+                        dl[8 * h + 2 * k + l / 16] * static_cast<float>((low | (high << 4)) - 32);
+                }
+            }
         }
     }
 }
