@@ -4,6 +4,7 @@
 #include "ops/activation.h"
 #include "ops/attention.h"
 #include "ops/conv.h"
+#include "ops/embedding.h"
 #include "ops/convert.h"
 #include "ops/elementwise.h"
 #include "ops/linear.h"

@@ -1,0 +1,82 @@
+#include "models/clip_text_encoder.h"
+
+#include "base/error.h"
+#include "base/log.h"
+
+namespace sd {
+namespace {
+
+ClipConfig read_config(const Weights& w) {
+    ClipConfig c;
+    auto tok = w.shape_of("embeddings.token_embedding.weight");
+    auto pos = w.shape_of("embeddings.position_embedding.weight");
+    auto fc1 = w.shape_of("encoder.layers.0.mlp.fc1.weight");
+    SD_CHECK(tok && pos && fc1 && tok->size() == 2 && pos->size() == 2 && fc1->size() == 2,
+             "no CLIP text encoder under '%s'", w.prefix().c_str());
+    c.vocab = (*tok)[0];
+    c.hidden = (*tok)[1];
+    c.max_positions = (*pos)[0];
+    c.intermediate = (*fc1)[0];
+    c.layers = 0;
+    while (w.has("encoder.layers." + std::to_string(c.layers) + ".mlp.fc1.weight")) ++c.layers;
+    c.heads = c.hidden / 64;         // every CLIP text model of SD uses 64-wide heads
+    c.quick_gelu = c.hidden == 768;  // OpenAI's ViT-L/14; OpenCLIP's H and bigG use GELU
+    return c;
+}
+
+}  // namespace
+
+ClipTextEncoder ClipTextEncoder::load(const Weights& w) {
+    ClipTextEncoder m;
+    m.config_ = read_config(w);
+    const ClipConfig& c = m.config_;
+    m.token_embedding = w["embeddings"]["token_embedding"].get("weight", {c.vocab, c.hidden});
+    // Added to every activation, so kept in f32 whatever the file's dtype.
+    m.position_embedding =
+        convert(w["embeddings"]["position_embedding"].get("weight", {c.max_positions, c.hidden}),
+                DType::F32);
+    for (int64_t i = 0; i < c.layers; ++i) {
+        Weights l = w["encoder"]["layers"][static_cast<int>(i)];
+        ClipEncoderLayer layer;
+        layer.layer_norm1 = LayerNorm::load(l["layer_norm1"], c.hidden, 1e-5f);
+        layer.layer_norm2 = LayerNorm::load(l["layer_norm2"], c.hidden, 1e-5f);
+        layer.q_proj = Linear::load(l["self_attn"]["q_proj"], c.hidden, c.hidden);
+        layer.k_proj = Linear::load(l["self_attn"]["k_proj"], c.hidden, c.hidden);
+        layer.v_proj = Linear::load(l["self_attn"]["v_proj"], c.hidden, c.hidden);
+        layer.out_proj = Linear::load(l["self_attn"]["out_proj"], c.hidden, c.hidden);
+        layer.fc1 = Linear::load(l["mlp"]["fc1"], c.hidden, c.intermediate);
+        layer.fc2 = Linear::load(l["mlp"]["fc2"], c.intermediate, c.hidden);
+        m.layers_.push_back(std::move(layer));
+    }
+    m.final_layer_norm = LayerNorm::load(w["final_layer_norm"], c.hidden, 1e-5f);
+    w.check("CLIP text encoder");
+    SD_LOG_INFO("CLIP text encoder: %lld layers, width %lld, %lld heads, %s", (long long)c.layers,
+                (long long)c.hidden, (long long)c.heads, c.quick_gelu ? "quick GELU" : "GELU");
+    return m;
+}
+
+Tensor ClipTextEncoder::encoder_layer(const ClipEncoderLayer& l, const Tensor& x) const {
+    Tensor h = l.layer_norm1.forward(x);
+    Tensor attn = multi_head_attention(l.q_proj.forward(h), l.k_proj.forward(h),
+                                       l.v_proj.forward(h), config_.heads, {}, /*causal=*/true);
+    Tensor r = x + l.out_proj.forward(attn);
+    h = l.fc1.forward(l.layer_norm2.forward(r));
+    h = config_.quick_gelu ? quick_gelu(h) : gelu(h);
+    return r + l.fc2.forward(h);
+}
+
+Tensor ClipTextEncoder::forward(const Tensor& tokens, int clip_skip) const {
+    SD_CHECK(tokens.dim() == 2 && tokens.size(1) <= config_.max_positions,
+             "CLIP tokens %s: expected [B, <= %lld]", tokens.describe().c_str(),
+             (long long)config_.max_positions);
+    SD_CHECK(clip_skip >= 1 && clip_skip <= config_.layers, "clip skip %d outside 1..%lld",
+             clip_skip, (long long)config_.layers);
+    const int64_t length = tokens.size(1);
+    Tensor x =
+        embedding(token_embedding, tokens) + position_embedding.narrow(0, 0, length).contiguous();
+    const int64_t run = config_.layers - (clip_skip - 1);
+    for (int64_t i = 0; i < run; ++i) x = encoder_layer(layers_[static_cast<size_t>(i)], x);
+    return final_layer_norm.forward(x);
+}
+
+}  // namespace sd

@@ -1,0 +1,50 @@
+// The CLIP text transformer of SD 1.x (OpenAI ViT-L/14) and SD 2.x (OpenCLIP ViT-H/14,
+// its names converted to these by io/name_conversion), as transformers' CLIPTextModel:
+// token + position embeddings, pre-norm transformer layers with causal self-attention,
+// final layer norm.
+#pragma once
+
+#include <vector>
+
+#include "nn/layers.h"
+
+namespace sd {
+
+struct ClipConfig {
+    int64_t vocab = 49408;
+    int64_t max_positions = 77;
+    int64_t hidden = 768;
+    int64_t layers = 12;
+    int64_t heads = 12;
+    int64_t intermediate = 3072;
+    bool quick_gelu = true;  // OpenAI CLIP; OpenCLIP uses exact GELU
+};
+
+struct ClipEncoderLayer {
+    LayerNorm layer_norm1, layer_norm2;
+    Linear q_proj, k_proj, v_proj, out_proj;
+    Linear fc1, fc2;
+};
+
+class ClipTextEncoder {
+  public:
+    // Builds from `w` = "...text_model." (config read from the shapes); throws listing
+    // every missing or mis-shaped tensor.
+    static ClipTextEncoder load(const Weights& w);
+
+    // tokens: i32 [B, 77]. Runs the first `layers - (clip_skip - 1)` layers (clip_skip 1 =
+    // all), then the final layer norm. Returns f32 [B, 77, hidden].
+    Tensor forward(const Tensor& tokens, int clip_skip = 1) const;
+
+    const ClipConfig& config() const { return config_; }
+
+  private:
+    Tensor encoder_layer(const ClipEncoderLayer& layer, const Tensor& x) const;
+
+    ClipConfig config_;
+    Tensor token_embedding, position_embedding;
+    std::vector<ClipEncoderLayer> layers_;
+    LayerNorm final_layer_norm;
+};
+
+}  // namespace sd

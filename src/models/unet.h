@@ -1,0 +1,98 @@
+// The UNet of SD 1.x and 2.x (incl. the 9-channel inpaint variants), as ldm's
+// openaimodel.py UNetModel, block for block and with its tensor names:
+//   time_embed -> input_blocks (ResBlock [+ SpatialTransformer], Downsample) ->
+//   middle_block (ResBlock, SpatialTransformer, ResBlock) ->
+//   output_blocks (ResBlock on the concatenated skip [+ SpatialTransformer], Upsample) -> out
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "nn/layers.h"
+
+namespace sd {
+
+struct UNetConfig {
+    int64_t in_channels = 4;
+    int64_t out_channels = 4;
+    int64_t model_channels = 320;
+    std::vector<int64_t> channel_mult = {1, 2, 4, 4};
+    int num_res_blocks = 2;
+    std::vector<bool> attention_at_level = {true, true, true, false};
+    int64_t context_dim = 768;
+    int64_t num_heads = 8;           // SD 1.x: 8 heads whatever the width
+    int64_t head_channels = -1;      // SD 2.x: heads of 64 channels
+    bool linear_projection = false;  // SD 2.x: proj_in/proj_out are Linear, not 1x1 convs
+    int transformer_depth = 1;
+};
+
+struct ResBlock {
+    GroupNorm in_norm;
+    Conv2d in_conv;
+    Linear emb_proj;
+    GroupNorm out_norm;
+    Conv2d out_conv;
+    std::optional<Conv2d> skip_connection;  // 1x1 conv when the width changes
+
+    static ResBlock load(const Weights& w, int64_t in, int64_t out, int64_t emb_dim);
+    Tensor forward(const Tensor& x, const Tensor& emb) const;
+};
+
+struct CrossAttention {
+    Linear to_q, to_k, to_v, to_out;
+    int64_t heads = 8;
+
+    static CrossAttention load(const Weights& w, int64_t dim, int64_t context_dim, int64_t heads);
+    // context undefined: self-attention.
+    Tensor forward(const Tensor& x, const Tensor& context) const;
+};
+
+struct BasicTransformerBlock {
+    LayerNorm norm1, norm2, norm3;
+    CrossAttention attn1, attn2;
+    Linear ff_proj, ff_out;  // GEGLU: ff.net.0.proj [2*inner, dim], ff.net.2 [dim, inner]
+
+    Tensor forward(const Tensor& x, const Tensor& context) const;
+};
+
+struct SpatialTransformer {
+    GroupNorm norm;
+    Linear proj_in_linear, proj_out_linear;  // SD 2.x
+    Conv2d proj_in_conv, proj_out_conv;      // SD 1.x
+    bool linear = false;
+    std::vector<BasicTransformerBlock> blocks;
+
+    static SpatialTransformer load(const Weights& w, int64_t channels, const UNetConfig& c);
+    Tensor forward(const Tensor& x, const Tensor& context) const;
+};
+
+// One entry of input_blocks / middle_block / output_blocks: the layers it chains.
+struct UNetBlock {
+    std::optional<ResBlock> res;
+    std::optional<SpatialTransformer> attention;
+    std::optional<Conv2d> conv;  // input_blocks.0 (conv_in), Downsample's op, Upsample's conv
+    bool upsample = false;       // nearest 2x before `conv`
+};
+
+class UNet {
+  public:
+    static UNet load(const Weights& w);  // w = "model.diffusion_model."
+
+    // x: [B, in_channels, H, W] latents (H, W multiples of 8), timesteps: f32 [B],
+    // context: [B, L, context_dim]. Returns the model output [B, out_channels, H, W].
+    Tensor forward(const Tensor& x, const Tensor& timesteps, const Tensor& context) const;
+
+    const UNetConfig& config() const { return config_; }
+
+  private:
+    Tensor run_block(const UNetBlock& block, Tensor h, const Tensor& emb,
+                     const Tensor& context) const;
+
+    UNetConfig config_;
+    Linear time_embed_0, time_embed_2;
+    std::vector<UNetBlock> input_blocks, middle_block, output_blocks;
+    GroupNorm out_norm;
+    Conv2d out_conv;
+};
+
+}  // namespace sd

@@ -1,0 +1,61 @@
+#include "nn/layers.h"
+
+#include "base/error.h"
+
+namespace sd {
+
+Linear Linear::load(const Weights& w, int64_t in, int64_t out, bool bias) {
+    Linear l;
+    l.weight = w.get("weight", {out, in});
+    if (bias) l.bias = w.get("bias", {out});
+    return l;
+}
+
+Conv2d Conv2d::load(const Weights& w, int64_t in, int64_t out, int kernel, int stride, int padding,
+                    bool bias) {
+    Conv2d c;
+    c.weight = w.get("weight", {out, in, kernel, kernel});
+    if (bias) c.bias = w.get("bias", {out});
+    if (padding < 0) padding = kernel / 2;
+    c.options.stride_h = c.options.stride_w = stride;
+    c.options.pad_h = c.options.pad_w = padding;
+    return c;
+}
+
+GroupNorm GroupNorm::load(const Weights& w, int64_t groups, int64_t channels, float eps) {
+    GroupNorm g;
+    g.weight = w.get("weight", {channels});
+    g.bias = w.get("bias", {channels});
+    g.groups = groups;
+    g.eps = eps;
+    return g;
+}
+
+LayerNorm LayerNorm::load(const Weights& w, int64_t dim, float eps) {
+    LayerNorm l;
+    l.weight = w.get("weight", {dim});
+    l.bias = w.get("bias", {dim});
+    l.eps = eps;
+    return l;
+}
+
+Tensor multi_head_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads,
+                            const Tensor& mask, bool causal) {
+    SD_CHECK(q.dim() == 3 && k.dim() == 3 && v.dim() == 3,
+             "attention inputs must be [B, L, C]: %s %s %s", q.describe().c_str(),
+             k.describe().c_str(), v.describe().c_str());
+    SD_CHECK(heads > 0 && q.size(2) % heads == 0 && v.size(2) % heads == 0,
+             "attention: %lld heads do not divide the width of %s", static_cast<long long>(heads),
+             q.describe().c_str());
+    auto split = [heads](const Tensor& t) {  // [B, L, H*D] -> [B, H, L, D]
+        return t.view({t.size(0), t.size(1), heads, t.size(2) / heads}).permute({0, 2, 1, 3});
+    };
+    AttentionOptions options;
+    options.causal = causal;
+    Tensor out = scaled_dot_product_attention(split(q.contiguous()), split(k.contiguous()),
+                                              split(v.contiguous()), mask, options);
+    // [B, H, Lq, Dv] -> [B, Lq, H*Dv]
+    return permute_copy(out, {0, 2, 1, 3}).view({q.size(0), q.size(1), v.size(2)});
+}
+
+}  // namespace sd

@@ -1,0 +1,56 @@
+// The layers every model family shares, as in torch.nn. Each holds its parameters and
+// applies them with forward(); load() binds them to the checkpoint by name and shape.
+#pragma once
+
+#include <cstdint>
+
+#include "nn/weights.h"
+#include "ops/ops.h"
+
+namespace sd {
+
+struct Linear {
+    Tensor weight;  // [out, in], any dtype
+    Tensor bias;    // [out] or undefined
+
+    static Linear load(const Weights& w, int64_t in, int64_t out, bool bias = true);
+    Tensor forward(const Tensor& x) const { return linear(x, weight, bias); }
+};
+
+struct Conv2d {
+    Tensor weight;  // [out, in, k, k]
+    Tensor bias;    // [out] or undefined
+    Conv2dOptions options;
+
+    // A square kernel; padding defaults to "same" (k / 2).
+    static Conv2d load(const Weights& w, int64_t in, int64_t out, int kernel, int stride = 1,
+                       int padding = -1, bool bias = true);
+    Tensor forward(const Tensor& x) const { return conv2d(x, weight, bias, options); }
+};
+
+struct GroupNorm {
+    Tensor weight, bias;  // [channels]
+    int64_t groups = 32;
+    float eps = 1e-5f;
+
+    static GroupNorm load(const Weights& w, int64_t groups, int64_t channels, float eps);
+    // silu = true applies SiLU in the same pass (GroupNorm -> SiLU, everywhere in the UNet).
+    Tensor forward(const Tensor& x, bool silu = false) const {
+        return group_norm(x, groups, weight, bias, eps, silu);
+    }
+};
+
+struct LayerNorm {
+    Tensor weight, bias;  // [dim]
+    float eps = 1e-5f;
+
+    static LayerNorm load(const Weights& w, int64_t dim, float eps);
+    Tensor forward(const Tensor& x) const { return layer_norm(x, weight, bias, eps); }
+};
+
+// Multi-head attention over sequences: q [B, Lq, H*D], k and v [B, Lk, H*D] -> [B, Lq, H*D].
+// The heads are split as views; the attention kernel reads the strided layout in place.
+Tensor multi_head_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads,
+                            const Tensor& mask = {}, bool causal = false);
+
+}  // namespace sd

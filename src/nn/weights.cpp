@@ -1,0 +1,70 @@
+#include "nn/weights.h"
+
+#include "base/error.h"
+#include "base/log.h"
+#include "ops/convert.h"
+
+namespace sd {
+
+Weights::Weights(const ModelFiles& files, std::string prefix)
+    : files_(&files), prefix_(std::move(prefix)), report_(std::make_shared<LoadReport>()) {}
+
+Weights Weights::operator[](const std::string& name) const {
+    Weights child = *this;
+    child.prefix_ = prefix_ + name + ".";
+    return child;
+}
+
+bool Weights::has(const std::string& name) const {
+    return files_->find(prefix_ + name) != nullptr;
+}
+
+std::optional<Shape> Weights::shape_of(const std::string& name) const {
+    const TensorRecord* r = files_->find(prefix_ + name);
+    if (!r) return std::nullopt;
+    return r->shape;
+}
+
+Tensor Weights::get(const std::string& name, const Shape& shape) const {
+    const std::string full = prefix_ + name;
+    const TensorRecord* r = files_->find(full);
+    if (!r) {
+        report_->problems.push_back("missing tensor '" + full + "' " + shape.to_string());
+        return Tensor::zeros(shape);
+    }
+    report_->used.insert(full);
+    if (r->shape != shape) {
+        report_->problems.push_back("tensor '" + full + "' has shape " + r->shape.to_string() +
+                                    ", expected " + shape.to_string());
+        return Tensor::zeros(shape);
+    }
+    Tensor t = r->load();
+    if (shape.size() <= 1 && t.dtype() != DType::F32) t = convert(t, DType::F32);
+    return t;
+}
+
+Tensor Weights::get_optional(const std::string& name, const Shape& shape) const {
+    if (!has(name)) return {};
+    return get(name, shape);
+}
+
+void Weights::check(const std::string& model_name) const {
+    size_t unused = 0;
+    for (const std::string& name : files_->names()) {
+        if (name.compare(0, prefix_.size(), prefix_) != 0 || report_->used.count(name)) continue;
+        ++unused;
+        SD_LOG_DEBUG("%s: tensor '%s' is not used", model_name.c_str(), name.c_str());
+    }
+    if (unused > 0)
+        SD_LOG_WARN("%s: %zu tensors of the checkpoint are not used", model_name.c_str(), unused);
+    const auto& problems = report_->problems;
+    if (problems.empty()) return;
+    std::string text;
+    for (size_t i = 0; i < problems.size() && i < 12; ++i) text += "\n  " + problems[i];
+    if (problems.size() > 12) text += strfmt("\n  ... and %zu more", problems.size() - 12);
+    fail("%s cannot be built from %s: %zu problem%s:%s", model_name.c_str(),
+         files_->describe_sources().c_str(), problems.size(), problems.size() == 1 ? "" : "s",
+         text.c_str());
+}
+
+}  // namespace sd

@@ -1,0 +1,54 @@
+// Binding parameters to checkpoint tensors by name. A Weights value is a name prefix over
+// the model files ("model.diffusion_model.input_blocks.1.0."); w["in_layers"]["0"] walks
+// down the names as the module tree does. Every lookup is recorded, so after a model is
+// built one call reports every missing or mis-shaped tensor at once, and the checkpoint's
+// tensors that nothing used.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "io/model_files.h"
+#include "tensor/tensor.h"
+
+namespace sd {
+
+struct LoadReport {
+    std::set<std::string> used;
+    std::vector<std::string> problems;  // missing or mis-shaped, with the reason
+};
+
+class Weights {
+  public:
+    Weights(const ModelFiles& files, std::string prefix);
+
+    // The child scope "prefix + name + '.'".
+    Weights operator[](const std::string& name) const;
+    Weights operator[](int index) const { return (*this)[std::to_string(index)]; }
+    const std::string& prefix() const { return prefix_; }
+
+    bool has(const std::string& name) const;
+    std::optional<Shape> shape_of(const std::string& name) const;
+
+    // The tensor `prefix + name`, which must have `shape`. Weight matrices keep the file's
+    // dtype (the kernels read any); 1-D parameters (biases, norm scales) come as f32. A
+    // missing or mis-shaped tensor is recorded and an empty placeholder of the right shape
+    // returned, so the whole model is checked before check() reports.
+    Tensor get(const std::string& name, const Shape& shape) const;
+    // Same, but an absent tensor is no problem: returns an undefined tensor.
+    Tensor get_optional(const std::string& name, const Shape& shape) const;
+
+    // Throws one sd::Error listing every problem recorded under this scope's root; logs
+    // how many of the prefix's tensors went unused (names at debug level).
+    void check(const std::string& model_name) const;
+
+  private:
+    const ModelFiles* files_;
+    std::string prefix_;
+    std::shared_ptr<LoadReport> report_;
+};
+
+}  // namespace sd
