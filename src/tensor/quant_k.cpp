@@ -275,15 +275,14 @@ void dequantize_q2_K(const void* src, float* dst, int64_t nblocks) {
         const float d = f16_to_f32(b[i].d);
         const float dmin = f16_to_f32(b[i].dmin);
         // Element 128 * h + 32 * k + l: bits 2k of qs[32 * h + l], sub-block e / 16.
-        for (int h = 0; h < 2; ++h) {
-            for (int k = 0; k < 4; ++k) {
-                for (int l = 0; l < 32; ++l) {
-                    const uint8_t sc = b[i].scales[8 * h + 2 * k + l / 16];
-                    const float dl = d * static_cast<float>(sc & 0xF);
-                    const float ml = dmin * static_cast<float>(sc >> 4);
-                    const int q = (b[i].qs[32 * h + l] >> (2 * k)) & 3;
-                    dst[128 * h + 32 * k + l] = dl * static_cast<float>(q) - ml;
-                }
+        for (int s = 0; s < 16; ++s) {
+            const int h = s / 8, k = (s / 2) % 4, l0 = 16 * (s % 2);
+            const float dl = d * static_cast<float>(b[i].scales[s] & 0xF);
+            const float ml = dmin * static_cast<float>(b[i].scales[s] >> 4);
+            const uint8_t* qs = b[i].qs + 32 * h + l0;
+            float* y = dst + 16 * s;
+            for (int l = 0; l < 16; ++l) {
+                y[l] = dl * static_cast<float>((qs[l] >> (2 * k)) & 3) - ml;
             }
         }
     }
@@ -342,20 +341,18 @@ void dequantize_q3_K(const void* src, float* dst, int64_t nblocks) {
     const auto* b = static_cast<const BlockQ3_K*>(src);
     for (int64_t i = 0; i < nblocks; ++i, dst += kQK_K) {
         const float d_all = f16_to_f32(b[i].d);
-        float dl[16];
-        for (int s = 0; s < 16; ++s) {
-            dl[s] = d_all * static_cast<float>(scale_q3_k(s, b[i].scales) - 32);
-        }
         // Element 128 * h + 32 * k + l: low bits as q2_K, high bit 4h + k of hmask[l].
-        for (int h = 0; h < 2; ++h) {
-            for (int k = 0; k < 4; ++k) {
-                for (int l = 0; l < 32; ++l) {
-                    const int low = (b[i].qs[32 * h + l] >> (2 * k)) & 3;
-                    // A clear high bit means the value is 4 lower.
-                    const int high = (b[i].hmask[l] >> (4 * h + k)) & 1;
-                    dst[128 * h + 32 * k + l] =
-                        dl[8 * h + 2 * k + l / 16] * static_cast<float>(low - (high ? 0 : 4));
-                }
+        for (int s = 0; s < 16; ++s) {
+            const int h = s / 8, k = (s / 2) % 4, l0 = 16 * (s % 2);
+            const float dl = d_all * static_cast<float>(scale_q3_k(s, b[i].scales) - 32);
+            const uint8_t* qs = b[i].qs + 32 * h + l0;
+            const uint8_t* hm = b[i].hmask + l0;
+            float* y = dst + 16 * s;
+            for (int l = 0; l < 16; ++l) {
+                const int low = (qs[l] >> (2 * k)) & 3;
+                // A clear high bit means the value is 4 lower.
+                const int high = (hm[l] >> (4 * h + k)) & 1;
+                y[l] = dl * static_cast<float>(low - (high ? 0 : 4));
             }
         }
     }
@@ -497,19 +494,19 @@ void dequantize_q6_K(const void* src, float* dst, int64_t nblocks) {
     const auto* b = static_cast<const BlockQ6_K*>(src);
     for (int64_t i = 0; i < nblocks; ++i, dst += kQK_K) {
         const float d = f16_to_f32(b[i].d);
-        // (d * scale) * q: the reference rounds the product of the scales first.
-        float dl[16];
-        for (int s = 0; s < 16; ++s) dl[s] = d * static_cast<float>(b[i].scales[s]);
-        for (int h = 0; h < 2; ++h) {
-            const uint8_t* ql = b[i].ql + 64 * h;
-            const uint8_t* qh = b[i].qh + 32 * h;
-            for (int k = 0; k < 4; ++k) {
-                for (int l = 0; l < 32; ++l) {
-                    const int low = (ql[32 * (k % 2) + l] >> (4 * (k / 2))) & 0xF;
-                    const int high = (qh[l] >> (2 * k)) & 3;
-                    dst[128 * h + 32 * k + l] =
-                        dl[8 * h + 2 * k + l / 16] * static_cast<float>((low | (high << 4)) - 32);
-                }
+        // Element 128 * h + 32 * k + l: low nibble k / 2 of ql[64 * h + 32 * (k % 2) + l],
+        // high bits 2k of qh[32 * h + l], sub-block e / 16.
+        for (int s = 0; s < 16; ++s) {
+            const int h = s / 8, k = (s / 2) % 4, l0 = 16 * (s % 2);
+            // (d * scale) * q: the reference rounds the product of the scales first.
+            const float dl = d * static_cast<float>(b[i].scales[s]);
+            const uint8_t* ql = b[i].ql + 64 * h + 32 * (k % 2) + l0;
+            const uint8_t* qh = b[i].qh + 32 * h + l0;
+            float* y = dst + 16 * s;
+            for (int l = 0; l < 16; ++l) {
+                const int low = (ql[l] >> (4 * (k / 2))) & 0xF;
+                const int high = (qh[l] >> (2 * k)) & 3;
+                y[l] = dl * static_cast<float>((low | (high << 4)) - 32);
             }
         }
     }
