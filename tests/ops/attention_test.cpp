@@ -468,6 +468,13 @@ TEST_F(AttentionTest, BadInputThrows) {
                 fn(q, k, v, random_tensor({1, 1, 1, 1, 6}, 4), {});
             },
             "f32[1, 1, 1, 1, 6]");
+        // Head dim beyond the supported range.
+        expect_error_mentioning(
+            [&] {
+                fn(random_tensor({1, 1, 1, 16385}, 4), random_tensor({1, 1, 1, 16385}, 5),
+                   random_tensor({1, 1, 1, 2}, 6), {}, {});
+            },
+            "16385");
         // Undefined input.
         expect_error_mentioning([&] { fn(q, Tensor(), v, {}, {}); }, "defined");
         // Non-finite scale.

@@ -26,6 +26,7 @@ struct Avx2Vec {
     static reg max(reg a, reg b) { return _mm256_max_ps(a, b); }
     // 2^x for x <= 0: lanes with x < -126 (or -inf, NaN) give 0; otherwise n = round(x),
     // f = x - n in [-0.5, 0.5], p(f) ~ 2^f, and 2^n is added into p's exponent bits.
+    template <bool kMayBeInf>  // handled either way
     static reg exp2(reg x) {
         const reg live = _mm256_cmp_ps(x, _mm256_set1_ps(-126.0f), _CMP_GE_OQ);
         x = _mm256_max_ps(x, _mm256_set1_ps(-126.0f));

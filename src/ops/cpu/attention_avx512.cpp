@@ -24,10 +24,13 @@ struct Avx512Vec {
     static reg sub(reg a, reg b) { return _mm512_sub_ps(a, b); }
     static reg mul(reg a, reg b) { return _mm512_mul_ps(a, b); }
     static reg max(reg a, reg b) { return _mm512_max_ps(a, b); }
-    // 2^x for x <= 0: x is clamped to -160 (so -inf and NaN give 2^-160 -> 0 after scalef),
-    // n = round(x), f = x - n in [-0.5, 0.5], p(f) ~ 2^f, result = scalef(p, n) = p * 2^n.
+    // 2^x for x <= 0: n = round(x), f = x - n in [-0.5, 0.5], p(f) ~ 2^f, result =
+    // scalef(p, n) = p * 2^n, which underflows to 0 for any finite x below ~-150. -inf would
+    // give f = NaN, so where it may occur x is first clamped to -160 (NaN too: max returns
+    // the second operand).
+    template <bool kMayBeInf>
     static reg exp2(reg x) {
-        x = _mm512_max_ps(x, _mm512_set1_ps(-160.0f));
+        if constexpr (kMayBeInf) x = _mm512_max_ps(x, _mm512_set1_ps(-160.0f));
         const reg n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         const reg f = _mm512_sub_ps(x, n);
         reg p = _mm512_set1_ps(kExp2C6);

@@ -59,15 +59,21 @@ struct BlockArgs {
     // Output row r (dv values) goes to out + r * out_stride.
     float* out = nullptr;
     int64_t out_stride = 0;
-    // Scratch of work_floats(dv, width) floats, kAlign-aligned.
+    // Scratch of work_floats(layout, dv, width) floats, kAlign-aligned.
     float* work = nullptr;
 };
 
-// Scratch floats a kernel of lane width `width` needs for one block.
-constexpr size_t work_floats(int64_t dv, int width) {
-    const size_t o_row = static_cast<size_t>(dv) * width;  // >= round_up(dv, width)
-    return static_cast<size_t>(kTileRows) * kKeyTile + kBlockRows * (o_row + width) +
-           kTileRows * width + 64;
+// Floats per row of the O accumulator: Dv rounded up to whole vectors for ValueLanes, a
+// W-lane vector per value for KeyLanes.
+constexpr int64_t o_row_floats(VLayout layout, int64_t dv, int width) {
+    return layout == VLayout::KeyLanes ? dv * width : (dv + width - 1) / width * width;
+}
+
+// Scratch floats a kernel of lane width `width` needs for one block: S, O, l, row maxima.
+constexpr size_t work_floats(VLayout layout, int64_t dv, int width) {
+    return static_cast<size_t>(kTileRows) * kKeyTile +
+           kBlockRows * static_cast<size_t>(o_row_floats(layout, dv, width) + width) +
+           static_cast<size_t>(kTileRows) * width + 64;
 }
 
 struct AttnKernel {
@@ -110,7 +116,8 @@ AttentionDims check_attention(const Tensor& q, const Tensor& k, const Tensor& v,
 //   V::reg                       a vector of V::kWidth floats
 //   V::kWidth (W), V::kRows (R), V::kCols (C): microkernel of R rows x C vectors
 //   zero, load, store, set1, fma(a, b, c) = a * b + c, add, mul, sub, max,
-//   exp2 (2^x for x <= 0; 0 for x < -126, -inf or NaN), hsum, hmax,
+//   exp2<may_be_inf> (2^x for x <= 0, flushing to 0 below -126; with may_be_inf also for -inf
+//     and NaN, without it x must be finite), hsum, hmax,
 //   pin(x) (keeps x in a register: stops the compiler re-loading it as a memory operand)
 //
 // Tiling. A block is up to kMaxTiles tiles of M = kTileRows = 8 query rows; NK = kKeyTile
@@ -141,6 +148,7 @@ AttentionDims check_attention(const Tensor& q, const Tensor& k, const Tensor& v,
 // key tile of K and V (NK * (D + Dv) floats, 60 KiB for D = Dv = 40) re-read by every tile
 // of the block from L1/L2; the head's packed K and V stream from L2/L3 once per block.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -160,6 +168,23 @@ constexpr float kExp2C4 = 9.618437357e-03f;
 constexpr float kExp2C3 = 5.550332469e-02f;
 constexpr float kExp2C2 = 2.402264791e-01f;
 constexpr float kExp2C1 = 6.931472029e-01f;
+
+// Scalar 2^x for x <= 0 with the same polynomial (0 below -126 and for -inf, NaN): the
+// softmax's per-row rescale factor, without a libm call.
+inline float exp2_scalar(float x) {
+    if (!(x >= -126.0f)) return 0.0f;
+    if (x > 0.0f) x = 0.0f;
+    const int ni = -static_cast<int>(0.5f - x);  // round(x): truncation of the positive 0.5 - x
+    const float f = x - static_cast<float>(ni);
+    float p = kExp2C6;
+    p = p * f + kExp2C5;
+    p = p * f + kExp2C4;
+    p = p * f + kExp2C3;
+    p = p * f + kExp2C2;
+    p = p * f + kExp2C1;
+    p = p * f + 1.0f;
+    return std::bit_cast<float>(std::bit_cast<int32_t>(p) + ni * (int32_t{1} << 23));
+}
 
 // Splits n vectors into chunks of at most C, as even as possible (10 -> 3, 3, 2, 2), and
 // calls f.template operator()<size>(offset) for each: no chunk of 1 unless n is 1 or C is.
@@ -350,8 +375,7 @@ void run_block(const BlockArgs& a) {
     static_assert(kKeyTile % W == 0, "key tile must be whole vectors");
     const int d = a.d, dv = a.dv;
     const bool key_lanes = a.layout == VLayout::KeyLanes;
-    // Floats per row of O.
-    const int64_t orow = key_lanes ? static_cast<int64_t>(dv) * W : (dv + W - 1) / W * W;
+    const int64_t orow = o_row_floats(a.layout, dv, W);
     const int ntiles = (a.rows + M - 1) / M;
 
     float* S = a.work;                   // [M][kKeyTile]
@@ -415,14 +439,22 @@ void run_block(const BlockArgs& a) {
                 float& mr = m[rb + r];
                 const float mnew = std::max(mr, V::hmax(V::load(rowmax + r * W)));
                 const float muse = mnew == kNegInf ? 0.0f : mnew;
-                alpha[r] = first ? 0.0f : std::exp2(mr - muse);
+                alpha[r] = first ? 0.0f : exp2_scalar(mr - muse);
                 mr = mnew;
                 const reg mu = V::set1(muse);
                 reg sum = V::zero();
-                for (int kv = 0; kv < nv; ++kv) {
-                    const reg p = V::exp2(V::sub(V::load(s + kv * W), mu));
-                    V::store(s + kv * W, p);
-                    sum = V::add(sum, p);
+                if (edge) {  // S may hold -inf
+                    for (int kv = 0; kv < nv; ++kv) {
+                        const reg p = V::template exp2<true>(V::sub(V::load(s + kv * W), mu));
+                        V::store(s + kv * W, p);
+                        sum = V::add(sum, p);
+                    }
+                } else {
+                    for (int kv = 0; kv < nv; ++kv) {
+                        const reg p = V::template exp2<false>(V::sub(V::load(s + kv * W), mu));
+                        V::store(s + kv * W, p);
+                        sum = V::add(sum, p);
+                    }
                 }
                 float* l = L + (rb + r) * W;
                 V::store(l, first ? sum : V::fma(V::load(l), V::set1(alpha[r]), sum));
