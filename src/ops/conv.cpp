@@ -1,0 +1,151 @@
+// conv2d as an implicit GEMM on the engine of ops/cpu/gemm.h, one product per image:
+//
+//     out[o, p] = sum_k weight[o, k] * patch[k, p] + bias[o]
+//
+// with k = (c, kh, kw) and p = (oh, ow). The weight is the A operand (rows contiguous in k,
+// any dtype); the patches are the B operand and are gathered from the input straight into
+// the packed B panels, so no im2col buffer is ever built. A 1x1 convolution with stride 1
+// and no padding reads the input as a plain strided matrix.
+#include "ops/conv.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "base/error.h"
+#include "ops/cpu/gemm.h"
+
+namespace sd {
+namespace {
+
+struct ConvGeometry {
+    const float* x;  // one image, [C, H, W] contiguous
+    int64_t c, h, w;
+    int64_t kh, kw;
+    int64_t sh, sw, ph, pw;
+    int64_t oh, ow;
+};
+
+bool is_plain_float(DType d) {
+    return d == DType::F32 || d == DType::F16 || d == DType::BF16;
+}
+
+void check_conv(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                const Conv2dOptions& opt) {
+    SD_CHECK(x.defined() && weight.defined(), "conv2d: undefined %s",
+             x.defined() ? "weight" : "input");
+    SD_CHECK(x.dtype() == DType::F32 && x.dim() == 4, "conv2d: input %s must be f32 [B, C, H, W]",
+             x.describe().c_str());
+    SD_CHECK(weight.dim() == 4 && weight.dtype() != DType::I32,
+             "conv2d: weight %s must be [O, C, KH, KW] of a float or block-quant dtype",
+             weight.describe().c_str());
+    SD_CHECK(weight.size(1) == x.size(1),
+             "conv2d: input %s has %lld channels, weight %s wants %lld", x.describe().c_str(),
+             static_cast<long long>(x.size(1)), weight.describe().c_str(),
+             static_cast<long long>(weight.size(1)));
+    SD_CHECK(opt.stride_h >= 1 && opt.stride_w >= 1 && opt.pad_h >= 0 && opt.pad_w >= 0,
+             "conv2d: stride (%d, %d) must be >= 1 and padding (%d, %d) >= 0", opt.stride_h,
+             opt.stride_w, opt.pad_h, opt.pad_w);
+    SD_CHECK(
+        x.size(2) + 2 * opt.pad_h >= weight.size(2) && x.size(3) + 2 * opt.pad_w >= weight.size(3),
+        "conv2d: input %s with padding (%d, %d) is smaller than the kernel of weight %s",
+        x.describe().c_str(), opt.pad_h, opt.pad_w, weight.describe().c_str());
+    if (bias.defined()) {
+        SD_CHECK(bias.dim() == 1 && bias.size(0) == weight.size(0) && is_plain_float(bias.dtype()),
+                 "conv2d: bias %s does not match weight %s (want f32/f16/bf16 [%lld])",
+                 bias.describe().c_str(), weight.describe().c_str(),
+                 static_cast<long long>(weight.size(0)));
+    }
+}
+
+// Row (c, kh, kw) of the patch matrix for output pixels [p0, p0 + np): d[i] is the input
+// value under kernel tap (kh, kw) of channel c for output pixel p0 + i, 0 in the padding.
+void patch_row(const ConvGeometry& g, const cpu::GemmKernels& ks, int64_t c, int64_t kh, int64_t kw,
+               int64_t p0, int np, float* d) {
+    const float* plane = g.x + c * g.h * g.w;
+    int64_t oh = p0 / g.ow, ow = p0 % g.ow;
+    for (int64_t i = 0; i < np; ow = 0, ++oh) {
+        // The pixels of output row oh from column ow on.
+        const int64_t seg = std::min<int64_t>(np - i, g.ow - ow);
+        const int64_t ih = oh * g.sh - g.ph + kh;
+        const int64_t iw0 = ow * g.sw - g.pw + kw;
+        if (ih < 0 || ih >= g.h) {
+            std::memset(d + i, 0, seg * sizeof(float));
+        } else {
+            ks.copy_padded(plane + ih * g.w, g.w, iw0, g.sw, d + i, seg);
+        }
+        i += seg;
+    }
+}
+
+// Packs patches[k0 .. k0 + kc, p0 .. p0 + np) as rows p: dst[k * R + i].
+void pack_patches(const cpu::PanelSource& src, const cpu::GemmKernels& ks, int64_t p0, int np,
+                  int64_t k0, int64_t kc, float* dst, int R) {
+    const auto& g = *static_cast<const ConvGeometry*>(src.ctx);
+    int64_t c = k0 / (g.kh * g.kw), kh = k0 / g.kw % g.kh, kw = k0 % g.kw;
+    for (int64_t k = 0; k < kc; ++k) {
+        float* d = dst + k * R;
+        patch_row(g, ks, c, kh, kw, p0, np, d);
+        std::fill(d + np, d + R, 0.0f);
+        if (++kw == g.kw) {
+            kw = 0;
+            if (++kh == g.kh) {
+                kh = 0;
+                ++c;
+            }
+        }
+    }
+}
+
+}  // namespace
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
+              const Conv2dOptions& options) {
+    check_conv(x, weight, bias, options);
+    const int64_t batch = x.size(0), channels = x.size(1), h = x.size(2), w = x.size(3);
+    const int64_t out_ch = weight.size(0), kh = weight.size(2), kw = weight.size(3);
+    const int64_t oh = (h + 2 * options.pad_h - kh) / options.stride_h + 1;
+    const int64_t ow = (w + 2 * options.pad_w - kw) / options.stride_w + 1;
+    Tensor out = Tensor::empty({batch, out_ch, oh, ow});
+    if (out.numel() == 0) return out;
+
+    const Tensor xs = x.contiguous();
+    const Tensor ws = weight.contiguous();
+    const std::vector<float> b = bias.defined() ? bias.to_vector() : std::vector<float>{};
+    const int64_t k = channels * kh * kw, pixels = oh * ow;
+    const bool pointwise = kh == 1 && kw == 1 && options.stride_h == 1 && options.stride_w == 1 &&
+                           options.pad_h == 0 && options.pad_w == 0;
+
+    for (int64_t i = 0; i < batch; ++i) {
+        ConvGeometry g{xs.numel() ? xs.data<float>() + i * channels * h * w : nullptr,
+                       channels,
+                       h,
+                       w,
+                       kh,
+                       kw,
+                       options.stride_h,
+                       options.stride_w,
+                       options.pad_h,
+                       options.pad_w,
+                       oh,
+                       ow};
+        cpu::GemmProblem pr;
+        pr.m = out_ch;
+        pr.n = pixels;
+        pr.k = k;
+        pr.a = cpu::row_source(ws.dtype(), ws.data_ptr(), k);
+        if (pointwise) {
+            pr.b = cpu::strided_source(g.x, 1, h * w);
+        } else {
+            pr.b.pack = pack_patches;
+            pr.b.ctx = &g;
+        }
+        pr.c = out.data<float>() + i * out_ch * pixels;
+        pr.ldc = pixels;
+        pr.bias_m = b.empty() ? nullptr : b.data();
+        cpu::gemm(pr);
+    }
+    return out;
+}
+
+}  // namespace sd

@@ -1,0 +1,117 @@
+// The dense-product engine behind linear, matmul and conv2d (internal to src/ops).
+//
+//     C[M, N] = A[M, K] * B[N, K]^T  (+ bias_n[n] + bias_m[m])
+//
+// Both operands are seen as "rows of K values": row m of A and row n of B. Where those rows
+// come from is up to a PanelSource, which copies a block of rows into the microkernel's
+// packed layout (converting any dtype to f32 on the way). linear's weight is B as stored;
+// conv2d's weight is A and its input patches are B, gathered while packing.
+//
+// The blocking scheme, the threading and the microkernels are described in gemm.cpp.
+#pragma once
+
+#include <cstdint>
+
+#include "base/cpu_features.h"
+#include "tensor/dtype.h"
+
+namespace sd::cpu {
+
+// One call of a microkernel: the mr x nr tile of C at c (row stride ldc),
+//   first: C = acc + bias_m[i] + bias_n[j] (either bias may be null), else C += acc,
+// acc[i][j] = sum over k < kc of a[i * a_row + k * a_step] * b[k * NR + j]. A packed A panel
+// has a_row = 1, a_step = MR; f32 rows used in place have a_row = row stride, a_step = 1.
+struct GemmTile {
+    int64_t kc = 0;
+    const float* a = nullptr;
+    int64_t a_row = 0, a_step = 0;
+    const float* b = nullptr;  // packed B panel, NR values per k, 64-byte aligned
+    float* c = nullptr;
+    int64_t ldc = 0;
+    int mr = 0, nr = 0;  // valid rows of A (<= MR) and of B (<= NR)
+    bool first = true;
+    const float* bias_m = nullptr;
+    const float* bias_n = nullptr;
+};
+
+// The kernels of one instruction set: register tile, microkernel and packers.
+struct GemmKernels {
+    Isa isa;
+    int mr;  // rows of A in the register tile (broadcast side)
+    int nr;  // rows of B in the register tile (vector side)
+
+    void (*kernel)(const GemmTile& tile);
+
+    // Packs nr_valid rows, each holding kc values of `dtype` (f32, f16 or bf16) contiguous
+    // from src + i * ld (ld in elements), into dst[k * R + i]; rows nr_valid..R-1 become 0.
+    void (*pack_rows)(DType dtype, const void* src, int64_t ld, int nr_valid, int64_t kc,
+                      float* dst, int R);
+
+    // Packs f32 values laid out with the row index contiguous: dst[k * R + i] =
+    // src[k * ld + i] for i < nr_valid, 0 above.
+    void (*pack_cols)(const float* src, int64_t ld, int nr_valid, int64_t kc, float* dst, int R);
+
+    // d[t] = row[iw0 + t * step] where that column is inside [0, w), else 0, for t < n:
+    // one zero-padded stretch of an image row (conv2d gathers its patches with it).
+    void (*copy_padded)(const float* row, int64_t w, int64_t iw0, int64_t step, float* d,
+                        int64_t n);
+
+    // Dot products for products with very few rows of A (no packing):
+    // y[i * ldy + j] = sum_k x[i * ldx + k] * w_j[k] for i < m, j < nw (both <= kDotRows),
+    // where w_j = w + j * ldw (ld in elements) holds k values of `dtype` (f32, f16, bf16).
+    void (*dot_rows)(DType dtype, const void* w, int64_t ldw, int nw, const float* x, int64_t ldx,
+                     int m, int64_t k, float* y, int64_t ldy);
+};
+
+// Rows of A (and of B) that one dot_rows call takes at most.
+constexpr int kDotRows = 4;
+
+// The kernels for `isa` (lowered to what this build has).
+const GemmKernels& gemm_kernels(Isa isa);
+
+// Where the rows of one operand come from.
+struct PanelSource {
+    // Fills dst[k * R + i] with element (r0 + i, k0 + k) for i < nr, k < kc, and 0 for
+    // nr <= i < R. k0 and kc are multiples of k_align (kc may end at K).
+    using PackFn = void (*)(const PanelSource& src, const GemmKernels& kernels, int64_t r0, int nr,
+                            int64_t k0, int64_t kc, float* dst, int R);
+    PackFn pack = nullptr;
+    int64_t k_align = 1;
+    // The rows are f32 with unit k stride (element (r, k) at data[r * row_stride + k]), so
+    // the kernel can read them in place.
+    bool direct = false;
+
+    // State for the packers below (and for custom ones in `ctx`).
+    const void* data = nullptr;
+    DType dtype = DType::F32;
+    int64_t row_stride = 0;  // elements between rows
+    int64_t k_stride = 1;    // elements between consecutive k (plain dtypes)
+    const void* ctx = nullptr;
+};
+
+// Rows of any dtype with contiguous K (block-quant rows are dequantized with
+// sd::dequantize_row, so k blocks stay aligned to the dtype's block size).
+PanelSource row_source(DType dtype, const void* data, int64_t row_stride);
+// f32 elements at data[r * row_stride + k * k_stride] (any strides, including 0).
+PanelSource strided_source(const float* data, int64_t row_stride, int64_t k_stride);
+
+struct GemmProblem {
+    int64_t m = 0, n = 0, k = 0;
+    PanelSource a, b;
+    float* c = nullptr;
+    int64_t ldc = 0;
+    const float* bias_m = nullptr;  // [m] or null
+    const float* bias_n = nullptr;  // [n] or null
+};
+
+// Runs the product on the thread pool (inline when called from inside a pool task) with
+// the kernels of active_isa().
+void gemm(const GemmProblem& problem);
+
+// Kernel tables of each instruction set, defined in gemm_avx2.cpp / gemm_avx512.cpp.
+#ifdef SD_X86_KERNELS
+const GemmKernels& gemm_kernels_avx2();
+const GemmKernels& gemm_kernels_avx512();
+#endif
+
+}  // namespace sd::cpu

@@ -1,0 +1,163 @@
+// conv2d kernel against the reference on every kernel family this machine runs: 1x1 and
+// 3x3 and odd kernels, stride 1 and 2, padding 0 and 1, small and odd spatial sizes,
+// several images, strided inputs, f32 / f16 / bf16 and block-quant weights.
+//
+// Tolerance: f32 accumulation in a different order from the reference over
+// K = C * KH * KW products of values in [-1, 1]: kAtolPerK * K absolute plus kRtol relative.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "base/error.h"
+#include "ops/conv.h"
+#include "tensor/quant.h"
+#include "test_util.h"
+
+namespace sd {
+namespace {
+
+constexpr double kAtolPerK = 2e-6;
+constexpr double kRtol = 1e-5;
+
+// An [o, c, kh, kw] weight of `dtype` from random values.
+Tensor make_weight(int64_t o, int64_t c, int64_t kh, int64_t kw, DType dtype, uint32_t seed) {
+    Tensor f = test::random_tensor({o, c, kh, kw}, seed);
+    if (dtype == DType::F32) return f;
+    Tensor w = Tensor::empty({o, c, kh, kw}, dtype);
+    const int64_t rows = o * c * kh;
+    const size_t rb = row_bytes(dtype, kw);
+    for (int64_t r = 0; r < rows; ++r) {
+        quantize_row(dtype, f.data<float>() + r * kw, static_cast<uint8_t*>(w.data_ptr()) + r * rb,
+                     kw);
+    }
+    return w;
+}
+
+struct ConvCase {
+    int64_t b, c, o, h, w, kh, kw;
+    int stride, pad;
+};
+
+std::string label(Isa isa, const ConvCase& t, DType dtype) {
+    char buf[200];
+    std::snprintf(buf, sizeof(buf),
+                  "isa %s B=%lld C=%lld O=%lld H=%lld W=%lld k=%lldx%lld stride %d pad %d %s",
+                  isa_name(isa), static_cast<long long>(t.b), static_cast<long long>(t.c),
+                  static_cast<long long>(t.o), static_cast<long long>(t.h),
+                  static_cast<long long>(t.w), static_cast<long long>(t.kh),
+                  static_cast<long long>(t.kw), t.stride, t.pad, dtype_name(dtype));
+    return buf;
+}
+
+void check_case(Isa isa, const ConvCase& t, DType dtype, bool with_bias, bool strided,
+                uint32_t seed) {
+    Tensor x = test::random_tensor({t.b, t.c, t.h, t.w}, seed);
+    if (strided) x = test::non_contiguous_copy(x);
+    Tensor w = make_weight(t.o, t.c, t.kh, t.kw, dtype, seed + 1);
+    Tensor bias = with_bias ? test::random_tensor({t.o}, seed + 2) : Tensor();
+    Conv2dOptions opt;
+    opt.stride_h = opt.stride_w = t.stride;
+    opt.pad_h = opt.pad_w = t.pad;
+    const double atol = kAtolPerK * static_cast<double>(t.c * t.kh * t.kw);
+    test::expect_close(conv2d(x, w, bias, opt), ref::conv2d(x, w, bias, opt), atol, kRtol,
+                       label(isa, t, dtype) + (strided ? " strided" : ""));
+}
+
+TEST(Conv2d, RefMatchesHandComputed) {
+    // One 3x3 input, one 2x2 kernel, padding 0, stride 1.
+    Tensor x = Tensor::from_vector({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+    Tensor w = Tensor::from_vector({1, 1, 2, 2}, {1, 0, 0, -1});
+    Tensor b = Tensor::from_vector({1}, {0.5f});
+    // out[i, j] = x[i, j] - x[i + 1, j + 1] + 0.5 = -4 + 0.5 everywhere.
+    Tensor want = Tensor::from_vector({1, 1, 2, 2}, {-3.5f, -3.5f, -3.5f, -3.5f});
+    test::expect_close(ref::conv2d(x, w, b), want, 0, 0);
+    test::expect_close(conv2d(x, w, b), want, 1e-6, 0);
+    // Padding 1, stride 2 on the same input: corners of the padded 5x5 grid.
+    Conv2dOptions opt;
+    opt.pad_h = opt.pad_w = 1;
+    opt.stride_h = opt.stride_w = 2;
+    // out[0,0] = 0 - x[0,0] = -1; out[0,1] = 0 - x[0,2] = -3; out[1,0] = x[1,0]... see below.
+    // Window at (2i-1, 2j-1): w[0,0] * x[2i-1, 2j-1] - x[2i, 2j].
+    Tensor want2 =
+        Tensor::from_vector({1, 1, 2, 2}, {-1 + 0.5f, -3 + 0.5f, -7 + 0.5f, 5 - 9 + 0.5f});
+    test::expect_close(ref::conv2d(x, w, b, opt), want2, 0, 0);
+    test::expect_close(conv2d(x, w, b, opt), want2, 1e-6, 0);
+}
+
+TEST(Conv2d, MatchesRef) {
+    const ConvCase cases[] = {
+        {1, 3, 5, 7, 9, 3, 3, 1, 1},     {2, 4, 7, 8, 8, 3, 3, 2, 1},
+        {1, 17, 33, 5, 6, 1, 1, 1, 0},   {2, 8, 16, 9, 7, 1, 1, 2, 0},
+        {1, 5, 3, 1, 1, 1, 1, 1, 0},     {1, 6, 70, 13, 11, 3, 3, 1, 0},
+        {3, 3, 4, 2, 2, 3, 3, 1, 1},     {1, 9, 10, 11, 13, 3, 3, 2, 0},
+        {1, 16, 130, 3, 67, 3, 3, 1, 1}, {1, 2, 3, 4, 5, 4, 2, 1, 1},
+        {2, 33, 20, 12, 12, 3, 3, 1, 1}, {1, 4, 8, 1, 9, 1, 3, 1, 1},
+        {1, 40, 7, 10, 10, 1, 1, 1, 1},  {1, 3, 65, 17, 5, 3, 3, 2, 1},
+        {1, 3, 5, 11, 14, 3, 3, 3, 1},   {2, 5, 6, 9, 37, 3, 3, 2, 1},
+        {1, 2, 4, 8, 70, 1, 1, 2, 0},    {1, 4, 9, 5, 100, 5, 5, 4, 2},
+    };
+    const DType dtypes[] = {DType::F32, DType::F16, DType::BF16};
+    for (Isa isa : test::available_isas()) {
+        test::IsaScope scope(isa);
+        uint32_t seed = 1;
+        for (const ConvCase& t : cases) {
+            check_case(isa, t, dtypes[seed % 3], seed % 2 == 0, false, seed);
+            seed += 3;
+        }
+    }
+}
+
+TEST(Conv2d, StridedInputAndAllDtypes) {
+    const ConvCase t{2, 12, 20, 9, 10, 3, 3, 1, 1};
+    for (Isa isa : test::available_isas()) {
+        test::IsaScope scope(isa);
+        for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
+            check_case(isa, t, dtype, true, true, 11);
+            check_case(isa, t, dtype, false, false, 12);
+        }
+    }
+}
+
+TEST(Conv2d, LargerThanOneBlock) {
+    // Several k blocks (K = 64 * 9), pixel blocks across rows, and output channels > pixels.
+    const ConvCase cases[] = {{1, 64, 96, 20, 20, 3, 3, 1, 1}, {1, 40, 300, 7, 6, 3, 3, 1, 1}};
+    for (Isa isa : test::available_isas()) {
+        test::IsaScope scope(isa);
+        for (const ConvCase& t : cases) check_case(isa, t, DType::F16, true, false, 21);
+    }
+}
+
+TEST(Conv2d, BlockQuantWeightsWithWholeRows) {
+    // Rows of a block-quant weight are its KW values: a 1 x 32 kernel holds one q8_0 block.
+    const ConvCase t{1, 3, 9, 4, 40, 1, 32, 1, 0};
+    for (Isa isa : test::available_isas()) {
+        test::IsaScope scope(isa);
+        for (DType dtype : {DType::Q8_0, DType::Q4_0, DType::IQ4_NL})
+            check_case(isa, t, dtype, true, false, 31);
+    }
+}
+
+TEST(Conv2d, BadArgumentsThrow) {
+    Tensor x = test::random_tensor({1, 3, 5, 5}, 1);
+    Tensor w = test::random_tensor({4, 3, 3, 3}, 2);
+    EXPECT_THROW(conv2d(x, test::random_tensor({4, 2, 3, 3}, 3)), Error);
+    EXPECT_THROW(conv2d(x, test::random_tensor({4, 3, 7, 7}, 3)), Error);
+    EXPECT_THROW(conv2d(x, w, test::random_tensor({3}, 3)), Error);
+    EXPECT_THROW(conv2d(test::random_tensor({3, 5, 5}, 1), w), Error);
+    EXPECT_THROW(conv2d(x, test::random_tensor({4, 27}, 3)), Error);
+    Conv2dOptions bad;
+    bad.stride_h = 0;
+    EXPECT_THROW(conv2d(x, w, Tensor(), bad), Error);
+    Conv2dOptions neg;
+    neg.pad_w = -1;
+    EXPECT_THROW(conv2d(x, w, Tensor(), neg), Error);
+    EXPECT_THROW(ref::conv2d(x, test::random_tensor({4, 2, 3, 3}, 3)), Error);
+    try {
+        conv2d(x, test::random_tensor({4, 2, 3, 3}, 3));
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("[1, 3, 5, 5]"), std::string::npos) << e.what();
+    }
+}
+
+}  // namespace
+}  // namespace sd
