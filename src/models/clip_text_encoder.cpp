@@ -1,5 +1,7 @@
 #include "models/clip_text_encoder.h"
 
+#include <algorithm>
+
 #include "base/error.h"
 #include "base/log.h"
 
@@ -65,7 +67,30 @@ Tensor ClipTextEncoder::encoder_layer(const ClipEncoderLayer& l, const Tensor& x
     return r + l.fc2.forward(h);
 }
 
-Tensor ClipTextEncoder::forward(const Tensor& tokens, int clip_skip) const {
+Tensor ClipTextEncoder::embed_tokens(const Tensor& tokens, const Tensor& extra) const {
+    Tensor ids = tokens.contiguous();
+    const int64_t n = ids.numel();
+    const int64_t extra_rows = extra.defined() ? extra.size(0) : 0;
+    // Look up vocabulary ids in the table, then overwrite the rows of extra ids.
+    Tensor clamped = ids.clone();
+    int32_t* c = clamped.data<int32_t>();
+    for (int64_t i = 0; i < n; ++i) {
+        SD_CHECK(c[i] >= 0 && c[i] < config_.vocab + extra_rows,
+                 "token id %d outside the vocabulary", c[i]);
+        if (c[i] >= config_.vocab) c[i] = 0;
+    }
+    Tensor x = embedding(token_embedding, clamped);
+    const int32_t* raw = ids.data<int32_t>();
+    for (int64_t i = 0; i < n; ++i) {
+        if (raw[i] < config_.vocab) continue;
+        const float* src = extra.data<float>() + (raw[i] - config_.vocab) * config_.hidden;
+        std::copy(src, src + config_.hidden, x.data<float>() + i * config_.hidden);
+    }
+    return x;
+}
+
+Tensor ClipTextEncoder::forward(const Tensor& tokens, int clip_skip,
+                                const Tensor& extra_embeddings) const {
     SD_CHECK(tokens.dim() == 2 && tokens.size(1) <= config_.max_positions,
              "CLIP tokens %s: expected [B, <= %lld]", tokens.describe().c_str(),
              (long long)config_.max_positions);

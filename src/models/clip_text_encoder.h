@@ -33,13 +33,16 @@ class ClipTextEncoder {
     static ClipTextEncoder load(const Weights& w);
 
     // tokens: i32 [B, 77]. Runs the first `layers - (clip_skip - 1)` layers (clip_skip 1 =
-    // all), then the final layer norm. Returns f32 [B, 77, hidden].
-    Tensor forward(const Tensor& tokens, int clip_skip = 1) const;
+    // all), then the final layer norm. Returns f32 [B, 77, hidden]. Ids from vocab on pick
+    // rows of `extra_embeddings` (f32 [n, hidden]: textual-inversion vectors).
+    Tensor forward(const Tensor& tokens, int clip_skip = 1,
+                   const Tensor& extra_embeddings = {}) const;
 
     const ClipConfig& config() const { return config_; }
 
   private:
     Tensor encoder_layer(const ClipEncoderLayer& layer, const Tensor& x) const;
+    Tensor embed_tokens(const Tensor& tokens, const Tensor& extra_embeddings) const;
 
     ClipConfig config_;
     Tensor token_embedding, position_embedding;

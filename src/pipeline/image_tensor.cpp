@@ -1,0 +1,77 @@
+#include "pipeline/image_tensor.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/error.h"
+
+namespace sd {
+
+Tensor image_to_tensor(const Image8& image) {
+    const int64_t c = image.channels, h = image.height, w = image.width;
+    SD_CHECK(c >= 1 && h > 0 && w > 0 && image.pixels.size() == static_cast<size_t>(c * h * w),
+             "image of %dx%d with %d channels has %zu bytes", image.width, image.height,
+             image.channels, image.pixels.size());
+    Tensor t = Tensor::empty({1, c, h, w});
+    float* p = t.data<float>();
+    for (int64_t y = 0; y < h; ++y) {
+        for (int64_t x = 0; x < w; ++x) {
+            for (int64_t k = 0; k < c; ++k)
+                p[(k * h + y) * w + x] = image.pixels[(y * w + x) * c + k] / 255.0f;
+        }
+    }
+    return t;
+}
+
+Image8 decoded_to_image(const Tensor& x) {
+    SD_CHECK(x.dim() == 4 && x.size(0) == 1, "decoded image %s is not [1, C, H, W]",
+             x.describe().c_str());
+    Tensor t = x.contiguous();
+    Image8 image;
+    image.channels = static_cast<int>(t.size(1));
+    image.height = static_cast<int>(t.size(2));
+    image.width = static_cast<int>(t.size(3));
+    const int64_t c = image.channels, h = image.height, w = image.width;
+    image.pixels.resize(static_cast<size_t>(c * h * w));
+    const float* p = t.data<float>();
+    for (int64_t k = 0; k < c; ++k) {
+        for (int64_t y = 0; y < h; ++y) {
+            for (int64_t xx = 0; xx < w; ++xx) {
+                float v = std::clamp((p[(k * h + y) * w + xx] + 1.0f) * 0.5f, 0.0f, 1.0f);
+                image.pixels[(y * w + xx) * c + k] = static_cast<uint8_t>(v * 255.0f);
+            }
+        }
+    }
+    return image;
+}
+
+Tensor mask_to_tensor(const Image8& mask) {
+    Tensor t = image_to_tensor(mask);
+    const int64_t h = mask.height, w = mask.width;
+    Tensor out = Tensor::empty({1, 1, h, w});
+    const float* p = t.data<float>();
+    float* o = out.data<float>();
+    for (int64_t i = 0; i < h * w; ++i)
+        o[i] = std::round(p[i]);  // first channel, rounded to 0 or 1
+    return out;
+}
+
+Tensor latent_mask(const Tensor& mask, int64_t factor) {
+    const int64_t h = mask.size(2), w = mask.size(3);
+    SD_CHECK(h % factor == 0 && w % factor == 0, "mask of %lldx%lld is not a multiple of %lld",
+             (long long)w, (long long)h, (long long)factor);
+    const int64_t lh = h / factor, lw = w / factor;
+    Tensor m = mask.contiguous();
+    Tensor out = Tensor::zeros({1, 1, lh, lw});
+    const float* p = m.data<float>();
+    float* o = out.data<float>();
+    for (int64_t y = 0; y < h; ++y) {
+        for (int64_t x = 0; x < w; ++x) {
+            float& cell = o[(y / factor) * lw + x / factor];
+            cell = std::max(cell, p[y * w + x]);
+        }
+    }
+    return out;
+}
+
+}  // namespace sd

@@ -1,0 +1,155 @@
+#include "pipeline/text_conditioner.h"
+
+#include <dirent.h>
+
+#include <algorithm>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "io/tensor_file.h"
+#include "ops/ops.h"
+#include "pipeline/prompt_weighting.h"
+
+namespace sd {
+namespace {
+
+constexpr size_t kWindow = 77;
+constexpr size_t kChunk = kWindow - 2;
+
+bool has_extension(const std::string& name, std::string& stem) {
+    for (const char* ext : {".safetensors", ".gguf", ".pt", ".ckpt", ".bin", ".pth"}) {
+        size_t n = std::char_traits<char>::length(ext);
+        if (name.size() > n && name.compare(name.size() - n, n, ext) == 0) {
+            stem = name.substr(0, name.size() - n);
+            return true;
+        }
+    }
+    return false;
+}
+
+// The embedding's vectors: the file's first tensor whose rows are `hidden` wide.
+Tensor embedding_vectors(const TensorFile& file, int64_t hidden) {
+    for (const TensorRecord& r : file.tensors) {
+        if (r.shape.size() == 0 || r.shape.size() > 2 || r.shape[r.shape.size() - 1] != hidden)
+            continue;
+        Tensor t = convert(r.load(), DType::F32);
+        return t.reshape({-1, hidden}).contiguous();
+    }
+    fail(
+        "%s: no tensor with rows of %lld values (the text encoder's width); is it an embedding for "
+        "another model?",
+        file.path.c_str(), (long long)hidden);
+}
+
+}  // namespace
+
+std::vector<TextualInversion> load_textual_inversions(const std::string& dir, int64_t hidden) {
+    std::vector<TextualInversion> out;
+    DIR* d = ::opendir(dir.c_str());
+    if (!d) fail("--embd-dir: cannot open folder '%s'", dir.c_str());
+    std::vector<std::string> names;
+    while (dirent* e = ::readdir(d)) names.push_back(e->d_name);
+    ::closedir(d);
+    std::sort(names.begin(), names.end());
+    for (const std::string& name : names) {
+        std::string stem;
+        if (!has_extension(name, stem)) continue;
+        TensorFile file = open_tensor_file(dir + "/" + name);
+        out.push_back({stem, embedding_vectors(file, hidden)});
+        SD_LOG_INFO("textual inversion '%s': %lld vectors", stem.c_str(),
+                    (long long)out.back().vectors.size(0));
+    }
+    return out;
+}
+
+TextConditioner::TextConditioner(ClipTokenizer tokenizer, ClipTextEncoder encoder, int32_t pad_id,
+                                 int default_clip_skip, std::vector<TextualInversion> embeddings)
+    : tokenizer_(std::move(tokenizer)),
+      encoder_(std::move(encoder)),
+      pad_id_(pad_id),
+      default_clip_skip_(default_clip_skip),
+      embeddings_(std::move(embeddings)) {
+    // Longest names first, so a name that contains another wins.
+    std::sort(embeddings_.begin(), embeddings_.end(),
+              [](const TextualInversion& a, const TextualInversion& b) {
+                  return a.name.size() > b.name.size();
+              });
+    std::vector<Tensor> all;
+    for (const TextualInversion& e : embeddings_) all.push_back(e.vectors);
+    if (!all.empty()) custom_vectors_ = concat(all, 0);
+}
+
+// Tokenizes one weighted piece; textual-inversion names in it become their vector ids.
+void TextConditioner::append_piece(const std::string& text, float weight, std::vector<int32_t>& ids,
+                                   std::vector<float>& weights) const {
+    size_t best = std::string::npos, best_index = 0;
+    int64_t first_id = static_cast<int64_t>(tokenizer_.vocab_size());
+    int64_t id_of_best = 0;
+    for (size_t i = 0, offset = 0; i < embeddings_.size();
+         offset += embeddings_[i].vectors.size(0), ++i) {
+        size_t at = text.find(embeddings_[i].name);
+        if (at != std::string::npos && (best == std::string::npos || at < best)) {
+            best = at;
+            best_index = i;
+            id_of_best = first_id + static_cast<int64_t>(offset);
+        }
+    }
+    if (best == std::string::npos) {
+        std::vector<int32_t> piece = tokenizer_.encode(text);
+        ids.insert(ids.end(), piece.begin(), piece.end());
+        weights.insert(weights.end(), piece.size(), weight);
+        return;
+    }
+    append_piece(text.substr(0, best), weight, ids, weights);
+    const TextualInversion& e = embeddings_[best_index];
+    for (int64_t k = 0; k < e.vectors.size(0); ++k) {
+        ids.push_back(static_cast<int32_t>(id_of_best + k));
+        weights.push_back(weight);
+    }
+    append_piece(text.substr(best + e.name.size()), weight, ids, weights);
+}
+
+void TextConditioner::tokenize(const std::string& prompt, std::vector<int32_t>& ids,
+                               std::vector<float>& weights) const {
+    std::vector<int32_t> raw;
+    std::vector<float> raw_weights;
+    for (const WeightedText& piece : parse_prompt_attention(prompt)) {
+        if (piece.is_break) {
+            size_t pad = ClipTokenizer::break_padding(raw.size(), kChunk);
+            raw.insert(raw.end(), pad, tokenizer_.eos_id());
+            raw_weights.insert(raw_weights.end(), pad, 1.0f);
+            continue;
+        }
+        append_piece(piece.text, piece.weight, raw, raw_weights);
+    }
+    weights = raw_weights;
+    ids = tokenizer_.pad_windows(raw, kWindow, pad_id_, &weights);
+}
+
+Tensor TextConditioner::encode(const std::string& prompt, int clip_skip) const {
+    if (clip_skip <= 0) clip_skip = default_clip_skip_;
+    std::vector<int32_t> ids;
+    std::vector<float> weights;
+    tokenize(prompt, ids, weights);
+    const size_t windows = ids.size() / kWindow;
+    SD_CHECK(windows >= 1 && ids.size() == windows * kWindow && weights.size() == ids.size(),
+             "tokenizer returned %zu ids for %zu weights", ids.size(), weights.size());
+    std::vector<Tensor> parts;
+    for (size_t w = 0; w < windows; ++w) {
+        Tensor tokens = Tensor::empty({1, static_cast<int64_t>(kWindow)}, DType::I32);
+        std::copy(ids.begin() + w * kWindow, ids.begin() + (w + 1) * kWindow,
+                  tokens.data<int32_t>());
+        Tensor hidden = encoder_.forward(tokens, clip_skip, custom_vectors_);  // [1, 77, D]
+        // Weight each token's state, then restore the window's mean (A1111's renormalisation).
+        const float before = mean(hidden.flatten(), 0).item();
+        Tensor w_tensor = Tensor::from_vector(
+            {1, static_cast<int64_t>(kWindow), 1},
+            std::vector<float>(weights.begin() + w * kWindow, weights.begin() + (w + 1) * kWindow));
+        Tensor weighted = hidden * w_tensor;
+        const float after = mean(weighted.flatten(), 0).item();
+        parts.push_back(weighted * (before / after));
+    }
+    return parts.size() == 1 ? parts[0] : concat(parts, 1);
+}
+
+}  // namespace sd

@@ -1,0 +1,82 @@
+#include "pipeline/vae_tiling.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "base/error.h"
+#include "ops/ops.h"
+
+namespace sd {
+namespace {
+
+constexpr int64_t kFactor = 8;  // pixels a latent pixel
+
+// Tile starts along one axis: evenly spread so the last tile ends at the edge.
+std::vector<int64_t> tile_starts(int64_t size, int64_t tile, int64_t stride) {
+    if (size <= tile) return {0};
+    const int64_t n = (size - tile + stride - 1) / stride + 1;
+    std::vector<int64_t> starts;
+    for (int64_t i = 0; i < n; ++i) starts.push_back(i * (size - tile) / (n - 1));
+    return starts;
+}
+
+// Blend weight of output pixel p of a tile spanning [begin, end) along an axis of `size`:
+// ramps over `ramp` pixels at every side that touches another tile.
+float ramp_weight(int64_t p, int64_t begin, int64_t end, int64_t size, int64_t ramp) {
+    float w = 1.0f;
+    if (begin > 0 && p - begin < ramp)
+        w = std::min(w, (static_cast<float>(p - begin) + 0.5f) / static_cast<float>(ramp));
+    if (end < size && end - p <= ramp)
+        w = std::min(w, (static_cast<float>(end - p) - 0.5f) / static_cast<float>(ramp));
+    return w;
+}
+
+}  // namespace
+
+Tensor decode_tiled(const AutoencoderKL& vae, const Tensor& z, int tile, float overlap) {
+    SD_CHECK(z.dim() == 4 && z.size(0) == 1, "tiled VAE decode of %s: expected [1, C, h, w]",
+             z.describe().c_str());
+    SD_CHECK(tile >= 8, "--vae-tile-size %d is too small (at least 8 latent pixels)", tile);
+    SD_CHECK(overlap >= 0.0f && overlap <= 0.5f, "--vae-tile-overlap %g is outside [0, 0.5]",
+             overlap);
+    const int64_t h = z.size(2), w = z.size(3);
+    const int64_t th = std::min<int64_t>(tile, h), tw = std::min<int64_t>(tile, w);
+    const int64_t overlap_px = static_cast<int64_t>(static_cast<float>(tile) * overlap);
+    const int64_t stride = std::max<int64_t>(1, tile - overlap_px);
+    const std::vector<int64_t> ys = tile_starts(h, th, stride), xs = tile_starts(w, tw, stride);
+    Tensor out, weight;
+    for (int64_t y0 : ys) {
+        for (int64_t x0 : xs) {
+            Tensor part = vae.decode(z.narrow(2, y0, th).narrow(3, x0, tw).contiguous());
+            if (!out.defined()) {
+                out = Tensor::zeros({1, part.size(1), h * kFactor, w * kFactor});
+                weight = Tensor::zeros({h * kFactor, w * kFactor});
+            }
+            const int64_t c = part.size(1), ph = th * kFactor, pw = tw * kFactor;
+            const int64_t py0 = y0 * kFactor, px0 = x0 * kFactor,
+                          ramp = std::max<int64_t>(1, overlap_px * kFactor);
+            const float* src = part.data<float>();
+            float* dst = out.data<float>();
+            float* wsum = weight.data<float>();
+            for (int64_t y = 0; y < ph; ++y) {
+                float wy = ramp_weight(py0 + y, py0, py0 + ph, h * kFactor, ramp);
+                for (int64_t x = 0; x < pw; ++x) {
+                    float wt = wy * ramp_weight(px0 + x, px0, px0 + pw, w * kFactor, ramp);
+                    const int64_t o = (py0 + y) * w * kFactor + px0 + x;
+                    wsum[o] += wt;
+                    for (int64_t k = 0; k < c; ++k)
+                        dst[k * h * w * kFactor * kFactor + o] += wt * src[(k * ph + y) * pw + x];
+                }
+            }
+        }
+    }
+    const int64_t plane = h * w * kFactor * kFactor;
+    float* dst = out.data<float>();
+    const float* wsum = weight.data<float>();
+    for (int64_t k = 0; k < out.size(1); ++k) {
+        for (int64_t i = 0; i < plane; ++i) dst[k * plane + i] /= std::max(wsum[i], 1e-6f);
+    }
+    return out;
+}
+
+}  // namespace sd

@@ -1,0 +1,14 @@
+// VAE decoding in tiles, so a large image decodes in bounded memory: the latent is cut
+// into overlapping tiles, each decoded alone, and the decoded tiles are blended with
+// weights that fall linearly to zero across the overlap, so no seam shows.
+#pragma once
+
+#include "models/autoencoder_kl.h"
+
+namespace sd {
+
+// z: [1, C, h, w] latents (already divided by the latent scale). tile: tile edge in latent
+// pixels (>= 8); overlap: the fraction of a tile shared with its neighbour, in [0, 0.5].
+Tensor decode_tiled(const AutoencoderKL& vae, const Tensor& z, int tile, float overlap);
+
+}  // namespace sd
