@@ -28,7 +28,7 @@ std::vector<float> ddpm_alphas_cumprod(float beta_start, float beta_end) {
     float product = 1.0f;
     for (int i = 0; i < kTrainTimesteps; ++i) {
         const float b = sqrt_beta(i, beta_start, beta_end);
-        product *= 1.0f - b * b;  // ldm make_beta_schedule("linear"): betas = linspace(...)^2
+        product *= 1.0f - std::pow(b, 2.0f);  // ldm make_beta_schedule("linear"): linspace(...)^2
         out[i] = product;
     }
     return out;
