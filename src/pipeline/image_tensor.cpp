@@ -38,7 +38,7 @@ Image8 decoded_to_image(const Tensor& x) {
         for (int64_t y = 0; y < h; ++y) {
             for (int64_t xx = 0; xx < w; ++xx) {
                 float v = std::clamp((p[(k * h + y) * w + xx] + 1.0f) * 0.5f, 0.0f, 1.0f);
-                image.pixels[(y * w + xx) * c + k] = static_cast<uint8_t>(v * 255.0f);
+                image.pixels[(y * w + xx) * c + k] = static_cast<uint8_t>(std::lround(v * 255.0f));
             }
         }
     }

@@ -1,5 +1,5 @@
 // 8-bit images <-> f32 tensors, as the reference converts them: pixels / 255 -> [0, 1],
-// decoded images clamp((x + 1) / 2) * 255 truncated to a byte.
+// decoded images clamp((x + 1) / 2) * 255 rounded to the nearest byte.
 #pragma once
 
 #include <cstdint>
