@@ -93,7 +93,13 @@ const char* model_family_name(ModelFamily family) {
 
 bool model_family_runnable(ModelFamily family) {
     // Grows as model families are built.
-    return false;
+    switch (family) {
+        case ModelFamily::SD1:
+        case ModelFamily::SD1Inpaint:
+        case ModelFamily::SD2:
+        case ModelFamily::SD2Inpaint: return true;
+        default: return false;
+    }
 }
 
 ModelFamilyInfo detect_model_family(const ModelFiles& files) {

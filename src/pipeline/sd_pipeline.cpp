@@ -243,8 +243,7 @@ SdModels SdModels::load(const ModelFiles& files, const PipelineOptions& options)
     SdModels m;
     m.family = detect_model_family(files);
     const ModelFamily f = m.family.family;
-    const bool supported = f == ModelFamily::SD1 || f == ModelFamily::SD1Inpaint || is_sd2(f);
-    if (!supported) {
+    if (!m.family.runnable) {
         fail("%s holds a %s model, which this program cannot run yet (it runs SD 1.x and SD 2.x)",
              files.describe_sources().c_str(), m.family.name);
     }
