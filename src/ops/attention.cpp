@@ -317,8 +317,9 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
     bool value_lanes = true;
     if (Dv % W != 0) {
         const double vl = static_cast<double>(Lk) * static_cast<double>(Dvp / W);
-        const double kl = static_cast<double>(Dv) * (static_cast<double>((Lk + W - 1) / W) +
-                                                     static_cast<double>((Lk + 191) / 192) + 4.0);
+        const double kl = static_cast<double>(Dv) *
+                          (static_cast<double>((Lk + W - 1) / W) +
+                           static_cast<double>((Lk + attn::kKeyTile - 1) / attn::kKeyTile) + 4.0);
         value_lanes = vl <= 1.2 * kl;
     }
     if (attn::layout_choice() != attn::LayoutChoice::Auto) {

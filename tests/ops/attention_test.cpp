@@ -209,26 +209,27 @@ TEST_F(AttentionTest, MaskBroadcastShapes) {
 }
 
 TEST_F(AttentionTest, MaskAcrossKeyTiles) {
-    // Lk spans several 192-key tiles; the mask uses every row and key.
+    // Lk spans three key tiles of the kernel; the mask uses every row and key.
+    const int64_t Lk = 2 * attn::kKeyTile + 88;
     Tensor q = random_tensor({1, 2, 21, 64}, 51);
-    Tensor k = random_tensor({1, 2, 600, 64}, 52);
-    Tensor v = random_tensor({1, 2, 600, 64}, 53);
-    Tensor m = random_mask({1, 2, 21, 600}, 54);
-    check_all_isas(q, k, v, m, {}, "mask Lk 600");
+    Tensor k = random_tensor({1, 2, Lk, 64}, 52);
+    Tensor v = random_tensor({1, 2, Lk, 64}, 53);
+    Tensor m = random_mask({1, 2, 21, Lk}, 54);
+    check_all_isas(q, k, v, m, {}, "mask over 3 key tiles");
     // A mask that keeps only the last tile's keys for some rows: the running max starts at
     // -inf for several tiles.
-    std::vector<float> mv(21 * 600, 0.0f);
-    for (int i = 0; i < 21; ++i) {
-        for (int j = 0; j < 600; ++j) {
-            if (i % 3 == 0 && j < 590) mv[i * 600 + j] = -kInf;
-            if (i % 3 == 1 && j >= 10) mv[i * 600 + j] = -kInf;
+    std::vector<float> mv(static_cast<size_t>(21 * Lk), 0.0f);
+    for (int64_t i = 0; i < 21; ++i) {
+        for (int64_t j = 0; j < Lk; ++j) {
+            if (i % 3 == 0 && j < Lk - 10) mv[i * Lk + j] = -kInf;
+            if (i % 3 == 1 && j >= 10) mv[i * Lk + j] = -kInf;
         }
     }
-    check_all_isas(q, k, v, Tensor::from_vector({21, 600}, mv), {}, "late keys only");
+    check_all_isas(q, k, v, Tensor::from_vector({21, Lk}, mv), {}, "late keys only");
 }
 
 TEST_F(AttentionTest, FullyMaskedRowsGiveZeros) {
-    const int64_t Lq = 11, Lk = 300, D = 40;
+    const int64_t Lq = 11, Lk = attn::kKeyTile + 100, D = 40;
     Tensor q = random_tensor({1, 2, Lq, D}, 61);
     Tensor k = random_tensor({1, 2, Lk, D}, 62);
     Tensor v = random_tensor({1, 2, Lk, D}, 63);
@@ -262,8 +263,16 @@ TEST_F(AttentionTest, FullyMaskedRowsGiveZeros) {
 TEST_F(AttentionTest, Causal) {
     struct Case {
         int64_t lq, lk, d;
-    } cases[] = {{77, 77, 64}, {1, 1, 8},     {17, 17, 40},  {257, 257, 80},
-                 {3, 100, 40}, {17, 257, 64}, {100, 17, 40}, {200, 450, 40}};
+    } cases[] = {{77, 77, 64},
+                 {1, 1, 8},
+                 {17, 17, 40},
+                 {257, 257, 80},
+                 {3, 100, 40},
+                 {17, 257, 64},
+                 {100, 17, 40},
+                 {200, 450, 40},
+                 {attn::kKeyTile + 100, attn::kKeyTile + 100, 40},
+                 {40, 2 * attn::kKeyTile + 50, 64}};
     uint32_t seed = 70;
     AttentionOptions causal;
     causal.causal = true;
@@ -347,24 +356,26 @@ TEST_F(AttentionTest, ExpandedInputs) {
 TEST_F(AttentionTest, LargeScoresAreStable) {
     // Scale 1, q, k in [-3, 3), D = 64: scores up to ~100, where exp overflows in float.
     Tensor q = random_tensor({1, 2, 77, 64}, 121, -3.0f, 3.0f);
-    Tensor k = random_tensor({1, 2, 300, 64}, 122, -3.0f, 3.0f);
-    Tensor v = random_tensor({1, 2, 300, 64}, 123);
+    const int64_t Lk = attn::kKeyTile + 100;  // two key tiles
+    Tensor k = random_tensor({1, 2, Lk, 64}, 122, -3.0f, 3.0f);
+    Tensor v = random_tensor({1, 2, Lk, 64}, 123);
     AttentionOptions opt;
     opt.scale = 1.0f;
     check_all_isas(q, k, v, {}, opt, "scores ~100", kLargeAtol, kLargeRtol);
     // Values up to 30 in q: scores around +-30 with the default scale.
     Tensor q30 = random_tensor({1, 2, 77, 40}, 124, -30.0f, 30.0f);
-    Tensor k30 = random_tensor({1, 2, 300, 40}, 125);
-    Tensor v30 = random_tensor({1, 2, 300, 40}, 126);
+    Tensor k30 = random_tensor({1, 2, Lk, 40}, 125);
+    Tensor v30 = random_tensor({1, 2, Lk, 40}, 126);
     check_all_isas(q30, k30, v30, {}, {}, "q up to 30", kLargeAtol, kLargeRtol);
     // Growing scores along the keys: the running max rises in every key tile, so every
     // rescale of the accumulator is exercised.
-    std::vector<float> kv(300 * 40);
-    for (int j = 0; j < 300; ++j)
-        for (int c = 0; c < 40; ++c) kv[j * 40 + c] = 0.1f * static_cast<float>(j) / 30.0f;
-    Tensor kramp = Tensor::from_vector({1, 1, 300, 40}, kv);
+    const int64_t Lr = 3 * attn::kKeyTile + 20;
+    std::vector<float> kv(static_cast<size_t>(Lr * 40));
+    for (int64_t j = 0; j < Lr; ++j)
+        for (int c = 0; c < 40; ++c) kv[j * 40 + c] = static_cast<float>(j) / 300.0f;
+    Tensor kramp = Tensor::from_vector({1, 1, Lr, 40}, kv);
     Tensor qpos = random_tensor({1, 1, 20, 40}, 127, 0.5f, 1.5f);
-    check_all_isas(qpos, kramp, random_tensor({1, 1, 300, 40}, 128), {}, {}, "rising max",
+    check_all_isas(qpos, kramp, random_tensor({1, 1, Lr, 40}, 128), {}, {}, "rising max",
                    kLargeAtol, kLargeRtol);
 }
 
@@ -386,8 +397,8 @@ TEST_F(AttentionTest, EmptyDims) {
 
 TEST_F(AttentionTest, SameResultOnOneAndTwoThreads) {
     Tensor q = random_tensor({1, 1, 333, 40}, 131);
-    Tensor k = random_tensor({1, 1, 500, 40}, 132);
-    Tensor v = random_tensor({1, 1, 500, 40}, 133);
+    Tensor k = random_tensor({1, 1, attn::kKeyTile + 300, 40}, 132);
+    Tensor v = random_tensor({1, 1, attn::kKeyTile + 300, 40}, 133);
     for (Isa isa : test::available_isas()) {
         IsaScope scope(isa);
         set_num_threads(1);

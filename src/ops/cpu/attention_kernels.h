@@ -33,7 +33,10 @@ constexpr int kTileRows = 8;
 constexpr int kMaxTiles = 4;
 constexpr int kBlockRows = kTileRows * kMaxTiles;
 // Keys per key tile (a multiple of every kernel's width).
-constexpr int kKeyTile = 192;
+constexpr int kKeyTile = 512;
+// Floats between rows of the score tile S: the key tile plus a pad, so that the rows do not
+// sit a multiple of 4 KiB apart (L1 set conflicts, false store-to-load dependences).
+constexpr int kSRow = kKeyTile + 16;
 // Every scratch pointer is aligned to this many bytes.
 constexpr size_t kAlign = 64;
 
@@ -71,7 +74,7 @@ constexpr int64_t o_row_floats(VLayout layout, int64_t dv, int width) {
 
 // Scratch floats a kernel of lane width `width` needs for one block: S, O, l, row maxima.
 constexpr size_t work_floats(VLayout layout, int64_t dv, int width) {
-    return static_cast<size_t>(kTileRows) * kKeyTile +
+    return static_cast<size_t>(kTileRows) * kSRow +
            kBlockRows * static_cast<size_t>(o_row_floats(layout, dv, width) + width) +
            static_cast<size_t>(kTileRows) * width + 64;
 }
@@ -120,8 +123,8 @@ AttentionDims check_attention(const Tensor& q, const Tensor& k, const Tensor& v,
 //     and NaN, without it x must be finite), hsum, hmax,
 //   pin(x) (keeps x in a register: stops the compiler re-loading it as a memory operand)
 //
-// Tiling. A block is up to kMaxTiles tiles of M = kTileRows = 8 query rows; NK = kKeyTile
-// = 192 keys per key tile. Per block:
+// Tiling. A block is up to kMaxTiles = 4 tiles of M = kTileRows = 8 query rows; NK =
+// kKeyTile = 512 keys per key tile. Per block:
 //
 //   for each key tile [k0, k0 + NK) (up to the block's largest causal limit):
 //     for each query tile of the block (skipped once past its own causal limit):
@@ -144,9 +147,15 @@ AttentionDims check_attention(const Tensor& q, const Tensor& k, const Tensor& v,
 //          The driver picks the cheaper one (ValueLanes whenever Dv % W == 0 or Lk is short).
 //   out = O / l (horizontal sums for KeyLanes); 0 where l == 0 (every key masked).
 //
-// Working set per block: S (M * NK floats, 6 KiB), O and l of the block's rows, the current
-// key tile of K and V (NK * (D + Dv) floats, 60 KiB for D = Dv = 40) re-read by every tile
-// of the block from L1/L2; the head's packed K and V stream from L2/L3 once per block.
+// Working set per block: S (M * NK floats, 16.5 KiB with its row pad), O and l of the block's
+// rows (6 KiB for Dv = 40), the current key tile of K and V (NK * (D + Dvp) floats, 176 KiB
+// for D = 40) re-read by every tile of the block from L2; the head's packed K and V stream
+// from L3 / memory once per block. NK = 512 measured 3-5% faster than 192 or 384 on Zen 5
+// (fewer per-tile softmax steps and microkernel ramps), although the K/V tile leaves L1.
+//
+// The exp2 passes overlap with the FMA-bound products: on Zen 5 a build with exp2 replaced by
+// the identity ran no faster. What bounds D = 40 is FMA throughput, including the 8 padding
+// lanes of Dvp = 48 in P . V.
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -233,7 +242,7 @@ inline void qk_block(const float* q, int d, const float* kt, float* s, float* ro
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 16
-        for (int c = 0; c < CC; ++c) V::store(s + r * kKeyTile + c * W, acc[r][c]);
+        for (int c = 0; c < CC; ++c) V::store(s + r * kSRow + c * W, acc[r][c]);
     }
     if (rowmax) {
 #pragma GCC unroll 16
@@ -253,7 +262,7 @@ inline void qk_tile(const float* q, int d, const float* kt, int nv, float* s, fl
     static_assert(kTileRows % R == 0, "row block must divide the tile");
     for (int r0 = 0; r0 < kTileRows; r0 += R) {
         const float* qr = q + r0 * d;
-        float* sr = s + r0 * kKeyTile;
+        float* sr = s + r0 * kSRow;
         float* mr = rowmax ? rowmax + r0 * W : nullptr;
         for_chunks<C>(nv, [&]<int CC>(int kv) {
             qk_block<V, CC>(qr, d, kt + static_cast<int64_t>(kv) * d * W, sr + kv * W, mr);
@@ -287,7 +296,7 @@ inline void pv_block_vl(const float* p, int nk, const float* v, int64_t vstride,
         for (int c = 0; c < CC; ++c) vv[c] = V::load(v + j * vstride + c * W);
 #pragma GCC unroll 16
         for (int r = 0; r < R; ++r) {
-            const reg b = V::set1(p[r * kKeyTile + j]);
+            const reg b = V::set1(p[r * kSRow + j]);
 #pragma GCC unroll 16
             for (int c = 0; c < CC; ++c) acc[r][c] = V::fma(b, vv[c], acc[r][c]);
         }
@@ -326,7 +335,7 @@ inline void pv_block_kl(const float* p, int nv, const float* vt, int dv, float* 
         for (int c = 0; c < CC; ++c) vv[c] = V::load(vt + kv * vstride + c * W);
 #pragma GCC unroll 16
         for (int r = 0; r < R; ++r) {
-            reg pr = V::load(p + r * kKeyTile + kv * W);
+            reg pr = V::load(p + r * kSRow + kv * W);
             V::pin(pr);  // one load per row, not one per FMA
 #pragma GCC unroll 16
             for (int c = 0; c < CC; ++c) acc[r][c] = V::fma(pr, vv[c], acc[r][c]);
@@ -350,7 +359,7 @@ inline void pv_tile(const BlockArgs& a, const float* p, int64_t k0, int nk, floa
         const float* v = a.v + k0 * a.vstride;
         for (int r0 = 0; r0 < kTileRows; r0 += R) {
             for_chunks<C>(nvec, [&]<int CC>(int c0) {
-                pv_block_vl<V, CC>(p + r0 * kKeyTile, nk, v + c0 * W, a.vstride,
+                pv_block_vl<V, CC>(p + r0 * kSRow, nk, v + c0 * W, a.vstride,
                                    o + r0 * ostride + c0 * W, ostride, alpha + r0, first);
             });
         }
@@ -359,7 +368,7 @@ inline void pv_tile(const BlockArgs& a, const float* p, int64_t k0, int nk, floa
         const float* vt = a.v + (k0 / W) * dv * W;
         for (int r0 = 0; r0 < kTileRows; r0 += R) {
             for_chunks<C>(dv, [&]<int CC>(int c0) {
-                pv_block_kl<V, CC>(p + r0 * kKeyTile, nv, vt + c0 * W, dv,
+                pv_block_kl<V, CC>(p + r0 * kSRow, nv, vt + c0 * W, dv,
                                    o + static_cast<int64_t>(r0) * dv * W + c0 * W, alpha + r0,
                                    first);
             });
@@ -378,8 +387,8 @@ void run_block(const BlockArgs& a) {
     const int64_t orow = o_row_floats(a.layout, dv, W);
     const int ntiles = (a.rows + M - 1) / M;
 
-    float* S = a.work;                   // [M][kKeyTile]
-    float* O = S + M * kKeyTile;         // [kBlockRows][orow]
+    float* S = a.work;                   // [M][kSRow]
+    float* O = S + M * kSRow;            // [kBlockRows][orow]
     float* L = O + kBlockRows * orow;    // [kBlockRows][W]
     float* rowmax = L + kBlockRows * W;  // [M][W]
     float m[kBlockRows];
@@ -414,7 +423,7 @@ void run_block(const BlockArgs& a) {
 
             if (edge) {
                 for (int r = 0; r < M; ++r) {
-                    float* s = S + r * kKeyTile;
+                    float* s = S + r * kSRow;
                     if (const float* mk = a.mask[rb + r]) {
                         mk += k0;
                         const reg l2e = V::set1(kLog2e);
@@ -435,7 +444,7 @@ void run_block(const BlockArgs& a) {
 
             // Online softmax.
             for (int r = 0; r < M; ++r) {
-                float* s = S + r * kKeyTile;
+                float* s = S + r * kSRow;
                 float& mr = m[rb + r];
                 const float mnew = std::max(mr, V::hmax(V::load(rowmax + r * W)));
                 const float muse = mnew == kNegInf ? 0.0f : mnew;
