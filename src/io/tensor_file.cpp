@@ -168,9 +168,7 @@ TensorFile open_tensor_file(const std::string& path) {
     const uint8_t* p = file->data();
     size_t n = file->size();
     if (n >= 4 && std::memcmp(p, "GGUF", 4) == 0) return read_gguf(path);
-    if (n >= 4 && std::memcmp(p, "PK\x03\x04", 4) == 0) {
-        fail("'%s' is a PyTorch zip checkpoint; .ckpt files are not supported yet", path.c_str());
-    }
+    if (n >= 4 && std::memcmp(p, "PK\x03\x04", 4) == 0) return read_torch_checkpoint(path);
     if (n >= 9 && p[8] == '{') return read_safetensors(path);
     fail(
         "'%s' is not a model file this program reads (safetensors, GGUF, PyTorch .ckpt/.pt/.pth, "

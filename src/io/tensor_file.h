@@ -58,5 +58,8 @@ TensorFile open_tensor_file(const std::string& path);
 TensorFile read_safetensors(const std::string& path);
 TensorFile read_safetensors_index(const std::string& path);
 TensorFile read_gguf(const std::string& path);
+// A PyTorch zip checkpoint (.ckpt/.pt/.pth), through a restricted unpickler that only
+// rebuilds tensors; tensors inside a "state_dict" entry, nested dicts flattened with '.'.
+TensorFile read_torch_checkpoint(const std::string& path);
 
 }  // namespace sd
