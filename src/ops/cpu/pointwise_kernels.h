@@ -276,9 +276,10 @@ struct PointwiseLoops {
     using V = typename S::V;
     static constexpr int W = S::kWidth;
 
-    // y[i] = f(x[i]), two vectors an iteration so independent chains overlap.
+    // y[i] = f(x[i]), two vectors an iteration so independent chains overlap. The padding
+    // lanes of a partial last vector read as `fill`.
     template <class F>
-    static void map1(const float* x, float* y, int64_t n, F f) {
+    static void map1(const float* x, float* y, int64_t n, F f, float fill = 0.0f) {
         int64_t i = 0;
         for (; i + 2 * W <= n; i += 2 * W) {
             V u = f(S::load(x + i));
@@ -289,7 +290,7 @@ struct PointwiseLoops {
         for (; i + W <= n; i += W) S::store(y + i, f(S::load(x + i)));
         if (i < n) {
             int r = static_cast<int>(n - i);
-            S::store_partial(y + i, f(S::load_partial(x + i, r, S::set1(0.0f))), r);
+            S::store_partial(y + i, f(S::load_partial(x + i, r, S::set1(fill))), r);
         }
     }
 
@@ -365,11 +366,17 @@ struct PointwiseLoops {
         auto vmax = [](V acc, V v) { return S::max(acc, v); };
         const float m = S::reduce_max(fold(x, n, S::set1(-INFINITY), -INFINITY, vmax, vmax));
         // m = -inf (every value -inf) gives exp(NaN) = NaN everywhere, as torch does.
-        V mv = S::set1(m);
-        map1(x, y, n, [mv](V v) { return simd::exp<S>(S::sub(v, mv)); });
-        auto vadd = [](V acc, V v) { return S::add(acc, v); };
-        const float sum = S::reduce_add(fold(y, n, S::set1(0.0f), 0.0f, vadd, vadd));
-        V inv = S::set1(1.0f / sum);
+        // One pass for exp(x - m) and its sum; padding lanes read -inf and add exp(-inf) = 0.
+        V mv = S::set1(m), acc = S::set1(0.0f);
+        map1(
+            x, y, n,
+            [mv, &acc](V v) {
+                V e = simd::exp<S>(S::sub(v, mv));
+                acc = S::add(acc, e);
+                return e;
+            },
+            -INFINITY);
+        V inv = S::set1(1.0f / S::reduce_add(acc));
         map1(y, y, n, [inv](V v) { return S::mul(v, inv); });
     }
 
