@@ -186,27 +186,35 @@ void pack_strided_source(const PanelSource& s, const GemmKernels& ks, int64_t r0
 // ---- the plain C++ kernels ----
 
 constexpr int kGenericMr = 4;
-constexpr int kGenericNr = 16;
+constexpr int kGenericNr = 8;
 
+// Four floats in a GCC/Clang vector: SSE2 or NEON registers, or scalars elsewhere.
+typedef float Vec4 __attribute__((vector_size(16)));
+constexpr int kGenericNv = kGenericNr / 4;
+
+// Rows of A past mr read row 0 and are not stored, so the loops keep fixed trip counts and
+// the tile stays in registers.
 void generic_kernel(const GemmTile& t) {
-    float acc[kGenericMr][kGenericNr] = {};
+    const float* rows[kGenericMr];
+    for (int i = 0; i < kGenericMr; ++i) rows[i] = t.a + (i < t.mr ? i : 0) * t.a_row;
+    Vec4 acc[kGenericMr][kGenericNv] = {};
     for (int64_t k = 0; k < t.kc; ++k) {
-        const float* bk = t.b + k * kGenericNr;
-        for (int i = 0; i < t.mr; ++i) {
-            const float ai = t.a[i * t.a_row + k * t.a_step];
-            for (int j = 0; j < kGenericNr; ++j) acc[i][j] += ai * bk[j];
+        Vec4 bv[kGenericNv];
+        std::memcpy(bv, t.b + k * kGenericNr, sizeof(bv));
+        for (int i = 0; i < kGenericMr; ++i) {
+            const float ai = rows[i][k * t.a_step];
+            for (int v = 0; v < kGenericNv; ++v) acc[i][v] += ai * bv[v];
         }
     }
     for (int i = 0; i < t.mr; ++i) {
+        float out[kGenericNr];
+        std::memcpy(out, acc[i], sizeof(out));
         float* ci = t.c + i * t.ldc;
         for (int j = 0; j < t.nr; ++j) {
             if (t.first) {
-                float v = acc[i][j];
-                if (t.bias_m) v += t.bias_m[i];
-                if (t.bias_n) v += t.bias_n[j];
-                ci[j] = v;
+                ci[j] = out[j] + (t.bias_m ? t.bias_m[i] : 0.0f) + (t.bias_n ? t.bias_n[j] : 0.0f);
             } else {
-                ci[j] += acc[i][j];
+                ci[j] += out[j];
             }
         }
     }

@@ -235,6 +235,15 @@ inline __mmask16 inside_mask(int64_t iw, int64_t w) {
 }
 
 void copy_padded(const float* row, int64_t w, int64_t iw0, int64_t step, float* d, int64_t n) {
+    const int64_t limit = INT32_MAX / 4;
+    if (step > 2 && (w > limit || iw0 < -limit || iw0 > limit || step * n > limit)) {
+        // Columns that do not fit the 32-bit gather indices.
+        for (int64_t t = 0; t < n; ++t) {
+            const int64_t iw = iw0 + t * step;
+            d[t] = iw >= 0 && iw < w ? row[iw] : 0.0f;
+        }
+        return;
+    }
     const __m512i evens =
         _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
@@ -243,6 +252,10 @@ void copy_padded(const float* row, int64_t w, int64_t iw0, int64_t step, float* 
         const __mmask16 out = lane_mask(static_cast<int>(std::min<int64_t>(n - t, 16)));
         __m512 v;
         if (step == 1) {
+            if (iw >= 0 && iw + 16 <= w && n - t >= 16) {
+                _mm512_storeu_ps(d + t, _mm512_loadu_ps(row + iw));
+                continue;
+            }
             v = _mm512_maskz_loadu_ps(inside_mask(iw, w) & out, row + iw);
         } else if (step == 2) {
             // Even columns of 32: two loads, then pick every other lane.
