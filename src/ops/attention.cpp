@@ -1,11 +1,17 @@
 // sd::scaled_dot_product_attention: argument checks, packing, threading and the generic C++
-// tile kernel. The tile kernels (and their tiling) are described in cpu/attention_kernels.h.
+// kernel. The block kernels and their tiling are described in cpu/attention_kernels.h.
 //
-// Work split: one task is one tile of kTileRows queries of one (batch, head); tasks are
-// numbered (batch, head, query tile) and handed to the pool in chunks by sd::parallel_for,
-// so two threads share the work even when B * H == 1. A chunk borrows a scratch block from
-// a per-call pool; the block remembers which (batch, head) it holds packed K and V for, so
-// a head's keys and values are transposed once per block, not once per tile.
+// Work split: one task is one block of up to kBlockRows = 32 queries (4 tiles of 8) of one
+// (batch, head); tasks are numbered (batch, head, block) and handed to the pool in chunks by
+// sd::parallel_for, so two threads share the work even when B * H == 1 (blocks shrink to 16
+// or 8 rows when there would be fewer than 4 tasks per thread). A chunk borrows a scratch
+// area from a per-call pool; the area remembers which (batch, head) it holds packed K and V
+// for, so a head's keys and values are packed once per thread, not once per block.
+//
+// Numerics: scores in f32 with q pre-scaled by scale * log2(e), softmax with exp2 (< 1 ulp,
+// see the kernel header), online rescaling per key tile. A query row whose keys are all
+// masked (-inf), and every row when Lk == 0, gets zeros where torch returns NaN. Non-finite
+// q or k give unspecified (possibly NaN) outputs, never a crash.
 
 #include <algorithm>
 #include <atomic>
@@ -359,6 +365,8 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
     const int64_t grain = std::max<int64_t>(1, 200000 / std::max<int64_t>(task_flops, 1));
 
     const int64_t qs[4] = {q.stride(0), q.stride(1), q.stride(2), q.stride(3)};
+    const int64_t ks[4] = {k.stride(0), k.stride(1), k.stride(2), k.stride(3)};
+    const int64_t vs[4] = {v.stride(0), v.stride(1), v.stride(2), v.stride(3)};
     parallel_for(tasks, grain, [&](int64_t begin, int64_t end) {
         std::unique_ptr<Scratch> s = pool.acquire();
         attn::BlockArgs args;
@@ -368,15 +376,14 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
             const int64_t i0 = (t % blocks) * block_rows;
             const int rows = static_cast<int>(std::min<int64_t>(block_rows, Lq - i0));
             const int padded = static_cast<int>(round_up(rows, kTileRows));
-            const float* vb = vp + b * v.stride(0) + h * v.stride(1);
+            const float* vb = vp + b * vs[0] + h * vs[1];
             if (s->packed_bh != bh) {
-                pack_transposed(kp + b * k.stride(0) + h * k.stride(1), k.stride(2), k.stride(3),
-                                Lk, D, W, s->kt);
+                pack_transposed(kp + b * ks[0] + h * ks[1], ks[2], ks[3], Lk, D, W, s->kt);
                 if (!v_in_place) {
                     if (value_lanes) {
-                        pack_rows(vb, v.stride(2), v.stride(3), Lk, Dv, Dvp, s->v);
+                        pack_rows(vb, vs[2], vs[3], Lk, Dv, Dvp, s->v);
                     } else {
-                        pack_transposed(vb, v.stride(2), v.stride(3), Lk, Dv, W, s->v);
+                        pack_transposed(vb, vs[2], vs[3], Lk, Dv, W, s->v);
                     }
                 }
                 s->packed_bh = bh;
@@ -417,7 +424,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
             args.kt = s->kt;
             args.layout = value_lanes ? attn::VLayout::ValueLanes : attn::VLayout::KeyLanes;
             args.v = v_in_place ? vb : s->v;
-            args.vstride = v_in_place ? v.stride(2) : Dvp;
+            args.vstride = v_in_place ? vs[2] : Dvp;
             args.d = D;
             args.dv = Dv;
             for (int r = 0; r < padded; ++r) {
