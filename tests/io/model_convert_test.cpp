@@ -1,0 +1,95 @@
+#include "io/model_convert.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "fixture_files.h"
+#include "io/model_family.h"
+#include "io/tensor_writer.h"
+#include "io_test_util.h"
+#include "ops/convert.h"
+#include "test_util.h"
+
+namespace sd {
+namespace {
+
+TEST(TensorTypeRules, ParseAndApply) {
+    TensorTypeRules rules = parse_tensor_type_rules("^vae\\.=f16, model\\.=q8_0");
+    ASSERT_EQ(rules.size(), 2u);
+    EXPECT_EQ(rules[0].second, DType::F16);
+    EXPECT_EQ(rules[1].second, DType::Q8_0);
+    EXPECT_EQ(output_dtype("vae.decoder.conv_in.weight", {512, 4, 3, 3}, DType::F32, DType::Q4_0, rules), DType::F16);
+    EXPECT_EQ(output_dtype("model.diffusion_model.x.weight", {64, 64}, DType::F32, DType::Q4_0, rules), DType::Q8_0);
+    EXPECT_EQ(output_dtype("other.weight", {64, 64}, DType::F32, DType::Q4_0, rules), DType::Q4_0);
+    // What stays at full precision whatever the type.
+    EXPECT_EQ(output_dtype("a.bias", {64}, DType::F16, DType::Q8_0, {}), DType::F32);
+    EXPECT_EQ(output_dtype("a.norm.weight", {64}, DType::F16, DType::Q8_0, {}), DType::F32);
+    EXPECT_EQ(output_dtype("a.conv.weight", {64, 64, 3, 3}, DType::F16, DType::Q8_0, {}), DType::F16);
+    EXPECT_EQ(output_dtype("x.token_embedding.weight", {49408, 768}, DType::F16, DType::Q8_0, {}), DType::F16);
+    EXPECT_EQ(output_dtype("model.diffusion_model.time_embed.0.weight", {1280, 320}, DType::F16, DType::Q4_K, {}),
+              DType::F16);
+    EXPECT_EQ(output_dtype("a.weight", {64, 64}, DType::F16, std::nullopt, {}), DType::F16);
+    EXPECT_EQ(output_dtype("a.weight", {64, 64}, DType::Q8_0, DType::F16, {}), DType::F16);
+    EXPECT_ERROR_CONTAINS(parse_tensor_type_rules("abc"), "PATTERN=TYPE");
+    EXPECT_ERROR_CONTAINS(parse_tensor_type_rules("a=q9_9"), "unknown type");
+    EXPECT_ERROR_CONTAINS(parse_tensor_type_rules("(=f16"), "regular expression");
+}
+
+// Converts the sd15 fixture to `type` and checks every tensor read back: equal to the
+// source, or to the engine's own conversion of it to the tensor's output type.
+void check_round_trip(DType type) {
+    std::string src = test::generated_checkpoint("sd15", "f16", 1);
+    ModelFiles source;
+    source.add(src, ModelRole::Checkpoint);
+    ConvertOptions options;
+    options.output_path = test::temp_path(std::string("sd15_") + dtype_name(type) + ".gguf");
+    options.type = type;
+    convert_model(source, options);
+    ModelFiles result;
+    result.add(options.output_path, ModelRole::Checkpoint);
+    ASSERT_EQ(result.size(), source.size());
+    EXPECT_EQ(detect_model_family(result).family, ModelFamily::SD1);
+    size_t quantized = 0;
+    for (const std::string& name : source.names()) {
+        const TensorRecord& s = source.get(name);
+        const TensorRecord* r = result.find(name);
+        ASSERT_NE(r, nullptr) << name;
+        ASSERT_EQ(r->shape, s.shape) << name;
+        DType want = output_dtype(name, s.shape, s.dtype, type, {});
+        ASSERT_EQ(r->dtype, want) << name;
+        Tensor expected = s.load();
+        if (want != s.dtype) expected = convert(convert(expected, DType::F32), want);
+        Tensor got = r->load();
+        ASSERT_EQ(std::memcmp(got.data_ptr(), expected.contiguous().data_ptr(), got.nbytes()), 0) << name;
+        quantized += want == type;
+    }
+    EXPECT_GT(quantized, 250u) << "the linear weight matrices are converted";
+    std::remove(options.output_path.c_str());
+}
+
+TEST(ModelConvert, Sd15ToGgufQ8_0) { check_round_trip(DType::Q8_0); }
+TEST(ModelConvert, Sd15ToGgufQ4_0) { check_round_trip(DType::Q4_0); }
+TEST(ModelConvert, Sd15ToGgufQ4_K) { check_round_trip(DType::Q4_K); }
+
+TEST(ModelConvert, SafetensorsOutputHoldsPlainTypesOnly) {
+    Tensor w = test::random_tensor({64, 64}, 1);
+    std::string in = test::temp_path("small_in.safetensors");
+    write_safetensors(in, {{"a.weight", DType::F32, w.shape(), [w] { return w; }}});
+    ModelFiles files;
+    files.add(in, ModelRole::Checkpoint);
+    ConvertOptions options;
+    options.output_path = test::temp_path("small_out.safetensors");
+    options.type = DType::Q8_0;
+    EXPECT_ERROR_CONTAINS(convert_model(files, options), "cannot hold q8_0");
+    options.type = DType::BF16;
+    convert_model(files, options);
+    ModelFiles back;
+    back.add(options.output_path, ModelRole::Checkpoint);
+    EXPECT_EQ(back.get("a.weight").dtype, DType::BF16);
+    std::remove(in.c_str());
+    std::remove(options.output_path.c_str());
+}
+
+}  // namespace
+}  // namespace sd
