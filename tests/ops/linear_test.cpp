@@ -71,17 +71,18 @@ TEST(Linear, RefMatchesHandComputed) {
 TEST(Linear, PlainWeightsMatchRef) {
     const int64_t sizes[] = {1, 3, 4, 5, 17, 33, 77, 100};
     const DType dtypes[] = {DType::F32, DType::F16, DType::BF16};
-    for (Isa isa : test::available_isas()) {
-        test::IsaScope scope(isa);
-        uint32_t seed = 1;
-        for (int64_t m : sizes) {
-            for (int64_t n : sizes) {
-                for (int64_t k : {int64_t{1}, int64_t{17}, int64_t{100}}) {
-                    DType dtype = dtypes[seed % 3];
-                    Tensor x = test::random_tensor({m, k}, seed++);
-                    Tensor w = make_weight(n, k, dtype, seed++);
-                    Tensor b = seed % 2 ? test::random_tensor({n}, seed++) : Tensor();
-                    test::expect_close(linear(x, w, b), ref::linear(x, w, b), atol_for(k), kRtol,
+    uint32_t seed = 1;
+    for (int64_t m : sizes) {
+        for (int64_t n : sizes) {
+            for (int64_t k : sizes) {
+                const DType dtype = dtypes[seed % 3];
+                Tensor x = test::random_tensor({m, k}, seed++);
+                Tensor w = make_weight(n, k, dtype, seed++);
+                Tensor b = seed % 2 ? test::random_tensor({n}, seed++) : Tensor();
+                const Tensor want = ref::linear(x, w, b);
+                for (Isa isa : test::available_isas()) {
+                    test::IsaScope scope(isa);
+                    test::expect_close(linear(x, w, b), want, atol_for(k), kRtol,
                                        isa_label(isa) + " " + case_label(m, n, k, dtype));
                 }
             }
@@ -94,16 +95,17 @@ TEST(Linear, LargerThanOneBlockMatchesRef) {
     struct Case {
         int64_t m, n, k;
     };
-    const Case cases[] = {{300, 130, 700}, {77, 333, 513}, {129, 1000, 65}, {5, 70, 1030}};
-    for (Isa isa : test::available_isas()) {
-        test::IsaScope scope(isa);
-        uint32_t seed = 100;
-        for (const Case& c : cases) {
-            for (DType dtype : {DType::F32, DType::F16}) {
-                Tensor x = test::random_tensor({c.m, c.k}, seed++);
-                Tensor w = make_weight(c.n, c.k, dtype, seed++);
-                Tensor b = test::random_tensor({c.n}, seed++);
-                test::expect_close(linear(x, w, b), ref::linear(x, w, b), atol_for(c.k), kRtol,
+    const Case cases[] = {{300, 130, 1100}, {77, 333, 513}, {129, 1000, 65}, {5, 70, 2100}};
+    uint32_t seed = 100;
+    for (const Case& c : cases) {
+        for (DType dtype : {DType::F32, DType::F16}) {
+            Tensor x = test::random_tensor({c.m, c.k}, seed++);
+            Tensor w = make_weight(c.n, c.k, dtype, seed++);
+            Tensor b = test::random_tensor({c.n}, seed++);
+            const Tensor want = ref::linear(x, w, b);
+            for (Isa isa : test::available_isas()) {
+                test::IsaScope scope(isa);
+                test::expect_close(linear(x, w, b), want, atol_for(c.k), kRtol,
                                    isa_label(isa) + " " + case_label(c.m, c.n, c.k, dtype));
             }
         }
@@ -114,22 +116,22 @@ TEST(Linear, BlockQuantWeightsMatchRefOnDequantized) {
     const DType types[] = {DType::Q4_0, DType::Q4_1, DType::Q5_0,   DType::Q5_1,
                            DType::Q8_0, DType::Q2_K, DType::Q3_K,   DType::Q4_K,
                            DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS};
-    for (Isa isa : test::available_isas()) {
-        test::IsaScope scope(isa);
-        uint32_t seed = 200;
-        for (DType dtype : types) {
-            const int64_t bs = block_size(dtype);
-            for (int64_t k : {bs, 3 * bs}) {
-                for (auto [m, n] :
-                     {std::pair<int64_t, int64_t>{1, 9}, {3, 17}, {77, 100}, {130, 33}}) {
-                    Tensor x = test::random_tensor({m, k}, seed++);
-                    Tensor w = make_weight(n, k, dtype, seed++);
-                    Tensor b = test::random_tensor({n}, seed++);
-                    const Tensor want = ref::linear(x, dequantized(w), b);
-                    const std::string what = isa_label(isa) + " " + case_label(m, n, k, dtype);
-                    test::expect_close(linear(x, w, b), want, atol_for(k), kRtol, what);
-                    test::expect_close(ref::linear(x, w, b), want, atol_for(k), kRtol,
-                                       what + " ref");
+    uint32_t seed = 200;
+    for (DType dtype : types) {
+        const int64_t bs = block_size(dtype);
+        // 1280 / 1056: more than one k block, so block boundaries must fall on quant blocks.
+        for (int64_t k : {bs, 3 * bs, bs == 256 ? int64_t{1280} : int64_t{1056}}) {
+            for (auto [m, n] : {std::pair<int64_t, int64_t>{1, 9}, {3, 17}, {77, 100}, {130, 33}}) {
+                Tensor x = test::random_tensor({m, k}, seed++);
+                Tensor w = make_weight(n, k, dtype, seed++);
+                Tensor b = test::random_tensor({n}, seed++);
+                const Tensor want = ref::linear(x, dequantized(w), b);
+                const std::string what = case_label(m, n, k, dtype);
+                test::expect_close(ref::linear(x, w, b), want, atol_for(k), kRtol, what + " ref");
+                for (Isa isa : test::available_isas()) {
+                    test::IsaScope scope(isa);
+                    test::expect_close(linear(x, w, b), want, atol_for(k), kRtol,
+                                       isa_label(isa) + " " + what);
                 }
             }
         }
@@ -200,25 +202,25 @@ TEST(Matmul, MatchesRef) {
     const Case cases[] = {
         {{1, 1}, {1, 1}},           {{3, 17}, {17, 33}},          {{77, 100}, {100, 3}},
         {{2, 33, 17}, {2, 17, 70}}, {{2, 1, 5, 9}, {3, 9, 4}},    {{4, 100, 64}, {64, 77}},
-        {{130, 65}, {3, 65, 129}},  {{6, 40, 300}, {6, 300, 40}},
+        {{130, 65}, {3, 65, 129}},  {{6, 40, 300}, {6, 300, 40}}, {{2, 130, 1100}, {1100, 70}},
     };
-    for (Isa isa : test::available_isas()) {
-        test::IsaScope scope(isa);
-        uint32_t seed = 1;
-        for (const Case& c : cases) {
-            Tensor a = test::random_tensor(c.a, seed++);
-            Tensor b = test::random_tensor(c.b, seed++);
-            const int64_t k = c.a[c.a.size() - 1];
+    uint32_t seed = 1;
+    for (const Case& c : cases) {
+        Tensor a = test::random_tensor(c.a, seed++);
+        Tensor b = test::random_tensor(c.b, seed++);
+        const Tensor want = ref::matmul(a, b);
+        const int64_t k = c.a[c.a.size() - 1];
+        // Strided inputs: every layout the packers distinguish.
+        Tensor as = test::non_contiguous_copy(a), bs = test::non_contiguous_copy(b);
+        Tensor bt = b.transpose(-1, -2).contiguous().transpose(-1, -2);
+        test::expect_close(ref::matmul(as, bs), want, atol_for(k), kRtol, "ref strided");
+        for (Isa isa : test::available_isas()) {
+            test::IsaScope scope(isa);
             const std::string what =
                 isa_label(isa) + " " + c.a.to_string() + " x " + c.b.to_string();
-            test::expect_close(matmul(a, b), ref::matmul(a, b), atol_for(k), kRtol, what);
-            // Strided inputs: every layout the packers distinguish.
-            Tensor as = test::non_contiguous_copy(a), bs = test::non_contiguous_copy(b);
-            test::expect_close(matmul(as, bs), ref::matmul(a, b), atol_for(k), kRtol,
-                               what + " strided");
-            Tensor bt = b.transpose(-1, -2).contiguous().transpose(-1, -2);
-            test::expect_close(matmul(a, bt), ref::matmul(a, b), atol_for(k), kRtol,
-                               what + " b transposed");
+            test::expect_close(matmul(a, b), want, atol_for(k), kRtol, what);
+            test::expect_close(matmul(as, bs), want, atol_for(k), kRtol, what + " strided");
+            test::expect_close(matmul(a, bt), want, atol_for(k), kRtol, what + " b transposed");
         }
     }
 }

@@ -17,12 +17,12 @@
 // block per thread.
 //
 // Cache blocking (measured on Zen 5: 48 KiB L1d, 1 MiB L2 per core, two 512-bit FMA pipes).
-//   - K is cut into blocks of at most kKcMax (1024) values, multiples of the weight's quant
+//   - K is cut into blocks of at most kc_max (1024) values, multiples of the weight's quant
 //     block. Long k blocks measured best: each block costs a read-modify-write of C, while
 //     the kernel streams a kc x 64 B panel from L2 at full speed.
 //   - One operand is "shared": packed whole (in chunks of at most kSharedBudget bytes) by
 //     all threads together, then read by every task from L2/L3. The other is "streamed": a
-//     task takes a block of its rows (kTaskRowsA rows of A / kTaskRowsB rows of B), packs
+//     task takes a block of its rows (rows_a (96) rows of A / kTaskRowsB rows of B), packs
 //     it for one k block into a per-thread buffer in L2, and multiplies it by the chunk.
 //     Within a k block, each B panel is reused across all A panels of the block.
 //   - M >= N (linear on many tokens): B (the weight) is shared, tasks are blocks of M.
@@ -53,8 +53,6 @@
 namespace sd::cpu {
 namespace {
 
-constexpr int64_t kKcMax = 1024;                    // K is cut into packing blocks of at most this
-constexpr int64_t kTaskRowsA = 96;                  // A rows per task (B shared)
 constexpr int64_t kTaskRowsB = 64;                  // B rows per task (A shared)
 constexpr size_t kSharedBudget = size_t{12} << 20;  // bytes of one shared chunk
 constexpr double kParallelFlops = 2e6;              // below this, one thread
@@ -284,12 +282,28 @@ struct KBlocks {
     int64_t length(int64_t q, int64_t k) const { return std::min(size, k - q * size); }
 };
 
-KBlocks k_blocks(int64_t k, int64_t align) {
+KBlocks k_blocks(int64_t k, int64_t align, int64_t kc_max) {
     KBlocks kb;
-    const int64_t count = ceil_div(k, std::max(kKcMax, align));
+    const int64_t count = ceil_div(k, std::max(kc_max, align));
     kb.size = round_up(ceil_div(k, count), align);
     kb.count = ceil_div(k, kb.size);
     return kb;
+}
+
+// Cache blocks from the size of L2 (values measured best with Zen 5's 1 MiB): a kc x NR
+// B panel fills a quarter of L2, a task's rows of A (rows_a x kc) about three eighths.
+struct Blocking {
+    int64_t kc_max;
+    int64_t rows_a;
+};
+
+Blocking blocking(const GemmKernels& ks) {
+    const int64_t l2 = std::max<int64_t>(256 << 10, static_cast<int64_t>(cpu_features().l2_bytes));
+    Blocking b;
+    b.kc_max =
+        std::clamp<int64_t>(l2 / 4 / (ks.nr * int64_t{sizeof(float)}) / 256 * 256, 256, 1024);
+    b.rows_a = std::max<int64_t>(ks.mr, l2 * 3 / 8 / (b.kc_max * int64_t{sizeof(float)}));
+    return b;
 }
 
 // Rows per task of the streamed operand: a multiple of the tile, at most ~max_rows and
@@ -315,6 +329,7 @@ struct Panels {
 struct Plan {
     const GemmProblem& pr;
     const GemmKernels& ks;
+    Blocking blocks;
     KBlocks kb;
     bool parallel;
 };
@@ -389,7 +404,7 @@ void multiply_block(const Plan& plan, const Panels& a, int64_t m0, int64_t m1, c
 void run_b_shared(const Plan& plan, const SharedChunk& chunk) {
     const GemmProblem& pr = plan.pr;
     const int MR = plan.ks.mr, NR = plan.ks.nr;
-    const int64_t block = task_rows(pr.m, MR, kTaskRowsA);
+    const int64_t block = task_rows(pr.m, MR, plan.blocks.rows_a);
     const int64_t n0 = chunk.r0, n1 = std::min(pr.n, chunk.r0 + chunk.panels * NR);
     const bool direct = pr.a.direct;
     for_each_task(ceil_div(pr.m, block), plan.parallel, [&](int64_t t) {
@@ -546,8 +561,9 @@ void gemm(const GemmProblem& pr) {
     }
     const GemmKernels& ks = gemm_kernels(active_isa());
     const double flops = 2.0 * static_cast<double>(pr.m) * pr.n * pr.k;
-    const Plan plan{pr, ks, k_blocks(pr.k, std::lcm(pr.a.k_align, pr.b.k_align)),
-                    flops >= kParallelFlops};
+    const Blocking blocks = blocking(ks);
+    const KBlocks kb = k_blocks(pr.k, std::lcm(pr.a.k_align, pr.b.k_align), blocks.kc_max);
+    const Plan plan{pr, ks, blocks, kb, flops >= kParallelFlops};
     const bool b_shared = pr.m >= pr.n;
     if (use_dot_rows(pr)) {
         // Each weight value is used at most kDotRows times: reading it is the cost.
