@@ -64,7 +64,7 @@ void check_round_trip(DType type) {
         ASSERT_EQ(std::memcmp(got.data_ptr(), expected.contiguous().data_ptr(), got.nbytes()), 0) << name;
         quantized += want == type;
     }
-    EXPECT_GT(quantized, 250u) << "the linear weight matrices are converted";
+    EXPECT_GT(quantized, 150u) << "the linear weight matrices with whole blocks are converted";
     std::remove(options.output_path.c_str());
 }
 
