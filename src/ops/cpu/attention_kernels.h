@@ -168,9 +168,11 @@ constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // Coefficients of p(f) ~ 2^f on [-0.5, 0.5], a relative-error minimax fit of degree 6
-// (fit error 2.0e-9). With f = x - round(x) and 2^round(x) applied exactly, exp2 in float is
-// within 0.96 ulp of the true 2^x over [-126, 0] (measured on ~10^8 points against double
-// exp2); below -126 it flushes to 0, which changes no softmax weight by more than 2^-126.
+// (fit error 2.0e-9; degree 5 would be 9e-8). With f = x - round(x) exact and 2^round(x)
+// applied exactly, exp2 in float (Horner with FMAs) is within 0.96 ulp of the true 2^x over
+// [-126, 0]: measured against double exp2 on every float in [-2, 0] and one in seven in
+// [-126, -2). Below -126 it flushes to 0 (AVX-512: below about -149, through denormals),
+// which moves no softmax weight by more than 2^-126 of the row's largest.
 constexpr float kExp2C6 = 1.535336384e-04f;
 constexpr float kExp2C5 = 1.339887510e-03f;
 constexpr float kExp2C4 = 9.618437357e-03f;
