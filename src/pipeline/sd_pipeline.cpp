@@ -75,7 +75,6 @@ void check_request(const ImageRequest& r) {
     };
     check_image(r.init_image, "init image");
     check_image(r.mask_image, "mask image");
-    SD_CHECK(!r.mask_image || r.init_image, "a mask needs an init image (-i) to inpaint");
 }
 
 std::vector<float> sigma_schedule(const SdModels& m, const ImageRequest& r) {
@@ -251,9 +250,7 @@ SdModels SdModels::load(const ModelFiles& files, const PipelineOptions& options)
     ClipTextEncoder encoder =
         ClipTextEncoder::load(Weights(files, "cond_stage_model.transformer.text_model."));
     std::vector<TextualInversion> embeddings;
-    if (!options.embeddings_dir.empty()) {
-        embeddings = load_textual_inversions(options.embeddings_dir, encoder.config().hidden);
-    }
+    if (!options.embeddings.empty()) embeddings = load_textual_inversions(options.embeddings, encoder.config().hidden);
     // OpenCLIP (SD 2.x) pads its windows with 0, OpenAI's CLIP with the end token; SD 2.x
     // reads the penultimate layer by default.
     const int32_t pad = is_sd2(f) ? 0 : ClipTokenizer::kEndOfTextId;

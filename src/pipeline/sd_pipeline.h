@@ -26,7 +26,7 @@ namespace sd {
 struct PipelineOptions {
     std::string tokenizer_dir;                 // --tokenizer-dir
     std::string model_path;                    // where to look for a tokenizer/ folder
-    std::string embeddings_dir;                // --embd-dir
+    std::vector<EmbeddingFile> embeddings;     // textual inversions (--embd-dir lists them)
     Prediction prediction = PREDICTION_COUNT;  // PREDICTION_COUNT: the model's own
     bool with_vae_encoder = true;              // img2img / inpaint need it
 };

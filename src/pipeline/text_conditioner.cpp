@@ -43,21 +43,28 @@ Tensor embedding_vectors(const TensorFile& file, int64_t hidden) {
 
 }  // namespace
 
-std::vector<TextualInversion> load_textual_inversions(const std::string& dir, int64_t hidden) {
-    std::vector<TextualInversion> out;
+std::vector<EmbeddingFile> list_embedding_files(const std::string& dir) {
     DIR* d = ::opendir(dir.c_str());
     if (!d) fail("--embd-dir: cannot open folder '%s'", dir.c_str());
     std::vector<std::string> names;
     while (dirent* e = ::readdir(d)) names.push_back(e->d_name);
     ::closedir(d);
     std::sort(names.begin(), names.end());
+    std::vector<EmbeddingFile> out;
     for (const std::string& name : names) {
         std::string stem;
-        if (!has_extension(name, stem)) continue;
-        TensorFile file = open_tensor_file(dir + "/" + name);
-        out.push_back({stem, embedding_vectors(file, hidden)});
-        SD_LOG_INFO("textual inversion '%s': %lld vectors", stem.c_str(),
-                    (long long)out.back().vectors.size(0));
+        if (has_extension(name, stem)) out.push_back({stem, dir + "/" + name});
+    }
+    return out;
+}
+
+std::vector<TextualInversion> load_textual_inversions(const std::vector<EmbeddingFile>& files, int64_t hidden) {
+    std::vector<TextualInversion> out;
+    for (const EmbeddingFile& f : files) {
+        SD_CHECK(!f.name.empty(), "embedding file '%s' has no name to call it by", f.path.c_str());
+        TensorFile file = open_tensor_file(f.path);
+        out.push_back({f.name, embedding_vectors(file, hidden)});
+        SD_LOG_INFO("textual inversion '%s': %lld vectors", f.name.c_str(), (long long)out.back().vectors.size(0));
     }
     return out;
 }

@@ -21,9 +21,16 @@ struct TextualInversion {
     Tensor vectors;  // f32 [n, hidden]
 };
 
-// Reads every embedding file (.safetensors, .gguf, .pt, .ckpt, .bin) in `dir`; the file
-// name without extension is the word that calls it. `hidden` is the text encoder's width.
-std::vector<TextualInversion> load_textual_inversions(const std::string& dir, int64_t hidden);
+struct EmbeddingFile {
+    std::string name;  // the word that calls it in a prompt
+    std::string path;  // .safetensors, .gguf, .pt, .ckpt, .bin
+};
+
+// Every embedding file (.safetensors, .gguf, .pt, .ckpt, .bin) in `dir`, named by its file
+// name without the extension.
+std::vector<EmbeddingFile> list_embedding_files(const std::string& dir);
+// Reads each file's vectors; `hidden` is the text encoder's width.
+std::vector<TextualInversion> load_textual_inversions(const std::vector<EmbeddingFile>& files, int64_t hidden);
 
 class TextConditioner {
   public:
