@@ -1,18 +1,24 @@
 // AVX-512 GEMM microkernel and packing (compiled with -mavx512f/bw/vl/dq -mfma -mf16c).
 //
 // Register tile: 6 rows of A x 64 rows of B = 6 x 4 zmm accumulators (24 of the 32
-// registers); per k step 4 vector loads of the B panel, 6 broadcasts of the A panel and 24
-// FMAs. On Zen 5 (two 512-bit FMA pipes, 4-cycle latency, two 512-bit loads per cycle)
-// this runs at the FMA peak from L1/L2; 14x32, 12x32, 8x48 and 4x96 measured the same
-// (within 2%), and 6x64 wastes the least on the usual shapes: N = 320..10240 and conv
-// output channels are multiples of 64, and partial tiles of 1..5 rows keep 4..20
-// independent accumulators. Edge tiles run instantiations with fewer rows / vectors and
-// masked loads and stores of C; the packed panels are zero-padded to the full tile.
+// registers); per k step 4 vector loads of the B panel, 6 broadcasts of A and 24 FMAs.
+// On Zen 5 (two 512-bit FMA pipes, 4-cycle latency, two 512-bit loads per cycle) this
+// runs at the FMA peak from L1/L2; 14x32, 12x32, 8x48 and 4x96 measured the same (within
+// 2%), and 6x64 wastes the least on the usual shapes: N = 320..10240 and conv output
+// channels are multiples of 64, and partial tiles of 1..5 rows keep 4..20 independent
+// accumulators. Edge tiles run instantiations with fewer rows / vectors and masked loads
+// and stores of C; the packed B panels are zero-padded to the full tile. A is broadcast
+// from a[i * a_row + k * a_step]: a packed panel or f32 rows in place.
 //
 // Packed layouts (see gemm.cpp): A panel a[k * 6 + i], B panel b[k * 64 + j]. Rows of the
-// source are contiguous in k, so packing is a transpose: 16 rows x 16 k are loaded
-// (converting f16 / bf16 to f32 in the load), transposed in registers with 64 shuffles,
-// and stored as 16 runs of min(16, R) values.
+// source are contiguous in k, so packing is a transpose: for B, 16 rows x 16 k are loaded
+// (converting f16 / bf16 to f32 in the load), transposed in registers with 64 shuffles and
+// stored as 16 runs of 16 values; for A, 6 rows x 16 k become 96 consecutive floats with
+// 18 two-source permutes.
+//
+// Also here: the zero-padded row copies of conv2d's patch gather (stride 1: plain or
+// masked loads; stride 2: two loads and an even-lane permute; larger: gathers) and the
+// dot products used for products with at most 4 rows of A.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -201,17 +207,89 @@ void pack_rows_typed(const void* src, int64_t ld, int nr_valid, int64_t kc, floa
     }
 }
 
+// Lane tables of the 6-row interleave below: for output vector v (floats 16v..16v+15 of the
+// 96 that 16 k steps of a 6-row panel take), lane l holds row i = f % 6 at step k = f / 6,
+// f = 16v + l. Rows are first paired (p = i / 2, e = i % 2): pair p's vector for steps
+// 8h..8h+7 holds row 2p + e at step 8h + j in lane 2j + e.
+struct Interleave6 {
+    int32_t from01[6][16];  // lanes of pairs 0 (index < 16) and 1 (index >= 16)
+    int32_t from2[6][16];   // lanes of pair 2
+    uint16_t pair2[6];      // which lanes come from pair 2
+};
+
+constexpr Interleave6 make_interleave6() {
+    Interleave6 t{};
+    for (int v = 0; v < 6; ++v) {
+        for (int l = 0; l < 16; ++l) {
+            const int f = 16 * v + l, k = f / 6, i = f % 6, pair = i / 2;
+            const int lane = 2 * (k % 8) + i % 2;
+            t.from01[v][l] = pair == 1 ? lane + 16 : lane;
+            t.from2[v][l] = lane;
+            if (pair == 2) t.pair2[v] = static_cast<uint16_t>(t.pair2[v] | (1u << l));
+        }
+    }
+    return t;
+}
+
+constexpr Interleave6 kInterleave6 = make_interleave6();
+
+// Packing into 6-row panels (the A side): 16 steps of k of 6 rows are 96 consecutive floats,
+// built with 18 two-source permutes instead of a 16 x 16 transpose of mostly zeros.
+template <DType D>
+void pack_rows6(const void* src, int64_t ld, int nr_valid, int64_t kc, float* dst) {
+    using Elem = std::conditional_t<D == DType::F32, float, uint16_t>;
+    const Elem* s = static_cast<const Elem*>(src);
+    const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i hi = _mm512_add_epi32(lo, _mm512_set1_epi32(8));
+    const int64_t k_full = kc / 16 * 16;
+    for (int64_t k0 = 0; k0 < k_full; k0 += 16) {
+        __m512 r[6];
+#pragma GCC unroll 6
+        for (int i = 0; i < 6; ++i) {
+            r[i] = i < nr_valid ? load_row<D>(s + i * ld + k0, 0xffff) : _mm512_setzero_ps();
+        }
+        __m512 pairs[2][3];  // [steps 0-7 / 8-15][pair]
+#pragma GCC unroll 3
+        for (int p = 0; p < 3; ++p) {
+            pairs[0][p] = _mm512_permutex2var_ps(r[2 * p], lo, r[2 * p + 1]);
+            pairs[1][p] = _mm512_permutex2var_ps(r[2 * p], hi, r[2 * p + 1]);
+        }
+        float* d = dst + k0 * 6;
+#pragma GCC unroll 6
+        for (int v = 0; v < 6; ++v) {
+            const int h = v / 3;  // vectors 0-2 cover steps 0-7, vectors 3-5 steps 8-15
+            const __m512i from01 = _mm512_loadu_si512(kInterleave6.from01[v]);
+            const __m512i from2 = _mm512_loadu_si512(kInterleave6.from2[v]);
+            __m512 out = _mm512_permutex2var_ps(pairs[h][0], from01, pairs[h][1]);
+            out = _mm512_mask_permutexvar_ps(out, kInterleave6.pair2[v], from2, pairs[h][2]);
+            _mm512_storeu_ps(d + 16 * v, out);
+        }
+    }
+    if (k_full < kc) {
+        pack_rows_typed<D>(s + k_full, ld, nr_valid, kc - k_full, dst + k_full * 6, 6);
+    }
+}
+
+template <DType D>
+void pack_rows_any(const void* src, int64_t ld, int nr_valid, int64_t kc, float* dst, int R) {
+    if (R == 6) {
+        pack_rows6<D>(src, ld, nr_valid, kc, dst);
+    } else {
+        pack_rows_typed<D>(src, ld, nr_valid, kc, dst, R);
+    }
+}
+
 void pack_rows(DType dtype, const void* src, int64_t ld, int nr_valid, int64_t kc, float* dst,
                int R) {
     switch (dtype) {
         case DType::F16:
-            pack_rows_typed<DType::F16>(src, ld, nr_valid, kc, dst, R);
+            pack_rows_any<DType::F16>(src, ld, nr_valid, kc, dst, R);
             break;
         case DType::BF16:
-            pack_rows_typed<DType::BF16>(src, ld, nr_valid, kc, dst, R);
+            pack_rows_any<DType::BF16>(src, ld, nr_valid, kc, dst, R);
             break;
         default:
-            pack_rows_typed<DType::F32>(src, ld, nr_valid, kc, dst, R);
+            pack_rows_any<DType::F32>(src, ld, nr_valid, kc, dst, R);
             break;
     }
 }
