@@ -4,7 +4,9 @@
 // registers, plus 2 for the B vectors and 1 for the broadcast); per k step 2 loads, 6
 // broadcasts, 12 FMAs. Edge tiles run instantiations with fewer rows / vectors and store
 // through masks. Packed layouts as in gemm.cpp: a[k * 6 + i], b[k * 16 + j]; packing
-// transposes blocks of 8 rows x 8 k in registers, converting f16 / bf16 on load.
+// transposes blocks of 8 rows x 8 k in registers, converting f16 / bf16 on load. Measured
+// at ~90% of the 256-bit FMA peak on Zen 5 (linear 4096 x 1280 x 1280, two threads).
+// Also here: conv2d's zero-padded row copies and the dot products for at most 4 rows of A.
 #include <immintrin.h>
 
 #include <algorithm>
