@@ -1,0 +1,512 @@
+// sd-cli: the program run as a user runs it (help, bad values, convert, metadata, the
+// generation flow up to the engine's "not built yet"), and its parts called directly
+// (output names, the parameters text against the reference images' own).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_options.h"
+#include "generation_request.h"
+#include "image/image_io.h"
+#include "image_metadata.h"
+#include "io/io_test_util.h"
+#include "io/tensor_file.h"
+#include "io/tensor_writer.h"
+#include "output_paths.h"
+#include "progress_bar.h"
+#include "save_results.h"
+#include "test_util.h"
+#include "tokenizer/clip_tokenizer.h"
+
+namespace cli {
+namespace {
+
+using json = nlohmann::json;
+
+struct RunResult {
+    int exit_code = -1;
+    std::string output;  // stdout and stderr
+};
+
+std::string quote(const std::string& s) {
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+}
+
+RunResult run_cli(const std::vector<std::string>& args, const std::string& cwd = "") {
+    std::string command;
+    if (!cwd.empty()) {
+        command += "cd ";
+        command += quote(cwd);
+        command += " && ";
+    }
+    command += SD_CLI_PATH;
+    for (const std::string& a : args) {
+        command += ' ';
+        command += quote(a);
+    }
+    command += " 2>&1";
+    RunResult result;
+    FILE* pipe = popen(command.c_str(), "r");
+    if (!pipe) return result;
+    char buffer[4096];
+    size_t n;
+    while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, n);
+    const int status = pclose(pipe);
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return result;
+}
+
+std::string fixtures() {
+    return sd::test::fixtures_dir();
+}
+
+std::vector<std::string> reference_flags() {
+    std::ifstream in(fixtures() + "/cli/sd-cli-flags.txt");
+    std::vector<std::string> flags;
+    for (std::string line; std::getline(in, line);)
+        if (!line.empty()) flags.push_back(line);
+    return flags;
+}
+
+// Each option's help entry (its line plus a continuation line), keyed by every name.
+std::map<std::string, std::string> help_entries(const std::string& help) {
+    std::map<std::string, std::string> entries;
+    std::istringstream in(help);
+    std::vector<std::string> names;
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind("  -", 0) == 0) {
+            names.clear();
+            std::istringstream words(line);
+            for (std::string w; words >> w;) {
+                if (w.back() == ',') w.pop_back();
+                if (w[0] != '-') break;
+                names.push_back(w);
+            }
+        }
+        for (const std::string& n : names) entries[n] += line + "\n";
+    }
+    return entries;
+}
+
+TEST(CliHelp, ListsEveryReferenceFlagWithADefault) {
+    const RunResult r = run_cli({"-h"});
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const auto entries = help_entries(r.output);
+    const std::vector<std::string> flags = reference_flags();
+    ASSERT_GT(flags.size(), 150u);
+    for (const std::string& flag : flags) {
+        auto it = entries.find(flag);
+        ASSERT_NE(it, entries.end()) << flag << " is missing from -h";
+        EXPECT_NE(it->second.find("(default: "), std::string::npos) << it->second;
+        EXPECT_NE(find_option(flag), nullptr) << flag;
+    }
+    EXPECT_EQ(run_cli({"--help"}).exit_code, 0);
+    EXPECT_NE(run_cli({"--version"}).output.find("version"), std::string::npos);
+}
+
+TEST(CliHelp, TableIsConsistent) {
+    std::map<std::string, int> seen;
+    for (const OptionSpec& spec : option_table()) {
+        EXPECT_FALSE(spec.help.empty()) << spec.long_name;
+        EXPECT_FALSE(spec.default_text.empty()) << spec.long_name;
+        EXPECT_EQ(++seen[spec.long_name], 1) << spec.long_name;
+        if (!spec.short_name.empty()) {
+            EXPECT_EQ(++seen[spec.short_name], 1) << spec.short_name;
+        }
+        EXPECT_TRUE(spec.apply) << spec.long_name;
+    }
+}
+
+std::string bad_value_for(const OptionSpec& spec) {
+    switch (spec.arg) {
+        case Arg::Int:
+            return "12abc";
+        case Arg::Float:
+            return "fast";
+        case Arg::Choice:
+            return "no-such-choice";
+        default:
+            return "";
+    }
+}
+
+TEST(CliErrors, EveryMistypedValueIsRefused) {
+    int checked = 0;
+    for (const OptionSpec& spec : option_table()) {
+        const std::string bad = bad_value_for(spec);
+        if (bad.empty()) continue;
+        const RunResult r = run_cli({spec.long_name, bad});
+        EXPECT_EQ(r.exit_code, 1) << spec.long_name << ": " << r.output;
+        EXPECT_NE(r.output.find(spec.long_name), std::string::npos) << r.output;
+        EXPECT_NE(r.output.find("'" + bad + "'"), std::string::npos) << r.output;
+        ++checked;
+    }
+    EXPECT_GE(checked, 60);
+}
+
+TEST(CliErrors, OutOfRangeAndMissingValues) {
+    const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+        {{"-m", "x", "-W", "100"}, "-W/--width"},
+        {{"-m", "x", "-H", "0"}, "-H/--height"},
+        {{"-m", "x", "--steps", "0"}, "--steps"},
+        {{"-m", "x", "-b", "0"}, "--batch-count"},
+        {{"-m", "x", "--strength", "1.5"}, "--strength"},
+        {{"-m", "x", "--cfg-scale", "-1"}, "--cfg-scale"},
+        {{"-m", "x", "--timestep-shift", "2000"}, "--timestep-shift"},
+        {{"-m", "x", "--upscale-repeats", "0"}, "--upscale-repeats"},
+        {{"-m", "x", "--output-begin-idx", "-2"}, "--output-begin-idx"},
+        {{"-m", "x", "--preview-interval", "0"}, "--preview-interval"},
+        {{"-m", "x", "--vae-tile-overlap", "1"}, "--vae-tile-overlap"},
+        {{"-m", "x", "--hires-width", "100"}, "--hires-width"},
+        {{"-m", "x", "--hires-denoising-strength", "2"}, "--hires-denoising-strength"},
+        {{"-m", "x", "--sigmas", "1,x"}, "--sigmas"},
+        {{"-m", "x", "--skip-layers", "[7,a]"}, "--skip-layers"},
+        {{"-m", "x", "--model-args", "nope=1"}, "--model-args"},
+        {{"-m", "x", "--vae-tile-size", "32xq"}, "--vae-tile-size"},
+        {{"-m", "x", "--cache-mode", "easycache", "--cache-option", "threshold"}, "--cache-option"},
+        {{"-m", "x", "--ip-adapter", "ip.safetensors"}, "--ip-adapter"},
+        {{"-m", "x", "--ad-model", "face.pt"}, "--ad-model"},
+        {{"-m", "x", "--hires", "--hires-upscaler", "NoSuchUpscaler"}, "--hires-upscaler"},
+        {{"--steps"}, "--steps"},
+        {{"--no-such-flag"}, "--no-such-flag"},
+        {{"-p", "a cat"}, "-m"},
+        {{"-M", "metadata"}, "--image"},
+        {{"-M", "convert"}, "-m"},
+        {{"-M", "upscale", "-i", "x.png"}, "--upscale-model"},
+        {{"-M", "sing"}, "-M/--mode"},
+    };
+    for (const auto& [args, mention] : cases) {
+        const RunResult r = run_cli(args);
+        EXPECT_EQ(r.exit_code, 1) << args[args.size() - 1] << ": " << r.output;
+        EXPECT_NE(r.output.find(mention), std::string::npos) << r.output;
+    }
+}
+
+std::string small_model() {
+    static const std::string path = [] {
+        std::string p = sd::test::temp_path("cli_model.safetensors");
+        auto out_of = [](const std::string& name, const sd::Tensor& t) {
+            return sd::OutputTensor{name, t.dtype(), t.shape(), [t] { return t; }};
+        };
+        sd::write_safetensors(
+            p, {out_of("model.diffusion_model.middle_block.1.proj_in.weight",
+                       sd::test::random_tensor({4, 256}, 1)),
+                out_of("first_stage_model.decoder.conv_in.weight",
+                       sd::test::random_tensor({4, 4, 3, 3}, 2)),
+                out_of("cond_stage_model.transformer.text_model.encoder.layers.0.mlp.fc1.weight",
+                       sd::test::random_tensor({4, 256}, 3))});
+        return p;
+    }();
+    return path;
+}
+
+TEST(CliConvert, WritesAGgufThatLoads) {
+    const std::string out = sd::test::temp_path("cli_out.gguf");
+    const RunResult r = run_cli({"-M", "convert", "-m", small_model(), "-o", out, "--type", "q4_K",
+                                 "--tokenizer-dir", fixtures() + "/tokenizers"});
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    sd::TensorFile f = sd::open_tensor_file(out);
+    EXPECT_EQ(f.format, "gguf");
+    ASSERT_NE(f.find("model.diffusion_model.middle_block.1.proj_in.weight"), nullptr);
+    EXPECT_EQ(f.find("model.diffusion_model.middle_block.1.proj_in.weight")->dtype,
+              sd::DType::Q4_K);
+    EXPECT_TRUE(sd::ClipTokenizer::gguf_has_vocab(f.metadata));
+    EXPECT_EQ(f.find("first_stage_model.decoder.conv_in.weight")->load().shape(),
+              (sd::Shape{4, 4, 3, 3}));
+}
+
+TEST(CliConvert, DefaultOutputNameAndErrors) {
+    const std::string dir = sd::test::temp_path("convert_dir");
+    std::filesystem::create_directories(dir);
+    const RunResult r = run_cli({"-M", "convert", "-m", small_model(), "--type", "f16"}, dir);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_TRUE(std::ifstream(dir + "/output.gguf").good());
+    const RunResult missing = run_cli({"-M", "convert", "-m", "/nonexistent/m.safetensors"});
+    EXPECT_EQ(missing.exit_code, 1);
+    EXPECT_NE(missing.output.find("/nonexistent/m.safetensors"), std::string::npos)
+        << missing.output;
+    const RunResult bad_type =
+        run_cli({"-M", "convert", "-m", small_model(), "--type", "iq2_xs", "-o", dir + "/x.gguf"});
+    EXPECT_EQ(bad_type.exit_code, 1);
+    EXPECT_NE(bad_type.output.find("iq2_xs"), std::string::npos) << bad_type.output;
+}
+
+sd::image::Image test_image(uint32_t w, uint32_t h) {
+    sd::image::Image img;
+    img.width = w;
+    img.height = h;
+    img.channels = 3;
+    img.pixels.resize(size_t{w} * h * 3);
+    for (size_t i = 0; i < img.pixels.size(); ++i) img.pixels[i] = static_cast<uint8_t>(i * 7);
+    return img;
+}
+
+const char kParameters[] = "a lovely cat\nNegative prompt: ugly\nSteps: 4, Seed: 42, Size: 16x16";
+
+TEST(CliMetadata, PrintsTheParametersOfEachFormat) {
+    for (const char* ext : {".png", ".jpg", ".webp"}) {
+        const std::string path = sd::test::temp_path(std::string("meta") + ext);
+        sd::image::write_image(path, test_image(16, 16), kParameters);
+        const RunResult r = run_cli({"-M", "metadata", "--image", path});
+        ASSERT_EQ(r.exit_code, 0) << ext << r.output;
+        EXPECT_NE(r.output.find("File: " + path), std::string::npos) << r.output;
+        EXPECT_NE(r.output.find("Negative prompt: ugly"), std::string::npos) << r.output;
+        EXPECT_EQ(r.output.find("IDAT"), std::string::npos) << r.output;
+    }
+    const std::string png = sd::test::temp_path("meta.png");
+    RunResult text = run_cli({"-M", "metadata", "--image", png});
+    EXPECT_NE(text.output.find("Chunk: tEXt\n"), std::string::npos) << text.output;
+    EXPECT_NE(text.output.find("    keyword: parameters\n"), std::string::npos) << text.output;
+    RunResult all = run_cli({"-M", "metadata", "--image", png, "--metadata-all"});
+    EXPECT_NE(all.output.find("Chunk: IHDR"), std::string::npos) << all.output;
+    EXPECT_NE(all.output.find("width: 16"), std::string::npos) << all.output;
+    RunResult as_json = run_cli({"-M", "metadata", "--image", png, "--metadata-format", "json"});
+    ASSERT_EQ(as_json.exit_code, 0);
+    json report = json::parse(as_json.output);
+    EXPECT_EQ(report["file"], png);
+    EXPECT_EQ(report["format"], "PNG");
+    EXPECT_EQ(report["entries"][0]["data"]["text"], kParameters);
+}
+
+TEST(CliMetadata, BriefRawAndBadFiles) {
+    const std::string png = sd::test::temp_path("long.png");
+    sd::image::write_image(png, test_image(8, 8), std::string(1000, 'p'));
+    RunResult brief = run_cli({"-M", "metadata", "--image", png, "--metadata-brief"});
+    EXPECT_NE(brief.output.find(std::string(240, 'p') + "...\n"), std::string::npos)
+        << brief.output;
+    RunResult raw = run_cli({"-M", "metadata", "--image", png, "--metadata-raw", "--metadata-all"});
+    EXPECT_EQ(raw.exit_code, 0);
+    EXPECT_NE(raw.output.find("raw_hex_preview"), std::string::npos) << raw.output;
+    std::vector<uint8_t> bytes = sd::image::read_file_bytes(png);
+    const std::string cut =
+        sd::test::write_temp("cut.png", std::string(bytes.begin(), bytes.begin() + 60));
+    RunResult truncated = run_cli({"-M", "metadata", "--image", cut});
+    EXPECT_EQ(truncated.exit_code, 1);
+    EXPECT_NE(truncated.output.find(cut), std::string::npos) << truncated.output;
+    RunResult missing = run_cli({"-M", "metadata", "--image", "/nonexistent.png"});
+    EXPECT_EQ(missing.exit_code, 1);
+    EXPECT_NE(missing.output.find("/nonexistent.png"), std::string::npos);
+    RunResult reference = run_cli(
+        {"-M", "metadata", "--image", fixtures() + "/reference/sd15/txt2img_dpmpp2m_karras.png"});
+    EXPECT_NE(reference.output.find("Sampler: dpm++2m karras"), std::string::npos)
+        << reference.output;
+}
+
+// The small model is no network the engine can run: the flow goes up to new_sd_ctx.
+TEST(CliGenerate, RunsUpToTheEngine) {
+    const RunResult r = run_cli({"-m", small_model(), "-p", "a cat", "-W", "64", "-H", "64"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.output.find("new_sd_ctx failed"), std::string::npos) << r.output;
+    const std::string odd = sd::test::temp_path("odd.png");
+    sd::image::write_image(odd, test_image(20, 12));
+    RunResult sized = run_cli({"-m", small_model(), "-i", odd});
+    EXPECT_EQ(sized.exit_code, 1);
+    EXPECT_NE(sized.output.find("20x12"), std::string::npos) << sized.output;
+    EXPECT_NE(sized.output.find("multiple of 8"), std::string::npos) << sized.output;
+    RunResult fitted = run_cli({"-m", small_model(), "-i", odd, "-W", "64", "-H", "32"});
+    EXPECT_NE(fitted.output.find("resize"), std::string::npos) << fitted.output;
+    EXPECT_NE(fitted.output.find("new_sd_ctx failed"), std::string::npos) << fitted.output;
+    RunResult missing = run_cli({"-m", small_model(), "-i", "/nonexistent/init.png"});
+    EXPECT_EQ(missing.exit_code, 1);
+    EXPECT_NE(missing.output.find("/nonexistent/init.png"), std::string::npos) << missing.output;
+    RunResult upscale = run_cli({"-M", "upscale", "--upscale-model", "x.pth", "-i", odd});
+    EXPECT_EQ(upscale.exit_code, 1);
+    EXPECT_NE(upscale.output.find("not built yet"), std::string::npos) << upscale.output;
+    RunResult video = run_cli({"-M", "vid_gen", "-m", small_model()});
+    EXPECT_EQ(video.exit_code, 1);
+}
+
+TEST(CliOutputPaths, ReferenceNaming) {
+    using V = std::vector<std::string>;
+    EXPECT_EQ(output_paths("output.png", 1, -1), V{"output.png"});
+    EXPECT_EQ(output_paths("output.png", 3, -1),
+              (V{"output_0.png", "output_1.png", "output_2.png"}));
+    EXPECT_EQ(output_paths("a/out.JPG", 2, 4), (V{"a/out_4.JPG", "a/out_5.JPG"}));
+    EXPECT_EQ(output_paths("out_%03d.png", 2, -1), (V{"out_000.png", "out_001.png"}));
+    EXPECT_EQ(output_paths("out_%d.webp", 2, 7), (V{"out_7.webp", "out_8.webp"}));
+    EXPECT_EQ(output_paths("100%%_%d.png", 1, -1), V{"100%_0.png"});
+    EXPECT_EQ(output_paths("frame%d", 1, -1), V{"frame0.png"});
+    EXPECT_EQ(output_paths("out.xyz", 1, -1), V{"out.xyz.png"});
+    EXPECT_EQ(output_paths("noext", 2, -1), (V{"noext_0.png", "noext_1.png"}));
+    EXPECT_EQ(output_paths("dir.v1/out", 1, -1), V{"dir.v1/out.png"});
+    EXPECT_FALSE(has_sequence_specifier("100%%d.png"));
+    EXPECT_FALSE(has_sequence_specifier("x%1234d.png"));
+    EXPECT_TRUE(has_sequence_specifier("x%1234d_%5d.png"));
+    EXPECT_EQ(format_sequence("%%%d", 3), "%3");
+}
+
+TEST(CliOutput, WritesABatchWithParameters) {
+    const std::string dir = sd::test::temp_path("batch");
+    const std::string out = dir + "/img_%02d.png";
+    const char* argv[] = {"sd-cli", "-m",       "m/model.safetensors", "-p", "a cat", "-s", "10",
+                          "-o",     out.c_str()};
+    CliParams p;
+    parse_command_line(9, argv, p);
+    GenerationRequest r = resolve_request(p);
+    EXPECT_EQ(r.seed, 10);
+    auto* images = static_cast<sd_image_t*>(std::calloc(2, sizeof(sd_image_t)));
+    for (int i = 0; i < 2; ++i) {
+        images[i] = {8, 8, 3, static_cast<uint8_t*>(std::calloc(8 * 8 * 3, 1))};
+        images[i].data[0] = static_cast<uint8_t>(i);
+    }
+    ImageList list(images, 2);
+    ASSERT_TRUE(save_results(p, r, list));
+    for (int i = 0; i < 2; ++i) {
+        const std::string path = dir + "/img_0" + std::to_string(i) + ".png";
+        const std::string text = sd::image::read_text(path)["parameters"];
+        EXPECT_EQ(text.find("a cat\nSteps: 20, CFG scale: 7.000000"), 0u) << text;
+        EXPECT_NE(text.find("Seed: " + std::to_string(10 + i) + ","), std::string::npos) << text;
+        EXPECT_EQ(sd::image::read_image(path, 3).pixels[0], i);
+    }
+    CliParams quiet = p;
+    quiet.embed_image_metadata = false;
+    quiet.output_path = dir + "/plain.png";
+    ImageList one = ImageList::copy_of(sd::image::read_image(dir + "/img_00.png", 3));
+    ASSERT_TRUE(save_results(quiet, r, one));
+    EXPECT_TRUE(sd::image::read_text(dir + "/plain.png").empty());
+    CliParams random = p;
+    random.seed = -1;
+    EXPECT_GE(resolve_request(random).seed, 0);
+}
+
+TEST(CliRequest, LoraTagsAndPromptFiles) {
+    const std::string dir = sd::test::temp_path("loras");
+    std::filesystem::create_directories(dir + "/sub");
+    std::ofstream(dir + "/style.safetensors") << "x";
+    std::ofstream(dir + "/sub/detail.gguf") << "x";
+    CliParams p;
+    p.lora_model_dir = dir;
+    p.prompt =
+        "<lora:missing:0.5>a <lora:style:abc>cat <lora:style:0.8><lora:sub/detail:1>, "
+        "<lora:|high_noise|style:1.5><lora:style:0.2><lora:bad>";
+    GenerationRequest r = resolve_request(p);
+    EXPECT_EQ(r.prompt, "a cat , <lora:bad>");
+    EXPECT_EQ(r.prompt_with_lora, p.prompt);
+    ASSERT_EQ(r.loras.size(), 3u);
+    auto normal = [](const std::string& p) {
+        return std::filesystem::path(p).lexically_normal().string();
+    };
+    EXPECT_EQ(r.loras[0].path, normal(dir + "/style.safetensors"));
+    EXPECT_FLOAT_EQ(r.loras[0].multiplier, 1.0f);
+    EXPECT_EQ(r.loras[1].path, normal(dir + "/sub/detail.gguf"));
+    EXPECT_TRUE(r.loras[2].high_noise);
+    EXPECT_FLOAT_EQ(r.loras[2].multiplier, 1.5f);
+    // A very long prompt is plain text, not a crash.
+    p.prompt = "<lora:" + std::string(1 << 20, 'x');
+    EXPECT_EQ(resolve_request(p).prompt.size(), p.prompt.size());
+    p.prompt_file = sd::test::write_temp("prompt.txt", "from a file\n");
+    EXPECT_EQ(resolve_request(p).prompt, "from a file");
+    p.prompt_file = "/nonexistent/prompt.txt";
+    try {
+        resolve_request(p);
+        ADD_FAILURE() << "expected an error";
+    } catch (const UsageError& e) {
+        EXPECT_NE(std::string(e.what()).find("--prompt-file"), std::string::npos);
+    }
+}
+
+TEST(CliProgress, BarAndPlainLines) {
+    EXPECT_EQ(ProgressBar::render(3, 20, 2.5f, false), "step 3/20 - 2.50s/it");
+    EXPECT_EQ(ProgressBar::render(3, 20, 0.25f, false), "step 3/20 - 4.00it/s");
+    const std::string bar = ProgressBar::render(10, 20, 0.5f, true);
+    EXPECT_EQ(bar,
+              "  |" + std::string(25, '=') + ">" + std::string(24, ' ') + "| 10/20 - 2.00it/s");
+    EXPECT_EQ(ProgressBar::render(20, 20, 1.5f, true),
+              "  |" + std::string(50, '=') + "| 20/20 - 1.50s/it");
+}
+
+// Shell-like words of a cases.tsv line (double quotes group words).
+std::vector<std::string> split_args(const std::string& line) {
+    std::vector<std::string> args;
+    std::string word;
+    bool quoted = false, any = false;
+    for (char c : line) {
+        if (c == '"') {
+            quoted = !quoted;
+            any = true;
+        } else if (c == ' ' && !quoted) {
+            if (any) args.push_back(word);
+            word.clear();
+            any = false;
+        } else {
+            word += c;
+            any = true;
+        }
+    }
+    if (any) args.push_back(word);
+    return args;
+}
+
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+    for (size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size())
+        s.replace(pos, from.size(), to);
+    return s;
+}
+
+// Our parameters text for a reference case equals the reference program's, but for the
+// generator (name, version, commit) recorded in its JSON.
+void expect_reference_parameters(const std::string& folder, const std::string& id,
+                                 const std::string& model_name, const std::string& extra_args) {
+    std::ifstream cases(fixtures() + "/reference/" + folder + "/cases.tsv");
+    std::string line, args;
+    while (std::getline(cases, line))
+        if (line.rfind(id + "\t", 0) == 0) args = line.substr(id.size() + 1);
+    ASSERT_FALSE(args.empty()) << id;
+    const std::string fx = sd::test::temp_path("fx");
+    std::filesystem::create_directories(fx + "/loras");
+    std::ofstream(fx + "/loras/lora_sd15_kohya_seed7.safetensors") << "x";
+    args =
+        replace_all(replace_all(args, "@FX@", fx), "@CASES@", fixtures() + "/reference/" + folder);
+    std::vector<std::string> words = {"sd-cli", "-m", "/models/" + model_name};
+    for (const std::string& w : split_args(extra_args + " " + args)) words.push_back(w);
+    std::vector<const char*> argv;
+    for (const std::string& w : words) argv.push_back(w.c_str());
+    CliParams p;
+    parse_command_line(static_cast<int>(argv.size()), argv.data(), p);
+    GenerationRequest r = resolve_request(p);
+    if (p.mode == Mode::Upscale) {
+        sd::image::Image input = sd::image::read_image(p.init_image_path, 3);
+        r.width = static_cast<int>(input.width);
+        r.height = static_cast<int>(input.height);
+    }
+    const std::string ours = image_parameters(p, r, r.seed);
+    const std::string theirs =
+        sd::image::read_text(fixtures() + "/reference/" + folder + "/" + id + ".png")["parameters"];
+    const size_t split_ours = ours.find("SDCPP: "), split_theirs = theirs.find("SDCPP: ");
+    ASSERT_NE(split_theirs, std::string::npos);
+    EXPECT_EQ(ours.substr(0, split_ours), theirs.substr(0, split_theirs)) << id;
+    json a = json::parse(ours.substr(split_ours + 7)),
+         b = json::parse(theirs.substr(split_theirs + 7));
+    a.erase("generator");
+    b.erase("generator");
+    EXPECT_EQ(a.dump(), b.dump()) << id;
+}
+
+TEST(CliParameters, MatchTheReferenceImages) {
+    expect_reference_parameters("sd15", "txt2img_euler", "sd15_f16.safetensors", "");
+    expect_reference_parameters("sd15", "txt2img_euler_a", "sd15_f16.safetensors", "");
+    expect_reference_parameters("sd15", "txt2img_dpmpp2m_karras", "sd15_f16.safetensors", "");
+    expect_reference_parameters("sd15", "img2img_euler", "sd15_f16.safetensors", "");
+    expect_reference_parameters("sd21", "sd21_dpmpp2m_v", "sd21_f16.safetensors", "");
+    expect_reference_parameters("sdxl", "sdxl_dpmpp2m_karras", "sdxl_f16_seed3.safetensors", "");
+    expect_reference_parameters("controlnet", "cn_edges", "sd15_f16.safetensors", "");
+    expect_reference_parameters("taesd", "tae_euler", "sd15_f16.safetensors", "");
+    expect_reference_parameters("lora", "lora_kohya", "sd15_f16.safetensors", "");
+    expect_reference_parameters("esrgan", "upscale_x4", "sd15_f16.safetensors", "");
+}
+
+}  // namespace
+}  // namespace cli

@@ -1,0 +1,71 @@
+// From the command line to the C API's structs, as the reference program builds them:
+// prompt files, <lora:NAME:WEIGHT> tags, the embeddings folder, cache and hires settings,
+// the seed, and the input images (input_images.h) they point to.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cli_params.h"
+#include "image/image_io.h"
+#include "stable-diffusion.h"
+
+namespace cli {
+
+struct LoraEntry {
+    std::string path;
+    float multiplier = 1.f;
+    bool high_noise = false;
+};
+
+struct GenerationRequest {
+    std::string prompt;            // with the <lora:...> tags taken out
+    std::string prompt_with_lora;  // as given (for the image metadata)
+    std::string negative_prompt;
+    std::vector<LoraEntry> loras;
+    std::map<std::string, std::string> embeddings;  // name -> file
+    int64_t seed = 42;                              // a random one already drawn for seed < 0
+    int width = 512;
+    int height = 512;
+    sd_cache_params_t cache{};
+    sd_hires_upscaler_t hires_upscaler = SD_HIRES_UPSCALER_LATENT;
+    std::string hires_model_path;
+
+    sd::image::Image init_image;
+    sd::image::Image end_image;
+    sd::image::Image mask_image;
+    sd::image::Image control_image;
+    std::vector<sd::image::Image> ref_images;
+    std::vector<sd::image::Image> control_frames;
+    std::vector<sd::image::Image> pm_id_images;
+
+    // What the C structs point into; filled by the make_* calls.
+    std::vector<sd_lora_t> lora_views;
+    std::vector<sd_embedding_t> embedding_views;
+    std::vector<sd_image_t> ref_views;
+    std::vector<sd_image_t> frame_views;
+    std::vector<sd_image_t> pm_views;
+    std::vector<int> skip_layers;
+    std::vector<int> high_noise_skip_layers;
+    std::vector<float> custom_sigmas;
+    std::vector<float> hires_sigmas;
+};
+
+// Everything but the images. Throws UsageError (unreadable prompt file, bad --cache-option,
+// unknown --hires-upscaler, ...).
+GenerationRequest resolve_request(const CliParams& params);
+
+// --cache-mode / --cache-option / --scm-* as the reference program reads them.
+sd_cache_params_t make_cache_params(const CliParams& params);
+
+// The structs for new_sd_ctx / generate_image / generate_video. They point into `params`
+// and `request`, which must outlive them and not move.
+sd_ctx_params_t make_ctx_params(const CliParams& params, GenerationRequest& request);
+sd_img_gen_params_t make_img_gen_params(const CliParams& params, GenerationRequest& request);
+sd_vid_gen_params_t make_vid_gen_params(const CliParams& params, GenerationRequest& request);
+
+// A C view of an image (empty -> no pixels, `channels` channels).
+sd_image_t image_view(sd::image::Image& image, uint32_t channels = 3);
+
+}  // namespace cli
