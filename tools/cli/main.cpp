@@ -63,7 +63,7 @@ int main(int argc, const char* argv[]) {
     cli::CliParams params;
     try {
         cli::parse_command_line(argc, argv, params);
-    } catch (const cli::UsageError& e) {
+    } catch (const std::exception& e) {
         std::fprintf(stderr, "error: %s\n", e.what());
         return 1;
     }
