@@ -37,3 +37,20 @@ target_compile_options(stable-diffusion PRIVATE $<$<CONFIG:Release>:-O3>)
 if(SD_X86_KERNELS)
     target_compile_definitions(stable-diffusion PUBLIC SD_X86_KERNELS=1)
 endif()
+
+# Image files (src/image) and the version that sd_version() / sd_commit() report (src/api).
+find_package(PNG REQUIRED)
+find_package(JPEG REQUIRED)
+find_package(ZLIB REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(SD_WEBP REQUIRED IMPORTED_TARGET libwebp libwebpmux)
+target_link_libraries(stable-diffusion PRIVATE PNG::PNG JPEG::JPEG ZLIB::ZLIB PkgConfig::SD_WEBP)
+
+execute_process(COMMAND git rev-parse --short=8 HEAD
+                WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
+                OUTPUT_VARIABLE SD_GIT_COMMIT OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+if(NOT SD_GIT_COMMIT)
+    set(SD_GIT_COMMIT unknown)
+endif()
+set_source_files_properties(${PROJECT_SOURCE_DIR}/src/api/system.cpp PROPERTIES COMPILE_DEFINITIONS
+    "SD_GIT_COMMIT=\"${SD_GIT_COMMIT}\";SD_VERSION_STRING=\"${PROJECT_VERSION}\"")

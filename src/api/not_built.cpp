@@ -1,6 +1,5 @@
-// The C API entry points whose engine parts are not built yet: each logs that and fails
-// cleanly. The generation pipeline replaces this file (new_sd_ctx, generate_image, ...),
-// and the upscaler its part, as they land; nothing else depends on what is here.
+// The C API entry points whose engine parts are not built yet (video generation, the
+// ESRGAN upscaler, the Canny preprocessor): each logs that and fails cleanly.
 #include "base/log.h"
 #include "stable-diffusion.h"
 
@@ -13,31 +12,6 @@ void not_built(const char* what) {
 }  // namespace
 
 extern "C" {
-
-sd_ctx_t* new_sd_ctx(const sd_ctx_params_t*) {
-    not_built("new_sd_ctx (image generation)");
-    return nullptr;
-}
-
-void free_sd_ctx(sd_ctx_t*) {}
-
-enum sample_method_t sd_get_default_sample_method(const sd_ctx_t*) {
-    return EULER_A_SAMPLE_METHOD;
-}
-
-enum scheduler_t sd_get_default_scheduler(const sd_ctx_t*, enum sample_method_t sample_method) {
-    return sample_method == LCM_SAMPLE_METHOD ? LCM_SCHEDULER : DISCRETE_SCHEDULER;
-}
-
-bool generate_image(sd_ctx_t*, const sd_img_gen_params_t*, sd_image_t** images_out,
-                    int* num_images_out) {
-    if (images_out) *images_out = nullptr;
-    if (num_images_out) *num_images_out = 0;
-    not_built("generate_image");
-    return false;
-}
-
-void sd_cancel_generation(sd_ctx_t*, enum sd_cancel_mode_t) {}
 
 bool generate_video(sd_ctx_t*, const sd_vid_gen_params_t*, sd_image_t** frames_out,
                     int* num_frames_out, sd_audio_t** audio_out) {

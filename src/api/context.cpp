@@ -1,0 +1,236 @@
+// The C API's image generation: sd_ctx_t owns the opened model files and the loaded
+// networks; generate_image turns sd_img_gen_params_t into a pipeline request. Every entry
+// point catches what the engine throws, logs it and returns NULL or false.
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <cstdlib>
+#include <ctime>
+#include <mutex>
+#include <string>
+
+#include "api/callbacks.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "base/thread_pool.h"
+#include "pipeline/sd_pipeline.h"
+#include "stable-diffusion.h"
+
+struct sd_ctx_t {
+    sd::ModelFiles files;
+    sd::SdModels models;
+    rng_type_t rng_type = CUDA_RNG;
+    rng_type_t sampler_rng_type = RNG_TYPE_COUNT;
+    std::atomic<int> cancel{0};
+    std::mutex generating;  // one generation at a time on a context
+};
+
+namespace {
+
+bool has(const char* s) { return s != nullptr && s[0] != '\0'; }
+
+// Options for parts this build does not have are accepted by sd_ctx_params_init and
+// refused here, naming the option.
+void reject_unbuilt(const sd_ctx_params_t& p) {
+    const std::pair<const char*, const char*> paths[] = {
+        {p.clip_g_path, "--clip_g (SDXL / SD3 text encoder)"},
+        {p.clip_vision_path, "--clip_vision"},
+        {p.t5xxl_path, "--t5xxl (SD3 / FLUX text encoder)"},
+        {p.llm_path, "--llm"},
+        {p.llm_vision_path, "--llm_vision"},
+        {p.high_noise_diffusion_model_path, "--high-noise-diffusion-model"},
+        {p.uncond_diffusion_model_path, "--uncond-diffusion-model"},
+        {p.embeddings_connectors_path, "--embeddings-connectors"},
+        {p.audio_vae_path, "--audio-vae"},
+        {p.taesd_path, "--taesd (tiny autoencoder)"},
+        {p.control_net_path, "--control-net"},
+        {p.photo_maker_path, "--photo-maker"},
+    };
+    for (const auto& [value, option] : paths) {
+        if (has(value)) sd::fail("%s is not supported by this build yet", option);
+    }
+    if (has(p.backend) && std::string(p.backend) != "cpu") {
+        sd::fail("backend '%s' is not available: this build computes on the CPU", p.backend);
+    }
+    if (has(p.params_backend) && std::string(p.params_backend) != "cpu") {
+        sd::fail("--params-backend '%s' is not supported yet (only cpu)", p.params_backend);
+    }
+    if (p.wtype != SD_TYPE_COUNT) sd::fail("--type for image generation is not supported yet; convert the model with -M convert");
+    if (p.circular_x || p.circular_y) sd::fail("--circular padding is not supported yet");
+}
+
+sd_ctx_t* create(const sd_ctx_params_t& p) {
+    reject_unbuilt(p);
+    SD_CHECK(has(p.model_path) || has(p.diffusion_model_path), "no model given: set a model (-m) or a diffusion model");
+    sd::set_num_threads(p.n_threads);
+    auto ctx = std::make_unique<sd_ctx_t>();
+    if (has(p.model_path)) ctx->files.add(p.model_path, sd::ModelRole::Checkpoint);
+    if (has(p.diffusion_model_path)) ctx->files.add(p.diffusion_model_path, sd::ModelRole::DiffusionModel);
+    if (has(p.clip_l_path)) ctx->files.add(p.clip_l_path, sd::ModelRole::TextEncoder);
+    if (has(p.vae_path)) ctx->files.add(p.vae_path, sd::ModelRole::Vae);
+    sd::PipelineOptions options;
+    options.model_path = has(p.model_path) ? p.model_path : p.diffusion_model_path;
+    options.prediction = p.prediction;
+    for (uint32_t i = 0; i < p.embedding_count && p.embeddings; ++i) {
+        SD_CHECK(has(p.embeddings[i].path), "embedding %u has no path", i);
+        options.embeddings.push_back({has(p.embeddings[i].name) ? p.embeddings[i].name : "", p.embeddings[i].path});
+    }
+    ctx->models = sd::SdModels::load(ctx->files, options);
+    ctx->rng_type = p.rng_type;
+    ctx->sampler_rng_type = p.sampler_rng_type;
+    return ctx.release();
+}
+
+std::optional<sd::Image8> to_image8(const sd_image_t& img, const char* what) {
+    if (img.data == nullptr) return std::nullopt;
+    SD_CHECK(img.width > 0 && img.height > 0 && (img.channel == 1 || img.channel == 3 || img.channel == 4),
+             "%s of %ux%u with %u channels: expected 1, 3 or 4 channels", what, img.width, img.height, img.channel);
+    sd::Image8 out;
+    out.width = static_cast<int>(img.width);
+    out.height = static_cast<int>(img.height);
+    out.channels = static_cast<int>(img.channel);
+    out.pixels.assign(img.data, img.data + static_cast<size_t>(img.width) * img.height * img.channel);
+    return out;
+}
+
+void reject_unbuilt(const sd_img_gen_params_t& p) {
+    if (p.lora_count > 0) sd::fail("LoRA is not supported by this build yet");
+    if (p.ref_images_count > 0) sd::fail("reference images (--ref-image) are not supported by this build yet");
+    if (p.control_image.data) sd::fail("--control-image needs ControlNet, which this build does not have yet");
+    if (p.pm_params.id_images_count > 0) sd::fail("PhotoMaker is not supported by this build yet");
+    if (p.hires.enabled) sd::fail("--hires is not supported by this build yet");
+    if (p.cache.mode != SD_CACHE_DISABLED) sd::fail("--cache-mode is not supported by this build yet");
+    if (p.sample_params.guidance.slg.scale != 0.0f && p.sample_params.guidance.slg.layer_count > 0) sd::fail("skip-layer guidance is not supported by this build yet");
+}
+
+sd::ImageRequest to_request(const sd_ctx_t& ctx, const sd_img_gen_params_t& p) {
+    reject_unbuilt(p);
+    sd::ImageRequest r;
+    r.prompt = p.prompt ? p.prompt : "";
+    r.negative_prompt = p.negative_prompt ? p.negative_prompt : "";
+    r.clip_skip = p.clip_skip;
+    r.width = p.width;
+    r.height = p.height;
+    const sd_sample_params_t& s = p.sample_params;
+    r.method = s.sample_method == SAMPLE_METHOD_COUNT ? sd_get_default_sample_method(&ctx) : s.sample_method;
+    r.scheduler = s.scheduler == SCHEDULER_COUNT ? sd_get_default_scheduler(&ctx, r.method) : s.scheduler;
+    SD_CHECK(r.method >= 0 && r.method < SAMPLE_METHOD_COUNT, "unknown sampling method %d", static_cast<int>(r.method));
+    SD_CHECK(r.scheduler >= 0 && r.scheduler < SCHEDULER_COUNT, "unknown scheduler %d", static_cast<int>(r.scheduler));
+    r.steps = s.sample_steps;
+    r.cfg_scale = s.guidance.txt_cfg;
+    r.eta = s.eta;
+    if (s.custom_sigmas && s.custom_sigmas_count > 0) r.custom_sigmas.assign(s.custom_sigmas, s.custom_sigmas + s.custom_sigmas_count);
+    r.seed = p.seed;
+    if (r.seed < 0) {
+        std::srand(static_cast<unsigned>(std::time(nullptr)));
+        r.seed = std::rand();
+    }
+    r.batch_count = p.batch_count;
+    r.rng = ctx.rng_type;
+    r.sampler_rng = ctx.sampler_rng_type;
+    r.init_image = to_image8(p.init_image, "init image");
+    r.mask_image = to_image8(p.mask_image, "mask image");
+    r.strength = p.strength;
+    r.vae_tiling.enabled = p.vae_tiling_params.enabled;
+    if (p.vae_tiling_params.tile_size_x > 0) r.vae_tiling.tile_size = p.vae_tiling_params.tile_size_x;
+    if (p.vae_tiling_params.target_overlap > 0) r.vae_tiling.overlap = p.vae_tiling_params.target_overlap;
+    return r;
+}
+
+sd_image_t* to_c_images(const std::vector<sd::Image8>& images) {
+    auto* out = static_cast<sd_image_t*>(std::calloc(images.size(), sizeof(sd_image_t)));
+    SD_CHECK(out != nullptr, "out of memory for %zu result images", images.size());
+    for (size_t i = 0; i < images.size(); ++i) {
+        const sd::Image8& img = images[i];
+        out[i].width = static_cast<uint32_t>(img.width);
+        out[i].height = static_cast<uint32_t>(img.height);
+        out[i].channel = static_cast<uint32_t>(img.channels);
+        out[i].data = static_cast<uint8_t*>(std::malloc(img.pixels.size()));
+        if (!out[i].data) {
+            free_sd_images(out, static_cast<int>(i));
+            sd::fail("out of memory for a %dx%d result image", img.width, img.height);
+        }
+        std::copy(img.pixels.begin(), img.pixels.end(), out[i].data);
+    }
+    return out;
+}
+
+sd::CancelMode to_cancel_mode(int c_mode) {
+    switch (c_mode) {
+        case SD_CANCEL_ALL: return sd::CancelMode::All;
+        case SD_CANCEL_NEW_LATENTS: return sd::CancelMode::AfterCurrentImage;
+        default: return sd::CancelMode::None;
+    }
+}
+
+}  // namespace
+
+extern "C" {
+
+sd_ctx_t* new_sd_ctx(const sd_ctx_params_t* params) {
+    if (!params) {
+        SD_LOG_ERROR("new_sd_ctx: no parameters");
+        return nullptr;
+    }
+    try {
+        return create(*params);
+    } catch (const std::exception& e) {
+        SD_LOG_ERROR("%s", e.what());
+        return nullptr;
+    }
+}
+
+void free_sd_ctx(sd_ctx_t* sd_ctx) {
+    if (!sd_ctx) return;
+    std::lock_guard<std::mutex> wait_for_generation(sd_ctx->generating);
+    delete sd_ctx;
+}
+
+enum sample_method_t sd_get_default_sample_method(const sd_ctx_t*) { return EULER_A_SAMPLE_METHOD; }
+
+enum scheduler_t sd_get_default_scheduler(const sd_ctx_t*, enum sample_method_t sample_method) {
+    return sample_method == LCM_SAMPLE_METHOD ? LCM_SCHEDULER : DISCRETE_SCHEDULER;
+}
+
+bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* params, sd_image_t** images_out,
+                    int* num_images_out) {
+    if (images_out) *images_out = nullptr;
+    if (num_images_out) *num_images_out = 0;
+    if (!sd_ctx || !params || !images_out || !num_images_out) {
+        SD_LOG_ERROR("generate_image: needs a context, parameters and both output pointers");
+        return false;
+    }
+    std::lock_guard<std::mutex> one_at_a_time(sd_ctx->generating);
+    sd_ctx->cancel.store(static_cast<int>(sd::CancelMode::None));
+    try {
+        sd::ImageRequest request = to_request(*sd_ctx, *params);
+        sd::GenerationHooks hooks;
+        float last = 0.0f;
+        hooks.progress = [&last](int step, int steps, float seconds) {
+            if (step == 1) last = 0.0f;
+            sd::api::report_progress(step, steps, seconds - last);
+            last = seconds;
+        };
+        hooks.cancel = &sd_ctx->cancel;
+        std::vector<sd::Image8> images;
+        try {
+            images = sd::generate_images(sd_ctx->models, request, hooks);
+        } catch (const sd::Cancelled&) {
+            SD_LOG_WARN("generation cancelled");
+            return false;
+        }
+        *images_out = to_c_images(images);
+        *num_images_out = static_cast<int>(images.size());
+        return true;
+    } catch (const std::exception& e) {
+        SD_LOG_ERROR("%s", e.what());
+        return false;
+    }
+}
+
+void sd_cancel_generation(sd_ctx_t* sd_ctx, enum sd_cancel_mode_t mode) {
+    if (sd_ctx) sd_ctx->cancel.store(static_cast<int>(to_cancel_mode(mode)));
+}
+
+}  // extern "C"
