@@ -3,11 +3,11 @@
 // point catches what the engine throws, logs it and returns NULL or false.
 #include <algorithm>
 #include <atomic>
-#include <memory>
-#include <optional>
 #include <cstdlib>
 #include <ctime>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "api/callbacks.h"
@@ -28,7 +28,9 @@ struct sd_ctx_t {
 
 namespace {
 
-bool has(const char* s) { return s != nullptr && s[0] != '\0'; }
+bool has(const char* s) {
+    return s != nullptr && s[0] != '\0';
+}
 
 // Options for parts this build does not have are accepted by sd_ctx_params_init and
 // refused here, naming the option.
@@ -56,17 +58,21 @@ void reject_unbuilt(const sd_ctx_params_t& p) {
     if (has(p.params_backend) && std::string(p.params_backend) != "cpu") {
         sd::fail("--params-backend '%s' is not supported yet (only cpu)", p.params_backend);
     }
-    if (p.wtype != SD_TYPE_COUNT) sd::fail("--type for image generation is not supported yet; convert the model with -M convert");
+    if (p.wtype != SD_TYPE_COUNT)
+        sd::fail(
+            "--type for image generation is not supported yet; convert the model with -M convert");
     if (p.circular_x || p.circular_y) sd::fail("--circular padding is not supported yet");
 }
 
 sd_ctx_t* create(const sd_ctx_params_t& p) {
     reject_unbuilt(p);
-    SD_CHECK(has(p.model_path) || has(p.diffusion_model_path), "no model given: set a model (-m) or a diffusion model");
+    SD_CHECK(has(p.model_path) || has(p.diffusion_model_path),
+             "no model given: set a model (-m) or a diffusion model");
     sd::set_num_threads(p.n_threads);
     auto ctx = std::make_unique<sd_ctx_t>();
     if (has(p.model_path)) ctx->files.add(p.model_path, sd::ModelRole::Checkpoint);
-    if (has(p.diffusion_model_path)) ctx->files.add(p.diffusion_model_path, sd::ModelRole::DiffusionModel);
+    if (has(p.diffusion_model_path))
+        ctx->files.add(p.diffusion_model_path, sd::ModelRole::DiffusionModel);
     if (has(p.clip_l_path)) ctx->files.add(p.clip_l_path, sd::ModelRole::TextEncoder);
     if (has(p.vae_path)) ctx->files.add(p.vae_path, sd::ModelRole::Vae);
     sd::PipelineOptions options;
@@ -74,7 +80,8 @@ sd_ctx_t* create(const sd_ctx_params_t& p) {
     options.prediction = p.prediction;
     for (uint32_t i = 0; i < p.embedding_count && p.embeddings; ++i) {
         SD_CHECK(has(p.embeddings[i].path), "embedding %u has no path", i);
-        options.embeddings.push_back({has(p.embeddings[i].name) ? p.embeddings[i].name : "", p.embeddings[i].path});
+        options.embeddings.push_back(
+            {has(p.embeddings[i].name) ? p.embeddings[i].name : "", p.embeddings[i].path});
     }
     ctx->models = sd::SdModels::load(ctx->files, options);
     ctx->rng_type = p.rng_type;
@@ -84,24 +91,31 @@ sd_ctx_t* create(const sd_ctx_params_t& p) {
 
 std::optional<sd::Image8> to_image8(const sd_image_t& img, const char* what) {
     if (img.data == nullptr) return std::nullopt;
-    SD_CHECK(img.width > 0 && img.height > 0 && (img.channel == 1 || img.channel == 3 || img.channel == 4),
-             "%s of %ux%u with %u channels: expected 1, 3 or 4 channels", what, img.width, img.height, img.channel);
+    SD_CHECK(img.width > 0 && img.height > 0 &&
+                 (img.channel == 1 || img.channel == 3 || img.channel == 4),
+             "%s of %ux%u with %u channels: expected 1, 3 or 4 channels", what, img.width,
+             img.height, img.channel);
     sd::Image8 out;
     out.width = static_cast<int>(img.width);
     out.height = static_cast<int>(img.height);
     out.channels = static_cast<int>(img.channel);
-    out.pixels.assign(img.data, img.data + static_cast<size_t>(img.width) * img.height * img.channel);
+    out.pixels.assign(img.data,
+                      img.data + static_cast<size_t>(img.width) * img.height * img.channel);
     return out;
 }
 
 void reject_unbuilt(const sd_img_gen_params_t& p) {
     if (p.lora_count > 0) sd::fail("LoRA is not supported by this build yet");
-    if (p.ref_images_count > 0) sd::fail("reference images (--ref-image) are not supported by this build yet");
-    if (p.control_image.data) sd::fail("--control-image needs ControlNet, which this build does not have yet");
+    if (p.ref_images_count > 0)
+        sd::fail("reference images (--ref-image) are not supported by this build yet");
+    if (p.control_image.data)
+        sd::fail("--control-image needs ControlNet, which this build does not have yet");
     if (p.pm_params.id_images_count > 0) sd::fail("PhotoMaker is not supported by this build yet");
     if (p.hires.enabled) sd::fail("--hires is not supported by this build yet");
-    if (p.cache.mode != SD_CACHE_DISABLED) sd::fail("--cache-mode is not supported by this build yet");
-    if (p.sample_params.guidance.slg.scale != 0.0f && p.sample_params.guidance.slg.layer_count > 0) sd::fail("skip-layer guidance is not supported by this build yet");
+    if (p.cache.mode != SD_CACHE_DISABLED)
+        sd::fail("--cache-mode is not supported by this build yet");
+    if (p.sample_params.guidance.slg.scale != 0.0f && p.sample_params.guidance.slg.layer_count > 0)
+        sd::fail("skip-layer guidance is not supported by this build yet");
 }
 
 sd::ImageRequest to_request(const sd_ctx_t& ctx, const sd_img_gen_params_t& p) {
@@ -113,14 +127,19 @@ sd::ImageRequest to_request(const sd_ctx_t& ctx, const sd_img_gen_params_t& p) {
     r.width = p.width;
     r.height = p.height;
     const sd_sample_params_t& s = p.sample_params;
-    r.method = s.sample_method == SAMPLE_METHOD_COUNT ? sd_get_default_sample_method(&ctx) : s.sample_method;
-    r.scheduler = s.scheduler == SCHEDULER_COUNT ? sd_get_default_scheduler(&ctx, r.method) : s.scheduler;
-    SD_CHECK(r.method >= 0 && r.method < SAMPLE_METHOD_COUNT, "unknown sampling method %d", static_cast<int>(r.method));
-    SD_CHECK(r.scheduler >= 0 && r.scheduler < SCHEDULER_COUNT, "unknown scheduler %d", static_cast<int>(r.scheduler));
+    r.method = s.sample_method == SAMPLE_METHOD_COUNT ? sd_get_default_sample_method(&ctx)
+                                                      : s.sample_method;
+    r.scheduler =
+        s.scheduler == SCHEDULER_COUNT ? sd_get_default_scheduler(&ctx, r.method) : s.scheduler;
+    SD_CHECK(r.method >= 0 && r.method < SAMPLE_METHOD_COUNT, "unknown sampling method %d",
+             static_cast<int>(r.method));
+    SD_CHECK(r.scheduler >= 0 && r.scheduler < SCHEDULER_COUNT, "unknown scheduler %d",
+             static_cast<int>(r.scheduler));
     r.steps = s.sample_steps;
     r.cfg_scale = s.guidance.txt_cfg;
     r.eta = s.eta;
-    if (s.custom_sigmas && s.custom_sigmas_count > 0) r.custom_sigmas.assign(s.custom_sigmas, s.custom_sigmas + s.custom_sigmas_count);
+    if (s.custom_sigmas && s.custom_sigmas_count > 0)
+        r.custom_sigmas.assign(s.custom_sigmas, s.custom_sigmas + s.custom_sigmas_count);
     r.seed = p.seed;
     if (r.seed < 0) {
         std::srand(static_cast<unsigned>(std::time(nullptr)));
@@ -133,8 +152,10 @@ sd::ImageRequest to_request(const sd_ctx_t& ctx, const sd_img_gen_params_t& p) {
     r.mask_image = to_image8(p.mask_image, "mask image");
     r.strength = p.strength;
     r.vae_tiling.enabled = p.vae_tiling_params.enabled;
-    if (p.vae_tiling_params.tile_size_x > 0) r.vae_tiling.tile_size = p.vae_tiling_params.tile_size_x;
-    if (p.vae_tiling_params.target_overlap > 0) r.vae_tiling.overlap = p.vae_tiling_params.target_overlap;
+    if (p.vae_tiling_params.tile_size_x > 0)
+        r.vae_tiling.tile_size = p.vae_tiling_params.tile_size_x;
+    if (p.vae_tiling_params.target_overlap > 0)
+        r.vae_tiling.overlap = p.vae_tiling_params.target_overlap;
     return r;
 }
 
@@ -158,9 +179,12 @@ sd_image_t* to_c_images(const std::vector<sd::Image8>& images) {
 
 sd::CancelMode to_cancel_mode(int c_mode) {
     switch (c_mode) {
-        case SD_CANCEL_ALL: return sd::CancelMode::All;
-        case SD_CANCEL_NEW_LATENTS: return sd::CancelMode::AfterCurrentImage;
-        default: return sd::CancelMode::None;
+        case SD_CANCEL_ALL:
+            return sd::CancelMode::All;
+        case SD_CANCEL_NEW_LATENTS:
+            return sd::CancelMode::AfterCurrentImage;
+        default:
+            return sd::CancelMode::None;
     }
 }
 
@@ -187,7 +211,9 @@ void free_sd_ctx(sd_ctx_t* sd_ctx) {
     delete sd_ctx;
 }
 
-enum sample_method_t sd_get_default_sample_method(const sd_ctx_t*) { return EULER_A_SAMPLE_METHOD; }
+enum sample_method_t sd_get_default_sample_method(const sd_ctx_t*) {
+    return EULER_A_SAMPLE_METHOD;
+}
 
 enum scheduler_t sd_get_default_scheduler(const sd_ctx_t*, enum sample_method_t sample_method) {
     return sample_method == LCM_SAMPLE_METHOD ? LCM_SCHEDULER : DISCRETE_SCHEDULER;

@@ -209,3 +209,32 @@ TEST(ModelFiles, ListingTheSd15FixtureKeepsRssSmall) {
 
 }  // namespace
 }  // namespace sd
+
+namespace sd {
+namespace {
+
+// The sd15 fixture written as a PyTorch checkpoint with torch's real zip layout (SD's
+// {"state_dict": ...} wrapper; once plain, once with strided tensors sharing storages)
+// loads to the same tensors.
+TEST(ModelFiles, Sd15TorchCheckpointLoadsToTheSameTensors) {
+    std::string src = test::generated_checkpoint("sd15", "f16", 1);
+    ModelFiles original;
+    original.add(src, ModelRole::Checkpoint);
+    for (const char* flags : {"--state-dict", "--state-dict --strided --shared"}) {
+        std::string ckpt = test::temp_path("sd15.ckpt");
+        test::run_or_fail("/usr/bin/python3 " + test::tests_source_dir() +
+                          "/io/write_torch_checkpoint.py " + src + " " + ckpt + " " + flags);
+        ModelFiles loaded;
+        loaded.add(ckpt, ModelRole::Checkpoint);
+        EXPECT_EQ(loaded.size(), original.size()) << flags;
+        EXPECT_EQ(detect_model_family(loaded).family, ModelFamily::SD1);
+        for (const char* prefix :
+             {"model.diffusion_model.", "first_stage_model.", "cond_stage_model."}) {
+            expect_same_tensors(original, loaded, prefix);
+        }
+        std::remove(ckpt.c_str());
+    }
+}
+
+}  // namespace
+}  // namespace sd
