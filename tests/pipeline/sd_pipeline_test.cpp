@@ -1,0 +1,171 @@
+// The SD 1.x pipeline's behaviour beyond the reference images, on the sd15 fixture at small
+// sizes: batches, masks, an inpaint checkpoint, VAE tiling, cancellation, bad requests.
+#include "pipeline/sd_pipeline.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "fixture_files.h"
+#include "image_compare.h"
+#include "test_util.h"
+
+namespace sd {
+namespace {
+
+std::unique_ptr<SdModels> load(const std::string& path, ModelFiles& files) {
+    files.add(path, ModelRole::Checkpoint);
+    PipelineOptions options;
+    options.tokenizer_dir = test::fixtures_dir() + "/tokenizers";
+    return std::make_unique<SdModels>(SdModels::load(files, options));
+}
+
+class Sd15Pipeline : public testing::Test {
+  protected:
+    static void SetUpTestSuite() {
+        files_ = new ModelFiles();
+        models_ = load(test::generated_checkpoint("sd15", "f16", 1), *files_).release();
+    }
+    static void TearDownTestSuite() {
+        delete models_;
+        delete files_;
+    }
+    static ImageRequest small(int64_t seed = 42) {
+        ImageRequest r;
+        r.prompt = "a lovely cat";
+        r.width = r.height = 64;
+        r.steps = 2;
+        r.seed = seed;
+        r.method = EULER_SAMPLE_METHOD;
+        return r;
+    }
+    static ModelFiles* files_;
+    static SdModels* models_;
+};
+ModelFiles* Sd15Pipeline::files_ = nullptr;
+SdModels* Sd15Pipeline::models_ = nullptr;
+
+Image8 solid(int w, int h, int channels, uint8_t value) {
+    return {w, h, channels, std::vector<uint8_t>(static_cast<size_t>(w * h * channels), value)};
+}
+
+TEST_F(Sd15Pipeline, BatchImagesUseSeedPlusIndex) {
+    ImageRequest batch = small(42);
+    batch.batch_count = 2;
+    std::vector<Image8> two = generate_images(*models_, batch);
+    ASSERT_EQ(two.size(), 2u);
+    EXPECT_EQ(two[0].width, 64);
+    std::vector<Image8> second = generate_images(*models_, small(43));
+    EXPECT_EQ(two[1].pixels, second[0].pixels);
+    EXPECT_NE(two[0].pixels, two[1].pixels);
+}
+
+TEST_F(Sd15Pipeline, WhiteMaskIsPlainImg2ImgAndBlackMaskKeepsTheImage) {
+    ImageRequest r = small();
+    r.init_image = generate_images(*models_, small(7))[0];
+    r.strength = 0.8f;
+    std::vector<uint8_t> plain = generate_images(*models_, r)[0].pixels;
+    r.mask_image = solid(64, 64, 1, 255);
+    EXPECT_EQ(generate_images(*models_, r)[0].pixels, plain);
+    // Keeping every pixel: the sampler's result is the init latent itself, whatever it samples.
+    r.mask_image = solid(64, 64, 1, 0);
+    std::vector<uint8_t> kept = generate_images(*models_, r)[0].pixels;
+    ImageRequest other = r;
+    other.prompt = "a completely different prompt";
+    other.method = DPMPP2M_SAMPLE_METHOD;
+    EXPECT_EQ(generate_images(*models_, other)[0].pixels, kept);
+}
+
+TEST_F(Sd15Pipeline, VaeTilingCoversTheImage) {
+    ImageRequest r = small();
+    r.width = 128;
+    std::vector<uint8_t> plain = generate_images(*models_, r)[0].pixels;
+    r.vae_tiling.enabled = true;
+    r.vae_tiling.tile_size = 64;  // larger than the 16x8 latent: one tile, the same decode
+    EXPECT_EQ(generate_images(*models_, r)[0].pixels, plain);
+    r.vae_tiling.tile_size = 8;
+    r.vae_tiling.overlap = 0.5f;
+    Image8 tiled = generate_images(*models_, r)[0];
+    EXPECT_EQ(tiled.width, 128);
+    EXPECT_EQ(tiled.height, 64);
+    EXPECT_EQ(tiled.pixels.size(), plain.size());
+}
+
+TEST_F(Sd15Pipeline, CancelStopsSamplingAndAfterImageStopsTheBatch) {
+    std::atomic<int> cancel{static_cast<int>(CancelMode::None)};
+    GenerationHooks hooks;
+    int steps_seen = 0;
+    hooks.cancel = &cancel;
+    hooks.progress = [&](int step, int, float) {
+        ++steps_seen;
+        if (step == 1) cancel = static_cast<int>(CancelMode::All);
+    };
+    EXPECT_THROW(generate_images(*models_, small(), hooks), Cancelled);
+    EXPECT_EQ(steps_seen, 1);
+    cancel = static_cast<int>(CancelMode::None);
+    ImageRequest batch = small();
+    batch.batch_count = 3;
+    hooks.progress = [&](int step, int steps, float) {
+        if (step == steps) cancel = static_cast<int>(CancelMode::AfterCurrentImage);
+    };
+    EXPECT_EQ(generate_images(*models_, batch, hooks).size(), 1u);
+}
+
+TEST_F(Sd15Pipeline, BadRequestsAreErrors) {
+    ImageRequest r = small();
+    r.width = 60;
+    EXPECT_THROW(generate_images(*models_, r), Error);
+    r = small();
+    r.steps = 0;
+    EXPECT_THROW(generate_images(*models_, r), Error);
+    r = small();
+    r.init_image = solid(32, 32, 3, 10);
+    EXPECT_THROW(generate_images(*models_, r), Error);
+    r = small();
+    r.strength = 1.5f;
+    EXPECT_THROW(generate_images(*models_, r), Error);
+    r = small();
+    r.batch_count = 0;
+    EXPECT_THROW(generate_images(*models_, r), Error);
+}
+
+// An SD 1.x inpaint checkpoint: the sd15 manifest with a 9-channel conv_in.
+TEST(Sd15InpaintPipeline, RunsTxt2ImgAndInpaint) {
+    std::string manifest = testing::TempDir() + "/sd15inpaint.tsv";
+    {
+        std::ifstream in(test::fixtures_dir() + "/manifests/sd15.tsv");
+        std::ofstream out(manifest);
+        for (std::string line; std::getline(in, line);) {
+            if (line.rfind("model.diffusion_model.input_blocks.0.0.weight\t", 0) == 0)
+                line = "model.diffusion_model.input_blocks.0.0.weight\tf16\t320\t9\t3\t3";
+            out << line << "\n";
+        }
+    }
+    std::string path = testing::TempDir() + "/sd15inpaint_f16.safetensors";
+    test::run_or_fail("/usr/bin/python3 " + test::fixtures_dir() + "/mkckpt.py " + manifest + " " +
+                      path + " --dtype f16 --seed 3 2>/dev/null");
+    {
+        ModelFiles files;
+        std::unique_ptr<SdModels> m = load(path, files);
+        EXPECT_EQ(m->family.family, ModelFamily::SD1Inpaint);
+        ImageRequest r;
+        r.prompt = "a cat";
+        r.width = r.height = 64;
+        r.steps = 2;
+        Image8 txt = generate_images(*m, r)[0];
+        EXPECT_EQ(txt.width, 64);
+        r.init_image = txt;
+        Image8 mask = solid(64, 64, 1, 0);
+        for (int y = 0; y < 32; ++y) {
+            for (int x = 0; x < 64; ++x) mask.pixels[static_cast<size_t>(y * 64 + x)] = 255;
+        }
+        r.mask_image = mask;
+        Image8 painted = generate_images(*m, r)[0];
+        EXPECT_EQ(painted.pixels.size(), txt.pixels.size());
+        EXPECT_NE(painted.pixels, txt.pixels);
+    }
+    std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace sd
