@@ -18,6 +18,7 @@
 #include "base/cpu_features.h"
 #include "base/error.h"
 #include "base/thread_pool.h"
+#include "model_bench.h"
 #include "ops/ops.h"
 #include "peak_flops.h"
 #include "tensor/caching_allocator.h"
@@ -102,7 +103,9 @@ std::vector<Case> make_cases() {
 void usage() {
     std::printf(
         "usage: sd-bench [-t THREADS] [--min-time SECONDS] [--isa generic|avx2|avx512]\n"
+        "       sd-bench --model FILE [--tokenizer-dir DIR] [-W 512] [-H 512] [--steps 3] [-t N]\n"
         "  -t THREADS        threads (default: physical cores)\n"
+        "  --model FILE      time a whole model instead of single kernels: UNet pass, step, VAE\n"
         "  --min-time S      seconds each case repeats for (default 2)\n"
         "  --isa NAME        kernel family to use (default: the best this CPU has)\n");
 }
@@ -110,6 +113,7 @@ void usage() {
 int run(int argc, char** argv) {
     int threads = 0;
     double min_time = 2.0;
+    ModelBenchOptions model;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         auto value = [&]() -> std::string {
@@ -132,6 +136,17 @@ int run(int argc, char** argv) {
                 set_isa(Isa::Avx512);
             else
                 fail("--isa: unknown kernel family '%s' (generic, avx2, avx512)", v.c_str());
+        } else if (a == "--model") {
+            model.model = value();
+        } else if (a == "--tokenizer-dir") {
+            model.tokenizer_dir = value();
+        } else if (a == "-W" || a == "--width") {
+            model.width = std::atoi(value().c_str());
+        } else if (a == "-H" || a == "--height") {
+            model.height = std::atoi(value().c_str());
+        } else if (a == "--steps") {
+            model.steps = std::atoi(value().c_str());
+            SD_CHECK(model.steps > 0, "--steps must be positive");
         } else if (a == "-h" || a == "--help") {
             usage();
             return 0;
@@ -149,6 +164,7 @@ int run(int argc, char** argv) {
     double peak = measure_peak_gflops(isa, 0.5);
     std::printf("measured FP32 FMA peak (%s, %d threads): %.1f GFLOP/s\n\n", isa_name(isa),
                 num_threads(), peak);
+    if (!model.model.empty()) return run_model_bench(model, peak);
     std::printf("%-18s %-26s %10s %10s %8s %9s\n", "case", "shape", "ms", "GFLOP/s", "% peak",
                 "GB/s");
     for (const Case& c : make_cases()) {

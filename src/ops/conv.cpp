@@ -14,6 +14,7 @@
 
 #include "base/error.h"
 #include "ops/cpu/gemm.h"
+#include "ops/flop_counter.h"
 
 namespace sd {
 namespace {
@@ -116,6 +117,8 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
     const bool pointwise = kh == 1 && kw == 1 && options.stride_h == 1 && options.stride_w == 1 &&
                            options.pad_h == 0 && options.pad_w == 0;
 
+    count_flops(2.0 * static_cast<double>(batch) * static_cast<double>(pixels) * static_cast<double>(out_ch) *
+                static_cast<double>(k));
     for (int64_t i = 0; i < batch; ++i) {
         ConvGeometry g{xs.numel() ? xs.data<float>() + i * channels * h * w : nullptr,
                        channels,

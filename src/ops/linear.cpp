@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "base/thread_pool.h"
 #include "ops/cpu/gemm.h"
+#include "ops/flop_counter.h"
 
 namespace sd {
 namespace {
@@ -123,6 +124,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     pr.ldc = n;
     pr.bias_n = b.empty() ? nullptr : b.data();
     cpu::gemm(pr);
+    count_flops(2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k));
     return out;
 }
 
@@ -161,6 +163,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     };
     // Many small products: one per thread at a time; otherwise each one uses every thread.
     const double flops = 2.0 * static_cast<double>(m) * n * k;
+    count_flops(flops * static_cast<double>(batches));
     if (batches >= num_threads() && flops < 64e6) {
         parallel_for(batches, 1, [&](int64_t i0, int64_t i1) {
             for (int64_t i = i0; i < i1; ++i) one(i);
