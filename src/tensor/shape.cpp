@@ -18,9 +18,10 @@ void Shape::push_back(int64_t d) {
 }
 
 int64_t Shape::numel() const {
-    int64_t n = 1;
-    for (int i = 0; i < ndim_; ++i) n *= dims_[i];
-    return n;
+    // Unsigned: a zero dimension beside huge ones (a valid empty tensor) must not overflow.
+    uint64_t n = 1;
+    for (int i = 0; i < ndim_; ++i) n *= static_cast<uint64_t>(dims_[i]);
+    return static_cast<int64_t>(n);
 }
 
 std::string Shape::to_string() const {

@@ -9,11 +9,13 @@
 namespace sd {
 
 Strides contiguous_strides(const Shape& shape) {
+    // Unsigned so that a shape with a zero dimension and huge others (zero bytes, so
+    // valid) cannot overflow: its strides are never used to address anything.
     Strides strides = shape;
-    int64_t s = 1;
+    uint64_t s = 1;
     for (int i = shape.size() - 1; i >= 0; --i) {
-        strides[i] = s;
-        s *= shape[i];
+        strides[i] = static_cast<int64_t>(s);
+        s *= static_cast<uint64_t>(shape[i]);
     }
     return strides;
 }
@@ -163,6 +165,7 @@ int Tensor::wrap_dim(int d) const {
 }
 
 bool Tensor::is_contiguous() const {
+    if (numel() == 0) return true;  // nothing to address
     int64_t expected = 1;
     for (int i = dim() - 1; i >= 0; --i) {
         if (shape_[i] != 1 && strides_[i] != expected) return false;

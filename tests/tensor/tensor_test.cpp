@@ -153,6 +153,18 @@ TEST(Tensor, FromStorageChecksBounds) {
     EXPECT_THROW(Tensor::from_storage(nullptr, 0, {1}, DType::F32), Error);
 }
 
+// A zero dimension beside huge ones is a valid empty tensor (a file may declare one); its
+// element count, strides and contiguity must not overflow (found by fuzz_gguf).
+TEST(Tensor, EmptyTensorWithHugeDimensions) {
+    const int64_t huge = int64_t{1} << 40;
+    auto storage = Storage::allocate(16);
+    Tensor t = Tensor::from_storage(storage, 0, {huge, huge, 0}, DType::F32);
+    EXPECT_EQ(t.numel(), 0);
+    EXPECT_EQ(t.nbytes(), 0u);
+    EXPECT_TRUE(t.is_contiguous());
+    EXPECT_EQ(t.contiguous().numel(), 0);
+}
+
 TEST(CachingAllocator, ReusesFreedBlocks) {
     CachingAllocator& a = CachingAllocator::instance();
     EXPECT_EQ(CachingAllocator::size_class(1), 64u);
