@@ -1,0 +1,92 @@
+// The bounded job queue and its single worker: every API submits here, so generations run
+// one at a time in arrival order while HTTP threads stay free. Queued jobs can be
+// cancelled at once, a generating one at its next sampling step. Finished jobs of the
+// native API stay readable for the retention time, then answer "expired"; jobs of the
+// synchronous APIs are dropped when their request collects them.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "job.h"
+
+namespace server {
+
+struct QueueSettings {
+    int max_pending = 64;  // queued + generating
+    int retention_seconds = 600;
+};
+
+struct QueueStats {
+    int queued = 0;
+    int generating = 0;
+    int retained = 0;  // finished jobs still readable
+    uint64_t accepted = 0;
+    uint64_t rejected = 0;  // refused because the queue was full
+    uint64_t completed = 0;
+    uint64_t failed = 0;
+    uint64_t cancelled = 0;
+};
+
+enum class Lookup { Found, Expired, NotFound };
+enum class CancelResult { Cancelled, Cancelling, AlreadyFinished, Expired, NotFound };
+enum class Retention { Timed, UntilCollected };
+
+class JobQueue {
+  public:
+    JobQueue(JobRunner& runner, QueueSettings settings);
+    ~JobQueue();
+    JobQueue(const JobQueue&) = delete;
+    JobQueue& operator=(const JobQueue&) = delete;
+
+    void start();
+    // Cancels every queued job and the running one, wakes every waiter, joins the worker.
+    void stop();
+
+    // Queues a job and returns its id. Throws RequestError 429 when the queue is full and
+    // 503 when the server is stopping.
+    std::string submit(JobSpec spec, const std::string& api, Retention retention);
+    Lookup find(const std::string& id, JobSnapshot* out);
+    CancelResult cancel(const std::string& id, JobSnapshot* out);
+    // Blocks until the job finished (or the queue stops) and forgets an UntilCollected job.
+    JobSnapshot wait(const std::string& id);
+    QueueStats stats();
+    // The generating job, if any.
+    std::optional<JobSnapshot> current();
+    const QueueSettings& settings() const { return settings_; }
+
+  private:
+    struct Job;
+    using Clock = std::chrono::steady_clock;
+
+    void worker();
+    void run_one(const std::shared_ptr<Job>& job);
+    void finish(Job& job, JobStatus status, const std::string& code, const std::string& message);
+    void purge_expired();
+    JobSnapshot snapshot(const Job& job) const;
+    std::string make_id();
+
+    JobRunner& runner_;
+    const QueueSettings settings_;
+    std::mutex mutex_;
+    std::condition_variable work_cv_;
+    std::condition_variable done_cv_;
+    std::deque<std::shared_ptr<Job>> queue_;
+    std::map<std::string, std::shared_ptr<Job>> jobs_;
+    std::map<std::string, Clock::time_point> expired_;  // id -> when to forget it
+    std::shared_ptr<Job> running_;
+    QueueStats counters_;
+    uint64_t next_id_ = 1;
+    bool stopping_ = false;
+    std::thread thread_;
+};
+
+}  // namespace server

@@ -1,0 +1,57 @@
+// One generation as the worker runs it (JobSpec), what a parsed request carries besides
+// sd-cli's options (RequestInputs, OutputOptions), and the step that settles a parsed
+// request into a JobSpec: the seed, the size (from the init image when none is given), the
+// input images fitted to it, the mask.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli_params.h"
+#include "generation_request.h"
+#include "image/image_io.h"
+#include "server_config.h"
+
+namespace server {
+
+struct OutputOptions {
+    sd::image::Format format = sd::image::Format::Png;
+    int compression = 100;  // 0..100: quality of JPEG and WebP
+    bool embed_metadata = true;
+};
+
+struct RequestInputs {
+    sd::image::Image init_image;
+    std::string init_image_field;  // for messages about its size
+    sd::image::Image mask_image;   // grey
+    bool invert_mask = false;
+    sd::image::Image control_image;
+    std::vector<sd::image::Image> ref_images;
+    std::vector<cli::LoraEntry> loras;
+};
+
+// What the request parsers start from: the command line's options and the limits.
+struct ParseContext {
+    const cli::CliParams& defaults;
+    ServerLimits limits;
+};
+
+struct JobSpec {
+    cli::CliParams params;           // the defaults with the request applied
+    cli::GenerationRequest request;  // prompt, seed, size and images, settled
+    OutputOptions output;
+};
+
+// Throws RequestError (an init image whose size breaks the limits, an unknown hires
+// upscaler, ...).
+JobSpec finalize_request(cli::CliParams params, RequestInputs inputs, const OutputOptions& output,
+                         const ServerLimits& limits);
+
+// "png", "jpeg" (or "jpg"), "webp"; std::nullopt otherwise.
+std::optional<sd::image::Format> output_format_from_name(const std::string& name);
+// "png", "jpeg", "webp".
+const char* output_format_name(sd::image::Format format);
+const char* output_mime_type(sd::image::Format format);
+
+}  // namespace server

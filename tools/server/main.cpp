@@ -1,0 +1,153 @@
+// sd-server: loads the model the command line names, then answers the OpenAI, AUTOMATIC1111
+// and native APIs and serves the web page until SIGINT or SIGTERM, which stop it cleanly:
+// queued jobs are cancelled, the running generation is interrupted, open requests are
+// answered, the model is released.
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+#include <httplib.h>
+
+#include "cli_checks.h"
+#include "cli_options.h"
+#include "http_json.h"
+#include "job_queue.h"
+#include "log_output.h"
+#include "model_runner.h"
+#include "routes.h"
+#include "server_log.h"
+#include "server_options.h"
+#include "server_state.h"
+
+namespace {
+
+std::string version_string() {
+    return std::string("sd-server (stable-diffusion engine) version ") + sd_version() +
+           ", commit " + sd_commit();
+}
+
+std::string read_text_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw cli::UsageError("--serve-html-path: cannot read '" + path + "'");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+// Reads --prompt-file / --negative-prompt-file once, at start.
+void settle_default_prompts(cli::CliParams& params) {
+    if (params.prompt_file.empty() && params.negative_prompt_file.empty()) return;
+    cli::CliParams copy = params;
+    copy.lora_model_dir.clear();
+    const cli::GenerationRequest r = cli::resolve_request(copy);
+    params.prompt = r.prompt;
+    params.negative_prompt = r.negative_prompt;
+    params.prompt_file.clear();
+    params.negative_prompt_file.clear();
+}
+
+void configure_http(httplib::Server& svr, server::ServerState& state) {
+    const server::ServerConfig& c = state.config;
+    const int threads = c.http_threads > 0 ? c.http_threads : c.max_queue_size + 16;
+    svr.new_task_queue = [threads] {
+        return new httplib::ThreadPool(static_cast<size_t>(threads));
+    };
+    svr.set_payload_max_length(c.max_body_bytes);
+    svr.set_keep_alive_timeout(2);
+    svr.set_read_timeout(30);
+    svr.set_write_timeout(30);
+    server::install_http_defaults(svr);
+    server::register_web_routes(svr, state);
+    server::register_openai_routes(svr, state);
+    server::register_sdapi_routes(svr, state);
+    server::register_sdcpp_routes(svr, state);
+}
+
+int serve(server::ServerConfig config, cli::CliParams params, const sigset_t& stop_signals) {
+    std::unique_ptr<server::ModelRunner> runner = server::ModelRunner::load(params);
+    if (!runner) {
+        cli::log_error("cannot load the model; see the messages above");
+        return 1;
+    }
+    server::JobQueue queue(*runner, {config.max_queue_size, config.job_retention_seconds});
+    server::ServerState state(config, params, queue);
+    if (!config.serve_html_path.empty()) state.index_html = read_text_file(config.serve_html_path);
+    httplib::Server svr;
+    configure_http(svr, state);
+    int port = config.listen_port;
+    const bool bound = port == 0 ? (port = svr.bind_to_any_port(config.listen_ip)) > 0
+                                 : svr.bind_to_port(config.listen_ip, port);
+    if (!bound) {
+        cli::log_error("cannot listen on %s:%d", config.listen_ip.c_str(), config.listen_port);
+        return 1;
+    }
+    queue.start();
+    cli::log_info("listening on http://%s:%d", config.listen_ip.c_str(), port);
+    std::thread http([&] {
+        svr.listen_after_bind();
+        if (!state.stopping) ::kill(::getpid(), SIGTERM);  // the listener failed: stop too
+    });
+    int signal_number = 0;
+    sigwait(&stop_signals, &signal_number);
+    cli::log_info("signal %d: stopping", signal_number);
+    state.stopping = true;
+    queue.stop();  // answers every waiting request before the HTTP threads are joined
+    svr.stop();
+    http.join();
+    runner.reset();
+    cli::log_info("stopped");
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, const char* argv[]) {
+    if (argc > 1 && std::string(argv[1]) == "--version") {
+        std::cout << version_string() << "\n";
+        return 0;
+    }
+    server::ServerConfig config;
+    cli::CliParams params;
+    try {
+        server::parse_server_command_line(argc, argv, config, params);
+        if (config.help) {
+            std::cout << version_string() << "\n";
+            server::print_server_help(std::cout, argv[0]);
+            return 0;
+        }
+        server::check_server_config(config);
+        cli::check_params(params);
+        cli::refuse_not_built(params);
+        settle_default_prompts(params);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "error: %s\n", e.what());
+        return 1;
+    }
+    cli::set_log_settings({params.verbose, params.color});
+    server::install_server_log();
+    if (!params.tokenizer_dir.empty())
+        ::setenv("SD_TOKENIZER_DIR", params.tokenizer_dir.c_str(), 1);
+    cli::log_debug("%s", version_string().c_str());
+    // Every thread started from here on leaves SIGINT/SIGTERM to sigwait() in serve().
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+    ::signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not end the server
+    try {
+        return serve(config, params, stop_signals);
+    } catch (const std::exception& e) {
+        cli::log_error("%s", e.what());
+        return 1;
+    }
+}

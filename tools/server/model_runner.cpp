@@ -1,0 +1,95 @@
+#include "model_runner.h"
+
+#include <algorithm>
+#include <exception>
+
+#include "base64.h"
+#include "generation_request.h"
+#include "image_metadata.h"
+#include "result_images.h"
+#include "server_log.h"
+
+namespace server {
+namespace {
+
+// The model's preferred sampler and scheduler where the request left them open, so the
+// images' parameters name what ran.
+void settle_sampling(sd_ctx_t* ctx, cli::CliParams& p) {
+    sd_sample_params_t& s = p.sample_params;
+    if (s.sample_method == SAMPLE_METHOD_COUNT) s.sample_method = sd_get_default_sample_method(ctx);
+    if (s.scheduler == SCHEDULER_COUNT && p.custom_sigmas.empty())
+        s.scheduler = sd_get_default_scheduler(ctx, s.sample_method);
+}
+
+std::vector<ResultImage> encode_results(const JobSpec& spec, const cli::ImageList& images) {
+    std::vector<ResultImage> out;
+    const int quality = std::clamp(spec.output.compression, 1, 100);
+    for (int i = 0; i < images.size(); ++i) {
+        const sd_image_t& view = images[i];
+        if (!view.data) continue;
+        ResultImage result;
+        result.seed = spec.request.seed + i;
+        result.parameters = cli::image_parameters(spec.params, spec.request, result.seed);
+        result.width = view.width;
+        result.height = view.height;
+        const std::vector<uint8_t> bytes = sd::image::encode_image(
+            spec.output.format, cli::to_image(view),
+            spec.output.embed_metadata ? result.parameters : std::string(), quality);
+        result.b64 = base64_encode(bytes);
+        out.push_back(std::move(result));
+    }
+    return out;
+}
+
+}  // namespace
+
+std::unique_ptr<ModelRunner> ModelRunner::load(const cli::CliParams& params) {
+    cli::GenerationRequest request = cli::resolve_request(params);
+    sd_ctx_params_t ctx_params = cli::make_ctx_params(params, request);
+    sd_ctx_t* ctx = new_sd_ctx(&ctx_params);
+    if (!ctx) return nullptr;
+    return std::unique_ptr<ModelRunner>(new ModelRunner(ctx));
+}
+
+ModelRunner::ModelRunner(sd_ctx_t* ctx) : ctx_(ctx), relay_(ctx) {}
+
+ModelRunner::~ModelRunner() {
+    free_sd_ctx(ctx_);
+}
+
+void ModelRunner::interrupt() {
+    sd_cancel_generation(ctx_, SD_CANCEL_ALL);
+}
+
+RunOutcome ModelRunner::run(JobSpec& spec, const RunHooks& hooks) {
+    RunOutcome outcome;
+    ErrorCapture errors;
+    try {
+        ProgressRelay::Scope scope(relay_, hooks);
+        settle_sampling(ctx_, spec.params);
+        sd_img_gen_params_t params = cli::make_img_gen_params(spec.params, spec.request);
+        sd_image_t* raw = nullptr;
+        int count = 0;
+        const bool ok = generate_image(ctx_, &params, &raw, &count);
+        if (!ok) {
+            free_sd_images(raw, count);
+            outcome.error = errors.text().empty() ? "the generation failed" : errors.text();
+            return outcome;
+        }
+        cli::ImageList images(raw, count);
+        outcome.images = encode_results(spec, images);
+        outcome.ok = !outcome.images.empty();
+        if (!outcome.ok) outcome.error = "the generation returned no images";
+    } catch (const std::exception& e) {
+        outcome.ok = false;
+        outcome.images.clear();
+        outcome.error = e.what();
+    } catch (...) {
+        outcome.ok = false;
+        outcome.images.clear();
+        outcome.error = "unexpected error while generating";
+    }
+    return outcome;
+}
+
+}  // namespace server

@@ -1,0 +1,31 @@
+// The model behind the server: one sd_ctx_t loaded from the command line's options, and
+// the JobRunner that generates a JobSpec on it and encodes the images (PNG/JPEG/WebP with
+// the sd-cli "parameters" text embedded).
+#pragma once
+
+#include <memory>
+
+#include "cli_params.h"
+#include "job.h"
+#include "progress.h"
+#include "stable-diffusion.h"
+
+namespace server {
+
+class ModelRunner : public JobRunner {
+  public:
+    // Loads the model; nullptr (the library has logged why) when it cannot.
+    static std::unique_ptr<ModelRunner> load(const cli::CliParams& params);
+    ~ModelRunner() override;
+
+    RunOutcome run(JobSpec& spec, const RunHooks& hooks) override;
+    void interrupt() override;
+
+  private:
+    explicit ModelRunner(sd_ctx_t* ctx);
+
+    sd_ctx_t* ctx_;
+    ProgressRelay relay_;
+};
+
+}  // namespace server

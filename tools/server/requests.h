@@ -1,0 +1,48 @@
+// The request parsers of the three API families. Each starts from the command line's
+// options (ParseContext::defaults), applies the request's fields, checks every one (a
+// RequestError names the field at fault) and settles the result into a JobSpec.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "job_spec.h"
+#include "json_fields.h"
+
+namespace server {
+
+// --- native schema (/sdcpp/v1/img_gen, and <sd_cpp_extra_args> in the other APIs) ---
+
+void apply_native_fields(const FieldReader& fields, const ParseContext& ctx, cli::CliParams& p,
+                         RequestInputs& inputs, OutputOptions& output);
+JobSpec parse_native_request(const nlohmann::json& body, const ParseContext& ctx);
+// Takes a <sd_cpp_extra_args> block out of `prompt` (read from `field`) and applies it.
+void apply_extra_args(std::string& prompt, const std::string& field, const ParseContext& ctx,
+                      cli::CliParams& p, RequestInputs& inputs, OutputOptions& output);
+
+// --- OpenAI images API ---
+
+JobSpec parse_openai_generation(const nlohmann::json& body, const ParseContext& ctx);
+
+// One part of a multipart/form-data body.
+struct FormPart {
+    std::string name;
+    std::string content;
+    std::string filename;
+    std::string content_type;
+};
+JobSpec parse_openai_edit(const std::vector<FormPart>& form, const ParseContext& ctx);
+
+// --- AUTOMATIC1111 webui API ---
+
+struct SdapiRequest {
+    JobSpec spec;
+    nlohmann::json parameters;  // the request as the response echoes it
+    bool send_images = true;
+    bool img2img = false;
+};
+SdapiRequest parse_sdapi_request(const nlohmann::json& body, bool img2img, const ParseContext& ctx);
+
+}  // namespace server

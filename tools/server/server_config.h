@@ -1,0 +1,33 @@
+// The server's own settings (address, queue, limits), next to the model and default
+// generation options it shares with sd-cli (cli::CliParams).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace server {
+
+// What one request may ask for.
+struct ServerLimits {
+    int min_side = 64;
+    int max_side = 2048;  // width and height
+    int max_batch = 8;    // images per request
+    int max_steps = 150;
+};
+
+struct ServerConfig {
+    std::string listen_ip = "127.0.0.1";
+    int listen_port = 1234;  // 0: any free port (the log says which)
+    std::string serve_html_path;
+    int max_queue_size = 64;          // jobs queued or generating
+    int job_retention_seconds = 600;  // how long finished native jobs stay readable
+    size_t max_body_bytes = size_t{64} << 20;
+    int http_threads = 0;  // 0: max_queue_size + 16
+    ServerLimits limits;
+    bool verbose = false;
+    bool color = false;
+    bool help = false;
+};
+
+}  // namespace server
