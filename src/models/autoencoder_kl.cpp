@@ -46,10 +46,13 @@ VaeResnetBlock VaeResnetBlock::load(const Weights& w, int64_t in, int64_t out) {
     return b;
 }
 
-Tensor VaeResnetBlock::forward(const Tensor& x) const {
-    Tensor h = conv1.forward(norm1.forward(x, /*silu=*/true));
-    h = conv2.forward(norm2.forward(h, /*silu=*/true));
-    return (nin_shortcut ? nin_shortcut->forward(x) : x) + h;
+// x is taken by value: with the shortcut computed first, a block that changes the width
+// normalises x in its own memory (the decoder's full-resolution blocks hold 100s of MiB).
+Tensor VaeResnetBlock::forward(Tensor x) const {
+    const Tensor skip = nin_shortcut ? nin_shortcut->forward(x) : x;
+    Tensor h = conv1.forward(norm1.forward(std::move(x), /*silu=*/true));
+    h = conv2.forward(norm2.forward(std::move(h), /*silu=*/true));
+    return skip + h;
 }
 
 VaeAttnBlock VaeAttnBlock::load(const Weights& w, int64_t channels) {
@@ -98,7 +101,10 @@ VaeDecoder VaeDecoder::load(const Weights& w, const VaeConfig& c) {
             d.up[level].blocks.push_back(VaeResnetBlock::load(u["block"][i], ch, out));
             ch = out;
         }
-        if (level != 0) d.up[level].upsample = Conv2d::load(u["upsample"]["conv"], ch, ch, 3);
+        if (level != 0) {  // nearest 2x then conv; the conv reads its input upsampled
+            d.up[level].upsample = Conv2d::load(u["upsample"]["conv"], ch, ch, 3);
+            d.up[level].upsample->options.upsample2x = true;
+        }
     }
     d.norm_out = GroupNorm::load(w["norm_out"], 32, ch, kNormEps);
     d.conv_out = Conv2d::load(w["conv_out"], ch, c.image_channels, 3);
@@ -108,8 +114,8 @@ VaeDecoder VaeDecoder::load(const Weights& w, const VaeConfig& c) {
 Tensor VaeDecoder::forward(const Tensor& z) const {
     Tensor h = mid.forward(conv_in.forward(z));
     for (int level = static_cast<int>(up.size()) - 1; level >= 0; --level) {
-        for (const VaeResnetBlock& block : up[level].blocks) h = block.forward(h);
-        if (up[level].upsample) h = up[level].upsample->forward(upsample_nearest2x(h));
+        for (const VaeResnetBlock& block : up[level].blocks) h = block.forward(std::move(h));
+        if (up[level].upsample) h = up[level].upsample->forward(h);
     }
     return conv_out.forward(norm_out.forward(h, /*silu=*/true));
 }
@@ -139,7 +145,7 @@ VaeEncoder VaeEncoder::load(const Weights& w, const VaeConfig& c) {
 Tensor VaeEncoder::forward(const Tensor& x) const {
     Tensor h = conv_in.forward(x);
     for (const Level& level : down) {
-        for (const VaeResnetBlock& block : level.blocks) h = block.forward(h);
+        for (const VaeResnetBlock& block : level.blocks) h = block.forward(std::move(h));
         if (level.downsample) h = level.downsample->forward(pad2d(h, 0, 1, 0, 1));
     }
     h = mid.forward(h);
@@ -159,6 +165,7 @@ AutoencoderKL AutoencoderKL::load(const Weights& w, bool with_encoder) {
     if (with_encoder) vae.encoder_ = VaeEncoder::load(w["encoder"], c);
     // Unused-tensor warnings only make sense when the encoder is built too.
     w.check(with_encoder ? "VAE" : "VAE decoder");
+    vae.pages_ = w.pages();
     SD_LOG_INFO("VAE: %lld latent channels, width %lld, %zu levels%s", (long long)c.z_channels,
                 (long long)c.ch, c.ch_mult.size(), with_encoder ? ", with encoder" : "");
     return vae;

@@ -24,7 +24,7 @@ struct VaeResnetBlock {
     std::optional<Conv2d> nin_shortcut;
 
     static VaeResnetBlock load(const Weights& w, int64_t in, int64_t out);
-    Tensor forward(const Tensor& x) const;
+    Tensor forward(Tensor x) const;
 };
 
 struct VaeAttnBlock {
@@ -88,12 +88,17 @@ class AutoencoderKL {
 
     bool has_encoder() const { return encoder_.has_value(); }
     const VaeConfig& config() const { return config_; }
+    // Drops the weights' file pages from RSS (see Residency); the next forward faults
+    // them back in from the page cache.
+    void release_weights() const { pages_.release(); }
+    const WeightPages& weight_pages() const { return pages_; }
 
   private:
     VaeConfig config_;
     std::optional<Conv2d> post_quant_conv, quant_conv;
     VaeDecoder decoder_;
     std::optional<VaeEncoder> encoder_;
+    WeightPages pages_;
 };
 
 }  // namespace sd

@@ -52,6 +52,7 @@ ClipTextEncoder ClipTextEncoder::load(const Weights& w) {
     }
     m.final_layer_norm = LayerNorm::load(w["final_layer_norm"], c.hidden, 1e-5f);
     w.check("CLIP text encoder");
+    m.pages_ = w.pages();
     SD_LOG_INFO("CLIP text encoder: %lld layers, width %lld, %lld heads, %s", (long long)c.layers,
                 (long long)c.hidden, (long long)c.heads, c.quick_gelu ? "quick GELU" : "GELU");
     return m;

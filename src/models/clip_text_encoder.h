@@ -39,6 +39,10 @@ class ClipTextEncoder {
                    const Tensor& extra_embeddings = {}) const;
 
     const ClipConfig& config() const { return config_; }
+    // Drops the weights' file pages from RSS (see Residency); the next forward faults
+    // them back in from the page cache.
+    void release_weights() const { pages_.release(); }
+    const WeightPages& weight_pages() const { return pages_; }
 
   private:
     Tensor encoder_layer(const ClipEncoderLayer& layer, const Tensor& x) const;
@@ -48,6 +52,7 @@ class ClipTextEncoder {
     Tensor token_embedding, position_embedding;
     std::vector<ClipEncoderLayer> layers_;
     LayerNorm final_layer_norm;
+    WeightPages pages_;
 };
 
 }  // namespace sd

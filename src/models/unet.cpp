@@ -192,8 +192,9 @@ UNet UNet::load(const Weights& w) {
             if (c.attention_at_level[level])
                 block.attention = SpatialTransformer::load(b[part++], out, c);
             if (level != 0 && r == c.num_res_blocks) {
+                // Upsample: nearest 2x, then conv; the conv reads its input upsampled.
                 block.conv = Conv2d::load(b[part]["conv"], ch, ch, 3);
-                block.upsample = true;
+                block.conv->options.upsample2x = true;
             }
             u.output_blocks.push_back(std::move(block));
         }
@@ -201,6 +202,7 @@ UNet UNet::load(const Weights& w) {
     u.out_norm = GroupNorm::load(w["out"]["0"], 32, ch, 1e-5f);
     u.out_conv = Conv2d::load(w["out"]["2"], ch, c.out_channels, 3);
     w.check("UNet");
+    u.pages_ = w.pages();
     SD_LOG_INFO(
         "UNet: %lld -> %lld channels, width %lld, %d levels, context %lld, %s heads, %s "
         "projections",
@@ -214,10 +216,7 @@ Tensor UNet::run_block(const UNetBlock& block, Tensor h, const Tensor& emb,
                        const Tensor& context) const {
     if (block.res) h = block.res->forward(h, emb);
     if (block.attention) h = block.attention->forward(h, context);
-    if (block.conv) {
-        if (block.upsample) h = upsample_nearest2x(h);
-        h = block.conv->forward(h);
-    }
+    if (block.conv) h = block.conv->forward(h);  // a Downsample or an Upsample
     return h;
 }
 

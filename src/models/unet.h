@@ -71,7 +71,6 @@ struct UNetBlock {
     std::optional<ResBlock> res;
     std::optional<SpatialTransformer> attention;
     std::optional<Conv2d> conv;  // input_blocks.0 (conv_in), Downsample's op, Upsample's conv
-    bool upsample = false;       // nearest 2x before `conv`
 };
 
 class UNet {
@@ -83,6 +82,10 @@ class UNet {
     Tensor forward(const Tensor& x, const Tensor& timesteps, const Tensor& context) const;
 
     const UNetConfig& config() const { return config_; }
+    // Drops the weights' file pages from RSS (see Residency); the next forward faults
+    // them back in from the page cache.
+    void release_weights() const { pages_.release(); }
+    const WeightPages& weight_pages() const { return pages_; }
 
   private:
     Tensor run_block(const UNetBlock& block, Tensor h, const Tensor& emb,
@@ -93,6 +96,7 @@ class UNet {
     std::vector<UNetBlock> input_blocks, middle_block, output_blocks;
     GroupNorm out_norm;
     Conv2d out_conv;
+    WeightPages pages_;
 };
 
 }  // namespace sd

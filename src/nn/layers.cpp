@@ -8,7 +8,14 @@ Linear Linear::load(const Weights& w, int64_t in, int64_t out, bool bias) {
     Linear l;
     l.weight = w.get("weight", {out, in});
     if (bias) l.bias = w.get("bias", {out});
+    l.streamed = w.residency() == Residency::Streamed;
     return l;
+}
+
+Tensor Linear::forward(const Tensor& x) const {
+    Tensor y = linear(x, weight, bias);
+    if (streamed) weight.storage()->release_pages();
+    return y;
 }
 
 Conv2d Conv2d::load(const Weights& w, int64_t in, int64_t out, int kernel, int stride, int padding,
@@ -19,7 +26,14 @@ Conv2d Conv2d::load(const Weights& w, int64_t in, int64_t out, int kernel, int s
     if (padding < 0) padding = kernel / 2;
     c.options.stride_h = c.options.stride_w = stride;
     c.options.pad_h = c.options.pad_w = padding;
+    c.streamed = w.residency() == Residency::Streamed;
     return c;
+}
+
+Tensor Conv2d::forward(const Tensor& x) const {
+    Tensor y = conv2d(x, weight, bias, options);
+    if (streamed) weight.storage()->release_pages();
+    return y;
 }
 
 GroupNorm GroupNorm::load(const Weights& w, int64_t groups, int64_t channels, float eps) {

@@ -10,22 +10,24 @@
 namespace sd {
 
 struct Linear {
-    Tensor weight;  // [out, in], any dtype
-    Tensor bias;    // [out] or undefined
+    Tensor weight;          // [out, in], any dtype
+    Tensor bias;            // [out] or undefined
+    bool streamed = false;  // drop the weight's pages after each forward (Residency::Streamed)
 
     static Linear load(const Weights& w, int64_t in, int64_t out, bool bias = true);
-    Tensor forward(const Tensor& x) const { return linear(x, weight, bias); }
+    Tensor forward(const Tensor& x) const;
 };
 
 struct Conv2d {
     Tensor weight;  // [out, in, k, k]
     Tensor bias;    // [out] or undefined
     Conv2dOptions options;
+    bool streamed = false;  // as Linear::streamed
 
     // A square kernel; padding defaults to "same" (k / 2).
     static Conv2d load(const Weights& w, int64_t in, int64_t out, int kernel, int stride = 1,
                        int padding = -1, bool bias = true);
-    Tensor forward(const Tensor& x) const { return conv2d(x, weight, bias, options); }
+    Tensor forward(const Tensor& x) const;
 };
 
 struct GroupNorm {
@@ -37,6 +39,10 @@ struct GroupNorm {
     // silu = true applies SiLU in the same pass (GroupNorm -> SiLU, everywhere in the UNet).
     Tensor forward(const Tensor& x, bool silu = false) const {
         return group_norm(x, groups, weight, bias, eps, silu);
+    }
+    // On a tensor handed over (std::move): normalised in its own memory when unshared.
+    Tensor forward(Tensor&& x, bool silu = false) const {
+        return group_norm(std::move(x), groups, weight, bias, eps, silu);
     }
 };
 

@@ -6,8 +6,21 @@
 
 namespace sd {
 
-Weights::Weights(const ModelFiles& files, std::string prefix)
-    : files_(&files), prefix_(std::move(prefix)), report_(std::make_shared<LoadReport>()) {}
+void WeightPages::add(const Tensor& t) {
+    const std::shared_ptr<Storage>& s = t.storage();
+    if (!s || !s->file()) return;
+    storages_.push_back(s);
+    bytes_ += s->size();
+}
+
+void WeightPages::release() const {
+    for (const auto& s : storages_) s->release_pages();
+}
+
+Weights::Weights(const ModelFiles& files, std::string prefix, Residency residency)
+    : files_(&files), prefix_(std::move(prefix)), report_(std::make_shared<LoadReport>()) {
+    report_->residency = residency;
+}
 
 Weights Weights::operator[](const std::string& name) const {
     Weights child = *this;
@@ -40,6 +53,7 @@ Tensor Weights::get(const std::string& name, const Shape& shape) const {
     }
     Tensor t = r->load();
     if (shape.size() <= 1 && t.dtype() != DType::F32) t = convert(t, DType::F32);
+    report_->pages.add(t);
     return t;
 }
 

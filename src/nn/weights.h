@@ -16,19 +16,44 @@
 
 namespace sd {
 
+// How a model's weights occupy memory. They are views into the mmapped model files, so
+// "releasing" them only drops pages from RSS: the page cache keeps them and the next use
+// faults them back in (no copy, no disk read while the file stays cached).
+enum class Residency {
+    Resident,  // pages stay in RSS once touched, until the model is released as a whole
+    Streamed,  // each layer drops its pages right after its forward (--params-backend disk)
+};
+
+// The file pages behind a model's weights, to drop from RSS while the model is idle.
+class WeightPages {
+  public:
+    void add(const Tensor& t);
+    void release() const;
+    size_t bytes() const { return bytes_; }  // of file-backed weights
+
+  private:
+    std::vector<std::shared_ptr<Storage>> storages_;
+    size_t bytes_ = 0;
+};
+
 struct LoadReport {
     std::set<std::string> used;
     std::vector<std::string> problems;  // missing or mis-shaped, with the reason
+    WeightPages pages;
+    Residency residency = Residency::Resident;
 };
 
 class Weights {
   public:
-    Weights(const ModelFiles& files, std::string prefix);
+    Weights(const ModelFiles& files, std::string prefix, Residency residency = Residency::Resident);
 
     // The child scope "prefix + name + '.'".
     Weights operator[](const std::string& name) const;
     Weights operator[](int index) const { return (*this)[std::to_string(index)]; }
     const std::string& prefix() const { return prefix_; }
+    Residency residency() const { return report_->residency; }
+    // The pages of every tensor bound so far under this scope's root.
+    const WeightPages& pages() const { return report_->pages; }
 
     bool has(const std::string& name) const;
     std::optional<Shape> shape_of(const std::string& name) const;

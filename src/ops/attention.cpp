@@ -28,6 +28,8 @@
 #include "base/thread_pool.h"
 #include "ops/attention.h"
 
+#include "ops/flop_counter.h"
+
 #define SD_ATTENTION_KERNEL_BODY
 #include "ops/cpu/attention_kernels.h"
 
@@ -306,6 +308,9 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
     const attn::AttentionDims dims = attn::check_attention(q, k, v, mask, options);
     Tensor out = Tensor::empty({dims.batch, dims.heads, dims.lq, dims.dv});
     if (out.numel() == 0) return out;
+    // Q.K^T and P.V: 2*Lq*Lk*(D + Dv) a head (see flop_counter.h).
+    count_flops(2.0 * static_cast<double>(dims.batch * dims.heads) * static_cast<double>(dims.lq) *
+                static_cast<double>(dims.lk) * static_cast<double>(dims.d + dims.dv));
 
     const attn::AttnKernel kernel = select_kernel();
     const int W = kernel.width;

@@ -20,11 +20,12 @@ namespace sd {
 namespace {
 
 struct ConvGeometry {
-    const float* x;  // one image, [C, H, W] contiguous
-    int64_t c, h, w;
+    const float* x;   // one image, [C, H, W] contiguous (before upsampling)
+    int64_t c, h, w;  // h, w: as the kernel sees the input (doubled with up2)
     int64_t kh, kw;
     int64_t sh, sw, ph, pw;
     int64_t oh, ow;
+    bool up2;  // read x upsampled 2x (nearest), stride 1
 };
 
 bool is_plain_float(DType d) {
@@ -47,10 +48,13 @@ void check_conv(const Tensor& x, const Tensor& weight, const Tensor& bias,
     SD_CHECK(opt.stride_h >= 1 && opt.stride_w >= 1 && opt.pad_h >= 0 && opt.pad_w >= 0,
              "conv2d: stride (%d, %d) must be >= 1 and padding (%d, %d) >= 0", opt.stride_h,
              opt.stride_w, opt.pad_h, opt.pad_w);
-    SD_CHECK(
-        x.size(2) + 2 * opt.pad_h >= weight.size(2) && x.size(3) + 2 * opt.pad_w >= weight.size(3),
-        "conv2d: input %s with padding (%d, %d) is smaller than the kernel of weight %s",
-        x.describe().c_str(), opt.pad_h, opt.pad_w, weight.describe().c_str());
+    SD_CHECK(!opt.upsample2x || (opt.stride_h == 1 && opt.stride_w == 1),
+             "conv2d: upsample2x needs stride 1, not (%d, %d)", opt.stride_h, opt.stride_w);
+    const int up = opt.upsample2x ? 2 : 1;
+    SD_CHECK(x.size(2) * up + 2 * opt.pad_h >= weight.size(2) &&
+                 x.size(3) * up + 2 * opt.pad_w >= weight.size(3),
+             "conv2d: input %s with padding (%d, %d) is smaller than the kernel of weight %s",
+             x.describe().c_str(), opt.pad_h, opt.pad_w, weight.describe().c_str());
     if (bias.defined()) {
         SD_CHECK(bias.dim() == 1 && bias.size(0) == weight.size(0) && is_plain_float(bias.dtype()),
                  "conv2d: bias %s does not match weight %s (want f32/f16/bf16 [%lld])",
@@ -59,11 +63,38 @@ void check_conv(const Tensor& x, const Tensor& weight, const Tensor& bias,
     }
 }
 
+// d[t] = row[(iw0 + t) / 2] where 0 <= iw0 + t < 2w, else 0, for t < n: a stretch of an
+// image row upsampled 2x by nearest neighbour, zero-padded (stride 1).
+void copy_upsampled(const float* row, int64_t w, int64_t iw0, float* d, int64_t n) {
+    int64_t t = 0;
+    const int64_t begin = std::min(n, std::max<int64_t>(0, -iw0));
+    const int64_t end = std::max(begin, std::min(n, 2 * w - iw0));
+    for (; t < begin; ++t) d[t] = 0.0f;
+    if (t < end && ((iw0 + t) & 1)) {
+        d[t] = row[(iw0 + t) >> 1];
+        ++t;
+    }
+    const float* r = row + ((iw0 + t) >> 1);
+    const int64_t pairs = (end - t) / 2;
+    float* out = d + t;
+    for (int64_t j = 0; j < pairs; ++j) {  // each source value twice
+        out[2 * j] = r[j];
+        out[2 * j + 1] = r[j];
+    }
+    t += 2 * pairs;
+    if (t < end) {
+        d[t] = row[(iw0 + t) >> 1];
+        ++t;
+    }
+    for (; t < n; ++t) d[t] = 0.0f;
+}
+
 // Row (c, kh, kw) of the patch matrix for output pixels [p0, p0 + np): d[i] is the input
 // value under kernel tap (kh, kw) of channel c for output pixel p0 + i, 0 in the padding.
 void patch_row(const ConvGeometry& g, const cpu::GemmKernels& ks, int64_t c, int64_t kh, int64_t kw,
                int64_t p0, int np, float* d) {
-    const float* plane = g.x + c * g.h * g.w;
+    const int64_t sw = g.up2 ? g.w / 2 : g.w;  // the stored row length
+    const float* plane = g.x + c * (g.up2 ? g.h / 2 : g.h) * sw;
     int64_t oh = p0 / g.ow, ow = p0 % g.ow;
     for (int64_t i = 0; i < np; ow = 0, ++oh) {
         // The pixels of output row oh from column ow on.
@@ -72,6 +103,8 @@ void patch_row(const ConvGeometry& g, const cpu::GemmKernels& ks, int64_t c, int
         const int64_t iw0 = ow * g.sw - g.pw + kw;
         if (ih < 0 || ih >= g.h) {
             std::memset(d + i, 0, seg * sizeof(float));
+        } else if (g.up2) {
+            copy_upsampled(plane + (ih >> 1) * sw, sw, iw0, d + i, seg);
         } else {
             ks.copy_padded(plane + ih * g.w, g.w, iw0, g.sw, d + i, seg);
         }
@@ -103,7 +136,8 @@ void pack_patches(const cpu::PanelSource& src, const cpu::GemmKernels& ks, int64
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
               const Conv2dOptions& options) {
     check_conv(x, weight, bias, options);
-    const int64_t batch = x.size(0), channels = x.size(1), h = x.size(2), w = x.size(3);
+    const int up = options.upsample2x ? 2 : 1;
+    const int64_t batch = x.size(0), channels = x.size(1), h = x.size(2) * up, w = x.size(3) * up;
     const int64_t out_ch = weight.size(0), kh = weight.size(2), kw = weight.size(3);
     const int64_t oh = (h + 2 * options.pad_h - kh) / options.stride_h + 1;
     const int64_t ow = (w + 2 * options.pad_w - kw) / options.stride_w + 1;
@@ -115,12 +149,12 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
     const std::vector<float> b = bias.defined() ? bias.to_vector() : std::vector<float>{};
     const int64_t k = channels * kh * kw, pixels = oh * ow;
     const bool pointwise = kh == 1 && kw == 1 && options.stride_h == 1 && options.stride_w == 1 &&
-                           options.pad_h == 0 && options.pad_w == 0;
+                           options.pad_h == 0 && options.pad_w == 0 && up == 1;
 
-    count_flops(2.0 * static_cast<double>(batch) * static_cast<double>(pixels) * static_cast<double>(out_ch) *
-                static_cast<double>(k));
+    count_flops(2.0 * static_cast<double>(batch) * static_cast<double>(pixels) *
+                static_cast<double>(out_ch) * static_cast<double>(k));
     for (int64_t i = 0; i < batch; ++i) {
-        ConvGeometry g{xs.numel() ? xs.data<float>() + i * channels * h * w : nullptr,
+        ConvGeometry g{xs.numel() ? xs.data<float>() + i * channels * (h / up) * (w / up) : nullptr,
                        channels,
                        h,
                        w,
@@ -131,7 +165,8 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
                        options.pad_h,
                        options.pad_w,
                        oh,
-                       ow};
+                       ow,
+                       up == 2};
         cpu::GemmProblem pr;
         pr.m = out_ch;
         pr.n = pixels;

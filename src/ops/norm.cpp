@@ -127,8 +127,11 @@ struct GroupNormPlan {
 
 }  // namespace
 
-Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight, const Tensor& bias,
-                  float eps, bool silu) {
+namespace {
+
+// x normalised into out (which may be x itself).
+Tensor group_norm_into(const Tensor& x, Tensor out, int64_t groups, const Tensor& weight,
+                       const Tensor& bias, float eps, bool silu) {
     cpu::require_f32(x, "group_norm", "x");
     SD_CHECK(x.dim() >= 2, "group_norm: x %s must be [B, C, ...]", x.describe().c_str());
     const int64_t channels = x.size(1);
@@ -139,7 +142,7 @@ Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight, const T
     Tensor wkeep, bkeep;
     const float* w = affine_param(weight, channels, "group_norm", "weight", x, &wkeep);
     const float* b = affine_param(bias, channels, "group_norm", "bias", x, &bkeep);
-    Tensor out = Tensor::empty(x.shape());
+    if (!out.defined()) out = Tensor::empty(x.shape());
     if (out.numel() == 0) return out;
     const Tensor xc = x.contiguous();
     const int64_t batch = x.size(0);
@@ -160,6 +163,21 @@ Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight, const T
         plan.run_split(k);
     }
     return out;
+}
+
+}  // namespace
+
+Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight, const Tensor& bias,
+                  float eps, bool silu) {
+    return group_norm_into(x, Tensor(), groups, weight, bias, eps, silu);
+}
+
+Tensor group_norm(Tensor&& x, int64_t groups, const Tensor& weight, const Tensor& bias, float eps,
+                  bool silu) {
+    const bool reuse = x.defined() && x.dtype() == DType::F32 && x.is_contiguous() &&
+                       x.storage().use_count() == 1 && x.storage()->writable();
+    const Tensor input = std::move(x);
+    return group_norm_into(input, reuse ? input : Tensor(), groups, weight, bias, eps, silu);
 }
 
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps) {

@@ -12,6 +12,11 @@ namespace sd {
 // result in the same pass (the UNet's and VAE's GroupNorm -> SiLU).
 Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight, const Tensor& bias,
                   float eps = 1e-5f, bool silu = false);
+// The same on a tensor nobody else holds (a temporary, or one moved in): the result is
+// written over x's memory when x is contiguous and its storage unshared, so a large
+// activation is not doubled.
+Tensor group_norm(Tensor&& x, int64_t groups, const Tensor& weight, const Tensor& bias,
+                  float eps = 1e-5f, bool silu = false);
 
 // Normalises over the last dimension; weight, bias: undefined or [x.size(-1)].
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps = 1e-5f);

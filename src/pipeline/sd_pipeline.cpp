@@ -7,6 +7,7 @@
 #include "base/log.h"
 #include "ops/ops.h"
 #include "pipeline/vae_tiling.h"
+#include "tensor/caching_allocator.h"
 
 namespace sd {
 namespace {
@@ -144,6 +145,7 @@ Conditions prepare(const SdModels& m, const ImageRequest& r) {
     Conditions c;
     c.cond = m.conditioner->encode(r.prompt, r.clip_skip);
     if (r.cfg_scale != 1.0f) c.uncond = m.conditioner->encode(r.negative_prompt, r.clip_skip);
+    if (!m.keep_text_encoder) m.conditioner->release_weights();
     c.sigmas = sigma_schedule(m, r);
     const int64_t lh = r.height / kVaeFactor, lw = r.width / kVaeFactor;
     if (!r.init_image) {
@@ -175,6 +177,8 @@ Conditions prepare(const SdModels& m, const ImageRequest& r) {
     } else if (r.mask_image) {
         c.denoise_mask = small_mask;
     }
+    if (!m.keep_vae) m.vae.release_weights();
+    CachingAllocator::instance().trim();  // the encoders' scratch is not the UNet's
     return c;
 }
 
@@ -230,9 +234,13 @@ Image8 generate_one(const SdModels& m, const ImageRequest& r, const Conditions& 
     x = sample(r.method, fn, x, c.sigmas, rngs.sampler(), options);
     x = m.denoiser->inverse_noise_scaling(c.sigmas.back(), x);
     Tensor z = x * (1.0f / m.latent_scale);
+    m.unet.release_weights();  // the decode's activations take their place
+    CachingAllocator::instance().trim();
     Tensor image = r.vae_tiling.enabled
                        ? decode_tiled(m.vae, z, r.vae_tiling.tile_size, r.vae_tiling.overlap)
                        : m.vae.decode(z);
+    if (!m.keep_vae) m.vae.release_weights();
+    CachingAllocator::instance().trim();
     return decoded_to_image(image);
 }
 
@@ -247,18 +255,25 @@ SdModels SdModels::load(const ModelFiles& files, const PipelineOptions& options)
              files.describe_sources().c_str(), m.family.name);
     }
     SD_LOG_INFO("model family: %s", m.family.name);
-    ClipTextEncoder encoder =
-        ClipTextEncoder::load(Weights(files, "cond_stage_model.transformer.text_model."));
+    ClipTextEncoder encoder = ClipTextEncoder::load(
+        Weights(files, "cond_stage_model.transformer.text_model.", options.residency));
     std::vector<TextualInversion> embeddings;
-    if (!options.embeddings.empty()) embeddings = load_textual_inversions(options.embeddings, encoder.config().hidden);
+    if (!options.embeddings.empty())
+        embeddings = load_textual_inversions(options.embeddings, encoder.config().hidden);
     // OpenCLIP (SD 2.x) pads its windows with 0, OpenAI's CLIP with the end token; SD 2.x
     // reads the penultimate layer by default.
     const int32_t pad = is_sd2(f) ? 0 : ClipTokenizer::kEndOfTextId;
     m.conditioner =
         std::make_unique<TextConditioner>(find_tokenizer(files, options), std::move(encoder), pad,
                                           is_sd2(f) ? 2 : 1, std::move(embeddings));
-    m.unet = UNet::load(Weights(files, "model.diffusion_model."));
-    m.vae = AutoencoderKL::load(Weights(files, "first_stage_model."), options.with_vae_encoder);
+    m.unet = UNet::load(Weights(files, "model.diffusion_model.", options.residency));
+    m.vae = AutoencoderKL::load(Weights(files, "first_stage_model.", options.residency),
+                                options.with_vae_encoder);
+    // Streaming also keeps few freed activations around (see CachingAllocator).
+    if (options.residency == Residency::Streamed)
+        CachingAllocator::instance().set_cache_limit(size_t{64} << 20);
+    m.keep_text_encoder = options.keep_text_encoder;
+    m.keep_vae = options.keep_vae;
     Prediction prediction = options.prediction;
     if (prediction == PREDICTION_COUNT) prediction = model_prediction(f, m.unet);
     m.denoiser = make_denoiser(prediction);

@@ -29,6 +29,13 @@ struct PipelineOptions {
     std::vector<EmbeddingFile> embeddings;     // textual inversions (--embd-dir lists them)
     Prediction prediction = PREDICTION_COUNT;  // PREDICTION_COUNT: the model's own
     bool with_vae_encoder = true;              // img2img / inpaint need it
+    // Weights are views of the mmapped files. Resident: each network's pages leave RSS once
+    // its phase of a generation is over (text encoder after the prompts, UNet before the
+    // decode, VAE after it) unless kept below. Streamed: every layer's pages leave right
+    // after its forward, for the smallest footprint (--params-backend disk).
+    Residency residency = Residency::Resident;
+    bool keep_text_encoder = false;  // keep_clip_on_cpu: stays in RSS between generations
+    bool keep_vae = false;           // keep_vae_on_cpu
 };
 
 // The networks of one SD 1.x/2.x model, loaded from a model-file set.
@@ -38,7 +45,8 @@ struct SdModels {
     UNet unet;
     AutoencoderKL vae;
     std::unique_ptr<Denoiser> denoiser;
-    float latent_scale = 0.18215f;  // latents = VAE latents * latent_scale
+    float latent_scale = 0.18215f;                     // latents = VAE latents * latent_scale
+    bool keep_text_encoder = false, keep_vae = false;  // from PipelineOptions
 
     static SdModels load(const ModelFiles& files, const PipelineOptions& options);
 };

@@ -44,6 +44,9 @@ class TextConditioner {
     void tokenize(const std::string& prompt, std::vector<int32_t>& ids,
                   std::vector<float>& weights) const;
 
+    // The text encoder's weights leave RSS until the next encode (see Residency).
+    void release_weights() const { encoder_.release_weights(); }
+
   private:
     void append_piece(const std::string& text, float weight, std::vector<int32_t>& ids,
                       std::vector<float>& weights) const;

@@ -1,5 +1,7 @@
 #include "tensor/caching_allocator.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -12,11 +14,13 @@ namespace sd {
 namespace {
 
 constexpr size_t kAlignment = 64;
+constexpr size_t kLargeBlock = size_t{4} << 20;
 
 struct State {
     std::mutex mutex;
     std::map<size_t, std::vector<void*>> free_lists;  // by size class
     AllocatorStats stats;
+    size_t large_limit = size_t{512} << 20;
 };
 
 State& state() {
@@ -24,17 +28,36 @@ State& state() {
     return *s;
 }
 
-void* system_allocate(size_t bytes) {
-    void* p = std::aligned_alloc(kAlignment, bytes);
-    if (!p) fail("out of memory allocating %zu bytes", bytes);
+#ifdef SD_SANITIZE_BUILD
+constexpr bool kCache = false;
+constexpr bool kMapLarge = false;  // AddressSanitizer watches malloc'd memory only
+#else
+constexpr bool kCache = true;
+constexpr bool kMapLarge = true;
+#endif
+
+bool is_mapped(size_t cls) {
+    return kMapLarge && cls >= kLargeBlock;
+}
+
+void* system_allocate(size_t cls) {
+    if (is_mapped(cls)) {
+        void* p = ::mmap(nullptr, cls, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) fail("out of memory mapping %zu bytes", cls);
+        return p;
+    }
+    void* p = std::aligned_alloc(kAlignment, cls);
+    if (!p) fail("out of memory allocating %zu bytes", cls);
     return p;
 }
 
-#ifdef SD_SANITIZE_BUILD
-constexpr bool kCache = false;
-#else
-constexpr bool kCache = true;
-#endif
+void system_free(void* p, size_t cls) {
+    if (is_mapped(cls)) {
+        ::munmap(p, cls);
+    } else {
+        std::free(p);
+    }
+}
 
 }  // namespace
 
@@ -63,6 +86,7 @@ void* CachingAllocator::allocate(size_t bytes) {
             p = it->second.back();
             it->second.pop_back();
             s.stats.bytes_cached -= cls;
+            if (cls >= kLargeBlock) s.stats.bytes_cached_large -= cls;
         }
         s.stats.bytes_in_use += cls;
         if (s.stats.bytes_in_use > s.stats.peak_in_use) s.stats.peak_in_use = s.stats.bytes_in_use;
@@ -83,22 +107,37 @@ void CachingAllocator::deallocate(void* ptr, size_t bytes) {
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
     s.stats.bytes_in_use -= cls;
-    if (!kCache) {
-        std::free(ptr);
+    const bool large = cls >= kLargeBlock;
+    if (!kCache || (large && s.stats.bytes_cached_large + cls > s.large_limit)) {
+        system_free(ptr, cls);
         return;
     }
     s.free_lists[cls].push_back(ptr);
     s.stats.bytes_cached += cls;
+    if (large) s.stats.bytes_cached_large += cls;
 }
 
 void CachingAllocator::trim() {
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
     for (auto& [cls, list] : s.free_lists) {
-        for (void* p : list) std::free(p);
+        for (void* p : list) system_free(p, cls);
     }
     s.free_lists.clear();
     s.stats.bytes_cached = 0;
+    s.stats.bytes_cached_large = 0;
+}
+
+void CachingAllocator::set_cache_limit(size_t bytes) {
+    State& s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.large_limit = bytes;
+}
+
+size_t CachingAllocator::cache_limit() const {
+    State& s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    return s.large_limit;
 }
 
 AllocatorStats CachingAllocator::stats() const {

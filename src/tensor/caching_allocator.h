@@ -3,8 +3,12 @@
 // calling the system allocator after its first step. trim() gives the cache back.
 //
 // Size classes: multiples of 64 bytes up to 4 KiB, then eight classes per power of two
-// (at most 12.5% slack). Blocks are 64-byte aligned. Under SD_SANITIZE the cache is
-// bypassed so AddressSanitizer sees every use after free.
+// (at most 12.5% slack). Blocks are 64-byte aligned. Blocks of 4 MiB and more are mapped
+// straight from the kernel, so freeing one really returns its memory; the cache keeps at
+// most cache_limit() bytes of them (a freed block past the limit is unmapped), because
+// cached blocks of sizes nobody asks for again would otherwise add up to the sum of every
+// phase's peak. Under SD_SANITIZE the cache is bypassed so AddressSanitizer sees every use
+// after free.
 #pragma once
 
 #include <cstddef>
@@ -12,8 +16,9 @@
 namespace sd {
 
 struct AllocatorStats {
-    size_t bytes_in_use = 0;  // handed out and not yet returned
-    size_t bytes_cached = 0;  // returned and kept for reuse
+    size_t bytes_in_use = 0;        // handed out and not yet returned
+    size_t bytes_cached = 0;        // returned and kept for reuse
+    size_t bytes_cached_large = 0;  // of which blocks of 4 MiB and more
     size_t peak_in_use = 0;
 };
 
@@ -25,6 +30,9 @@ class CachingAllocator {
     void deallocate(void* ptr, size_t bytes);
     // Frees every cached block back to the system.
     void trim();
+    // Bytes of large blocks the cache may keep (default 512 MiB).
+    void set_cache_limit(size_t bytes);
+    size_t cache_limit() const;
     AllocatorStats stats() const;
     // Rounded size a request of `bytes` really takes.
     static size_t size_class(size_t bytes);

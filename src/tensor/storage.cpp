@@ -1,5 +1,7 @@
 #include "tensor/storage.h"
 
+#include <cstdint>
+
 #include "base/mapped_file.h"
 #include "tensor/caching_allocator.h"
 
@@ -19,6 +21,12 @@ std::shared_ptr<Storage> Storage::map(std::shared_ptr<const MappedFile> file, co
     s->size_ = bytes;
     s->file_ = std::move(file);
     return s;
+}
+
+void Storage::release_pages() const {
+    if (!file_) return;
+    const auto offset = static_cast<size_t>(static_cast<const uint8_t*>(data_) - file_->data());
+    file_->release_pages(offset, size_);
 }
 
 Storage::~Storage() {

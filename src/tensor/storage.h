@@ -29,6 +29,9 @@ class Storage {
     Device device() const { return Device::CPU; }
     bool writable() const { return !file_; }
     const std::shared_ptr<const MappedFile>& file() const { return file_; }
+    // A file view drops its pages from this process's RSS; they stay in the page cache and
+    // come back on the next touch. Owned memory is unaffected.
+    void release_pages() const;
 
   private:
     Storage() = default;

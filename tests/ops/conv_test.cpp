@@ -10,6 +10,7 @@
 
 #include "base/error.h"
 #include "ops/conv.h"
+#include "ops/shape_ops.h"
 #include "tensor/quant.h"
 #include "test_util.h"
 
@@ -131,6 +132,46 @@ TEST(Conv2d, BlockQuantWeightsWithWholeRows) {
     for (DType dtype : {DType::Q8_0, DType::Q4_0, DType::IQ4_NL}) {
         check_case(t, dtype, true, false, 31);
     }
+}
+
+// upsample2x: the same as conv2d(upsample_nearest2x(x)) (the reference's definition), on
+// odd widths so a row's stretches start on odd upsampled columns, with padding 0 and 1,
+// a 1x1 kernel (no longer the plain-matrix path) and strided inputs.
+TEST(Conv2d, UpsampledInput) {
+    const ConvCase cases[] = {{1, 3, 5, 7, 9, 3, 3, 1, 1},
+                              {2, 4, 7, 5, 13, 3, 3, 1, 0},
+                              {1, 17, 20, 3, 35, 1, 1, 1, 0},
+                              {1, 70, 33, 6, 5, 3, 3, 1, 1}};
+    uint32_t seed = 41;
+    for (const ConvCase& t : cases) {
+        Tensor x = test::random_tensor({t.b, t.c, t.h, t.w}, seed);
+        Tensor w = make_weight(t.o, t.c, t.kh, t.kw, DType::F16, seed + 1);
+        Tensor bias = test::random_tensor({t.o}, seed + 2);
+        Conv2dOptions plain;
+        plain.pad_h = plain.pad_w = t.pad;
+        Conv2dOptions up = plain;
+        up.upsample2x = true;
+        const Tensor want = ref::conv2d(ref::upsample_nearest2x(x), w, bias, plain);
+        test::expect_close(ref::conv2d(x, w, bias, up), want, 0, 0, "ref upsample2x");
+        const double atol = kAtolPerK * static_cast<double>(t.c * t.kh * t.kw);
+        for (Isa isa : test::available_isas()) {
+            test::IsaScope scope(isa);
+            for (bool strided : {false, true}) {
+                const Tensor xi = strided ? test::non_contiguous_copy(x) : x;
+                test::expect_close(
+                    conv2d(xi, w, bias, up), want, atol, kRtol,
+                    label(isa, t, DType::F16) + " upsample2x" + (strided ? " strided" : ""));
+            }
+        }
+        seed += 3;
+    }
+    Conv2dOptions strided_up;
+    strided_up.upsample2x = true;
+    strided_up.stride_h = strided_up.stride_w = 2;
+    Tensor x = test::random_tensor({1, 3, 5, 5}, 1);
+    Tensor w = test::random_tensor({4, 3, 3, 3}, 2);
+    EXPECT_THROW(conv2d(x, w, Tensor(), strided_up), Error);
+    EXPECT_THROW(ref::conv2d(x, w, Tensor(), strided_up), Error);
 }
 
 TEST(Conv2d, BadArgumentsThrow) {

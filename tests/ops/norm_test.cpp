@@ -53,6 +53,29 @@ TEST(GroupNorm, MatchesReference) {
     });
 }
 
+// A tensor handed over with std::move is normalised in its own memory when nothing else
+// holds it, with the same values as a fresh output; a shared one is left untouched. Both
+// the one-task-a-group and the split plans (batch * groups below and above the threads).
+TEST(GroupNorm, InPlaceOnHandedOverTensors) {
+    for (int64_t groups : {1, 32}) {
+        const Tensor x = test::random_tensor({1, 64, 33, 7}, 7, -2.0f, 3.0f);
+        const Tensor w = test::random_tensor({64}, 8), b = test::random_tensor({64}, 9);
+        const Tensor want = group_norm(x, groups, w, b, 1e-6f, true);
+        Tensor mine = x.clone();
+        const void* memory = mine.data_ptr();
+        const Tensor got = group_norm(std::move(mine), groups, w, b, 1e-6f, true);
+        EXPECT_EQ(got.data_ptr(), memory);
+        test::expect_close(got, want, 0, 0, "in place");
+
+        Tensor shared = x.clone();
+        const Tensor other = shared;
+        const Tensor out = group_norm(std::move(shared), groups, w, b, 1e-6f, true);
+        EXPECT_NE(out.data_ptr(), other.data_ptr());
+        test::expect_close(other, x, 0, 0, "shared input kept");
+        test::expect_close(out, want, 0, 0, "shared input");
+    }
+}
+
 TEST(GroupNorm, UNetAndVaeShapes) {
     for_each_isa([](Isa) {
         check_group_norm(test::random_tensor({1, 320, 64, 64}, 7, -2.0f, 4.0f), 32, true,

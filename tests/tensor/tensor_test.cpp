@@ -190,6 +190,31 @@ TEST(CachingAllocator, ReusesFreedBlocks) {
     EXPECT_EQ(a.stats().bytes_cached, 0u);
 }
 
+// Large blocks are cached up to the limit only; past it a freed block goes back at once.
+TEST(CachingAllocator, BoundsTheCacheOfLargeBlocks) {
+    CachingAllocator& a = CachingAllocator::instance();
+    a.trim();
+    const size_t old_limit = a.cache_limit();
+    const size_t mib = size_t{1} << 20;
+    a.set_cache_limit(10 * mib);
+    void* p = a.allocate(8 * mib);
+    void* q = a.allocate(6 * mib);
+    static_cast<char*>(p)[8 * mib - 1] = 1;  // the whole block is usable
+    a.deallocate(p, 8 * mib);
+#ifndef SD_SANITIZE_BUILD
+    EXPECT_EQ(a.stats().bytes_cached_large, 8 * mib);
+#endif
+    a.deallocate(q, 6 * mib);  // 8 + 6 > 10: not kept
+#ifndef SD_SANITIZE_BUILD
+    EXPECT_EQ(a.stats().bytes_cached_large, 8 * mib);
+    EXPECT_EQ(a.allocate(8 * mib), p);
+    a.deallocate(p, 8 * mib);
+#endif
+    a.trim();
+    EXPECT_EQ(a.stats().bytes_cached_large, 0u);
+    a.set_cache_limit(old_limit);
+}
+
 }  // namespace
 }  // namespace sd
 

@@ -4,6 +4,7 @@
 
 #include "base/error.h"
 #include "ops/conv.h"
+#include "ops/shape_ops.h"
 #include "tensor/half.h"
 #include "tensor/quant.h"
 
@@ -48,8 +49,12 @@ std::vector<float> weight_values(const Tensor& w) {
 
 }  // namespace
 
-Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dOptions& opt) {
-    SD_CHECK(x.defined() && weight.defined(), "conv2d: undefined input or weight");
+Tensor conv2d(const Tensor& x_in, const Tensor& weight, const Tensor& bias,
+              const Conv2dOptions& opt) {
+    SD_CHECK(x_in.defined() && weight.defined(), "conv2d: undefined input or weight");
+    SD_CHECK(!opt.upsample2x || (opt.stride_h == 1 && opt.stride_w == 1),
+             "conv2d: upsample2x needs stride 1, not (%d, %d)", opt.stride_h, opt.stride_w);
+    const Tensor x = opt.upsample2x ? ref::upsample_nearest2x(x_in) : x_in;
     SD_CHECK(x.dtype() == DType::F32 && x.dim() == 4 && weight.dim() == 4 &&
                  weight.dtype() != DType::I32 && weight.size(1) == x.size(1),
              "conv2d: input %s and weight %s do not match (want f32 [B, C, H, W], [O, C, KH, KW])",
