@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <unordered_map>
 #include <vector>
 
 #include "base/error.h"
@@ -19,6 +20,7 @@ constexpr size_t kLargeBlock = size_t{4} << 20;
 struct State {
     std::mutex mutex;
     std::map<size_t, std::vector<void*>> free_lists;  // by size class
+    std::unordered_map<void*, size_t> large_in_use;   // large block -> its real class
     AllocatorStats stats;
     size_t large_limit = size_t{512} << 20;
 };
@@ -77,28 +79,43 @@ size_t CachingAllocator::size_class(size_t bytes) {
 
 void* CachingAllocator::allocate(size_t bytes) {
     size_t cls = size_class(bytes);
+    const bool large = cls >= kLargeBlock;
     State& s = state();
     {
         std::lock_guard<std::mutex> lock(s.mutex);
-        auto it = s.free_lists.find(cls);
+        // A large request may take a cached block of up to twice its size: its pages are
+        // resident already, where a fresh block would add to RSS and fault every page in.
+        auto it = s.free_lists.lower_bound(cls);
+        const size_t top = large ? 2 * cls : cls + 1;
+        while (it != s.free_lists.end() && it->first < top && it->second.empty()) ++it;
         void* p = nullptr;
-        if (it != s.free_lists.end() && !it->second.empty()) {
+        if (it != s.free_lists.end() && it->first < top) {
+            cls = it->first;
             p = it->second.back();
             it->second.pop_back();
             s.stats.bytes_cached -= cls;
-            if (cls >= kLargeBlock) s.stats.bytes_cached_large -= cls;
+            if (large) s.stats.bytes_cached_large -= cls;
         }
         s.stats.bytes_in_use += cls;
         if (s.stats.bytes_in_use > s.stats.peak_in_use) s.stats.peak_in_use = s.stats.bytes_in_use;
-        if (p) return p;
+        if (p) {
+            if (large) s.large_in_use[p] = cls;
+            return p;
+        }
     }
+    void* p = nullptr;
     try {
-        return system_allocate(cls);
+        p = system_allocate(cls);
     } catch (...) {
         std::lock_guard<std::mutex> lock(s.mutex);
         s.stats.bytes_in_use -= cls;
         throw;
     }
+    if (large) {
+        std::lock_guard<std::mutex> lock(s.mutex);
+        s.large_in_use[p] = cls;
+    }
+    return p;
 }
 
 void CachingAllocator::deallocate(void* ptr, size_t bytes) {
@@ -106,6 +123,12 @@ void CachingAllocator::deallocate(void* ptr, size_t bytes) {
     size_t cls = size_class(bytes);
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
+    if (cls >= kLargeBlock) {
+        if (const auto it = s.large_in_use.find(ptr); it != s.large_in_use.end()) {
+            cls = it->second;
+            s.large_in_use.erase(it);
+        }
+    }
     s.stats.bytes_in_use -= cls;
     const bool large = cls >= kLargeBlock;
     if (!kCache || (large && s.stats.bytes_cached_large + cls > s.large_limit)) {

@@ -4,7 +4,8 @@
 //
 // Size classes: multiples of 64 bytes up to 4 KiB, then eight classes per power of two
 // (at most 12.5% slack). Blocks are 64-byte aligned. Blocks of 4 MiB and more are mapped
-// straight from the kernel, so freeing one really returns its memory; the cache keeps at
+// straight from the kernel, so freeing one really returns its memory; a large request may
+// take a cached block of up to twice its size (resident already); the cache keeps at
 // most cache_limit() bytes of them (a freed block past the limit is unmapped), because
 // cached blocks of sizes nobody asks for again would otherwise add up to the sum of every
 // phase's peak. Under SD_SANITIZE the cache is bypassed so AddressSanitizer sees every use

@@ -210,6 +210,19 @@ TEST(CachingAllocator, BoundsTheCacheOfLargeBlocks) {
     EXPECT_EQ(a.allocate(8 * mib), p);
     a.deallocate(p, 8 * mib);
 #endif
+    // A smaller large request reuses the cached 8 MiB block, which goes back as 8 MiB.
+    void* r = a.allocate(5 * mib);
+#ifndef SD_SANITIZE_BUILD
+    EXPECT_EQ(r, p);
+    EXPECT_EQ(a.stats().bytes_cached_large, 0u);
+#endif
+    a.deallocate(r, 5 * mib);
+#ifndef SD_SANITIZE_BUILD
+    EXPECT_EQ(a.stats().bytes_cached_large, 8 * mib);
+    void* small = a.allocate(size_t{7} * mib / 2);  // under half its size: a new block
+    EXPECT_NE(small, p);
+    a.deallocate(small, size_t{7} * mib / 2);
+#endif
     a.trim();
     EXPECT_EQ(a.stats().bytes_cached_large, 0u);
     a.set_cache_limit(old_limit);
