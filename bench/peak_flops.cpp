@@ -24,22 +24,22 @@ double fma_loop_generic(long iterations) {
     return static_cast<double>(iterations) * 32 * 2;
 }
 
-double run_loop(Isa isa, long iterations) {
+using Loop = double (*)(long iterations);
+
+Loop fma_loop(Isa isa) {
 #ifdef SD_X86_KERNELS
-    if (isa == Isa::Avx512) return fma_loop_avx512(iterations);
-    if (isa == Isa::Avx2) return fma_loop_avx2(iterations);
+    if (isa == Isa::Avx512) return fma_loop_avx512;
+    if (isa == Isa::Avx2) return fma_loop_avx2;
 #endif
-    return fma_loop_generic(iterations);
+    return fma_loop_generic;
 }
 
-}  // namespace
-
-double measure_peak_gflops(Isa isa, double seconds) {
+double measure_loop_gflops(Loop run_loop, double seconds) {
     // Calibrate on one thread so each run lasts about `seconds`.
     long iterations = 1 << 16;
     for (;;) {
         double t0 = now_seconds();
-        run_loop(isa, iterations);
+        run_loop(iterations);
         double dt = now_seconds() - t0;
         if (dt > 0.05) {
             iterations = static_cast<long>(iterations * seconds / dt) + 1;
@@ -52,7 +52,7 @@ double measure_peak_gflops(Isa isa, double seconds) {
         std::atomic<double> flops{0};
         double t0 = now_seconds();
         thread_pool().run([&](int, int) {
-            double f = run_loop(isa, iterations);
+            double f = run_loop(iterations);
             double expected = flops.load();
             while (!flops.compare_exchange_weak(expected, expected + f)) {
             }
@@ -61,6 +61,20 @@ double measure_peak_gflops(Isa isa, double seconds) {
         best = std::max(best, flops.load() / dt * 1e-9);
     }
     return best;
+}
+
+}  // namespace
+
+double measure_peak_gflops(Isa isa, double seconds) {
+    return measure_loop_gflops(fma_loop(isa), seconds);
+}
+
+double measure_bf16_peak_gflops(double seconds) {
+#ifdef SD_X86_KERNELS
+    if (cpu_features().avx512bf16) return measure_loop_gflops(dpbf16_loop_avx512, seconds);
+#endif
+    (void)seconds;
+    return 0.0;
 }
 
 }  // namespace sd::bench

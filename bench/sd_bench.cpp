@@ -1,11 +1,15 @@
 // sd-bench: the engine's headline kernel figures next to the machine's measured FP32 peak.
 //
 //   sd-bench [-t THREADS] [--min-time SECONDS] [--isa generic|avx2|avx512]
+//            [--compute-type f32|bf16]
 //
 // Each case is run once to warm up, then repeated for at least --min-time seconds; the
 // table shows the median time. FLOPs: linear/matmul 2*M*N*K; conv2d 2*OH*OW*O*C*KH*KW;
 // attention 4*B*H*Lq*Lk*D (Q.K^T and P.V; softmax not counted); group norm 8 per element
 // (mean, variance, normalise, affine), with its memory throughput shown as well.
+// With --compute-type bf16 the table adds "bf16-compute" rows (the same linear and conv2d
+// in bf16 mode, their % against the measured bf16 dot-product peak), and --model runs in
+// bf16 mode.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +23,7 @@
 #include "base/error.h"
 #include "base/thread_pool.h"
 #include "model_bench.h"
+#include "ops/compute_type.h"
 #include "ops/ops.h"
 #include "peak_flops.h"
 #include "tensor/caching_allocator.h"
@@ -32,6 +37,7 @@ struct Case {
     double flops;
     double bytes;  // memory moved at least once, for memory-bound ops (0: not shown)
     std::function<void()> run;
+    ComputeType compute = ComputeType::F32;
 };
 
 double median_seconds(const std::function<void()>& fn, double min_time) {
@@ -67,21 +73,36 @@ Case linear_case(int64_t m, int64_t n, int64_t k, DType wtype) {
             2.0 * m * n * k, 0, [=] { linear(x, w, b); }};
 }
 
-std::vector<Case> make_cases() {
+Case conv3x3_case() {
+    Tensor x = random_f32({1, 320, 64, 64}, 4);
+    Tensor w = convert(scale(random_f32({320, 320, 3, 3}, 5), 0.02f), DType::F16);
+    Tensor b = random_f32({320}, 6);
+    Conv2dOptions o;
+    o.pad_h = o.pad_w = 1;
+    return {"conv2d 3x3 f16", "320->320, 64x64", 2.0 * 64 * 64 * 320 * 320 * 9, 0,
+            [=] { conv2d(x, w, b, o); }};
+}
+
+// A case run in bf16 mode.
+Case bf16_compute(Case c, const char* name) {
+    c.shape = c.name.substr(c.name.rfind(' ') + 1) + " w, " + c.shape;
+    c.name = name;
+    c.compute = ComputeType::BF16;
+    return c;
+}
+
+std::vector<Case> make_cases(bool bf16) {
     std::vector<Case> cases;
     for (DType t : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_K}) {
         cases.push_back(linear_case(4096, 1280, 1280, t));
     }
-    cases.push_back(linear_case(77, 768, 768, DType::F16));
-    {
-        Tensor x = random_f32({1, 320, 64, 64}, 4);
-        Tensor w = convert(scale(random_f32({320, 320, 3, 3}, 5), 0.02f), DType::F16);
-        Tensor b = random_f32({320}, 6);
-        Conv2dOptions o;
-        o.pad_h = o.pad_w = 1;
-        cases.push_back({"conv2d 3x3 f16", "320->320, 64x64", 2.0 * 64 * 64 * 320 * 320 * 9, 0,
-                         [=] { conv2d(x, w, b, o); }});
+    if (bf16) {
+        cases.push_back(
+            bf16_compute(linear_case(4096, 1280, 1280, DType::F16), "linear bf16-compute"));
     }
+    cases.push_back(linear_case(77, 768, 768, DType::F16));
+    cases.push_back(conv3x3_case());
+    if (bf16) cases.push_back(bf16_compute(conv3x3_case(), "conv2d bf16-compute"));
     {
         Tensor q = random_f32({1, 8, 4096, 40}, 7);
         Tensor k = random_f32({1, 8, 4096, 40}, 8);
@@ -107,13 +128,15 @@ void usage() {
         "  -t THREADS        threads (default: physical cores)\n"
         "  --model FILE      time a whole model instead of single kernels: UNet pass, step, VAE\n"
         "  --min-time S      seconds each case repeats for (default 2)\n"
-        "  --isa NAME        kernel family to use (default: the best this CPU has)\n");
+        "  --isa NAME        kernel family to use (default: the best this CPU has)\n"
+        "  --compute-type T  f32 (default) or bf16: AVX512-BF16 products (table: extra rows)\n");
 }
 
 int run(int argc, char** argv) {
     int threads = 0;
     double min_time = 2.0;
     ModelBenchOptions model;
+    ComputeType compute = ComputeType::F32;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         auto value = [&]() -> std::string {
@@ -136,6 +159,10 @@ int run(int argc, char** argv) {
                 set_isa(Isa::Avx512);
             else
                 fail("--isa: unknown kernel family '%s' (generic, avx2, avx512)", v.c_str());
+        } else if (a == "--compute-type") {
+            std::string v = value();
+            if (!parse_compute_type(v, &compute))
+                fail("--compute-type: expected f32 or bf16, not '%s'", v.c_str());
         } else if (a == "--model") {
             model.model = value();
         } else if (a == "--tokenizer-dir") {
@@ -162,19 +189,31 @@ int run(int argc, char** argv) {
     std::printf("threads: %d, kernels: %s, L1d %zu KiB, L2 %zu KiB\n", num_threads(), isa_name(isa),
                 f.l1d_bytes / 1024, f.l2_bytes / 1024);
     double peak = measure_peak_gflops(isa, 0.5);
-    std::printf("measured FP32 FMA peak (%s, %d threads): %.1f GFLOP/s\n\n", isa_name(isa),
+    std::printf("measured FP32 FMA peak (%s, %d threads): %.1f GFLOP/s\n", isa_name(isa),
                 num_threads(), peak);
+    double bf16_peak = 0;
+    if (compute == ComputeType::BF16) {
+        compute = set_compute_type(compute);
+        bf16_peak = measure_bf16_peak_gflops(0.5);
+        std::printf("measured BF16 dot-product peak (%d threads): %.1f GFLOP/s; compute type %s\n",
+                    num_threads(), bf16_peak, compute_type_name(compute));
+    }
+    std::printf("\n");
     if (!model.model.empty()) return run_model_bench(model, peak);
-    std::printf("%-18s %-26s %10s %10s %8s %9s\n", "case", "shape", "ms", "GFLOP/s", "% peak",
+    set_compute_type(ComputeType::F32);
+    std::printf("%-20s %-30s %10s %10s %8s %9s\n", "case", "shape", "ms", "GFLOP/s", "% peak",
                 "GB/s");
-    for (const Case& c : make_cases()) {
+    for (const Case& c : make_cases(compute == ComputeType::BF16)) {
+        set_compute_type(c.compute);
+        const double case_peak = c.compute == ComputeType::BF16 ? bf16_peak : peak;
         double s = median_seconds(c.run, min_time);
         double gflops = c.flops / s * 1e-9;
         std::string gbs = c.bytes > 0 ? strfmt("%9.1f", c.bytes / s * 1e-9) : "        -";
-        std::printf("%-18s %-26s %10.3f %10.1f %7.1f%% %s\n", c.name.c_str(), c.shape.c_str(),
-                    s * 1e3, gflops, 100.0 * gflops / peak, gbs.c_str());
+        std::printf("%-20s %-30s %10.3f %10.1f %7.1f%% %s\n", c.name.c_str(), c.shape.c_str(),
+                    s * 1e3, gflops, 100.0 * gflops / case_peak, gbs.c_str());
         std::fflush(stdout);
     }
+    set_compute_type(ComputeType::F32);
     return 0;
 }
 

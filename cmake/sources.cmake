@@ -1,22 +1,25 @@
 # The library target: every .cpp under src/. Kernels for one instruction set live in files
-# named *_avx2.cpp / *_avx512.cpp; they get that set's compile flags and are dispatched at
-# run time from the CPU's features, so one binary runs on any x86-64 machine.
+# named *_avx2.cpp / *_avx512.cpp / *_avx512_bf16.cpp; they get that set's compile flags and
+# are dispatched at run time from the CPU's features, so one binary runs on any x86-64 machine.
 file(GLOB_RECURSE SD_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/*.cpp)
 
 set(SD_AVX2_FLAGS -mavx2 -mfma -mf16c)
 # GCC 12 warns falsely about _mm512_undefined_* inside its own intrinsics headers.
 set(SD_AVX512_FLAGS -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c -mavx2 -Wno-maybe-uninitialized)
+set(SD_AVX512_BF16_FLAGS ${SD_AVX512_FLAGS} -mavx512bf16)
 
 foreach(src ${SD_SOURCES})
-    if(src MATCHES "_avx512\\.cpp$")
-        if(SD_X86_KERNELS)
-            set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "${SD_AVX512_FLAGS}")
-        else()
-            list(REMOVE_ITEM SD_SOURCES ${src})
-        endif()
+    set(flags "")
+    if(src MATCHES "_avx512_bf16\\.cpp$")
+        set(flags ${SD_AVX512_BF16_FLAGS})
+    elseif(src MATCHES "_avx512\\.cpp$")
+        set(flags ${SD_AVX512_FLAGS})
     elseif(src MATCHES "_avx2\\.cpp$")
+        set(flags ${SD_AVX2_FLAGS})
+    endif()
+    if(NOT "${flags}" STREQUAL "")
         if(SD_X86_KERNELS)
-            set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "${SD_AVX2_FLAGS}")
+            set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "${flags}")
         else()
             list(REMOVE_ITEM SD_SOURCES ${src})
         endif()

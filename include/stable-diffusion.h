@@ -230,6 +230,10 @@ typedef struct {
     bool stream_layers; /* stream weights layer by layer (with max_vram) */
     const char* backend;
     const char* params_backend; /* where weights live: "cpu", "disk" (mmap, released after use) */
+    /* arithmetic of the large products (process-wide, set when a context is created):
+       SD_TYPE_F32 (default) or SD_TYPE_BF16 (AVX512-BF16 dot products; f32 where the CPU
+       has none) */
+    enum sd_type_t compute_type;
 } sd_ctx_params_t;
 
 typedef struct {

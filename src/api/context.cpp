@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "base/thread_pool.h"
+#include "ops/compute_type.h"
 #include "pipeline/sd_pipeline.h"
 #include "stable-diffusion.h"
 
@@ -69,6 +70,11 @@ sd_ctx_t* create(const sd_ctx_params_t& p) {
     SD_CHECK(has(p.model_path) || has(p.diffusion_model_path),
              "no model given: set a model (-m) or a diffusion model");
     sd::set_num_threads(p.n_threads);
+    SD_CHECK(p.compute_type == SD_TYPE_F32 || p.compute_type == SD_TYPE_BF16,
+             "compute type %s: expected f32 or bf16", sd_type_name(p.compute_type));
+    // Process-wide, like the thread count: the latest context sets it.
+    sd::set_compute_type(p.compute_type == SD_TYPE_BF16 ? sd::ComputeType::BF16
+                                                        : sd::ComputeType::F32);
     auto ctx = std::make_unique<sd_ctx_t>();
     if (has(p.model_path)) ctx->files.add(p.model_path, sd::ModelRole::Checkpoint);
     if (has(p.diffusion_model_path))

@@ -63,7 +63,7 @@ std::string ctx_params_text(const sd_ctx_params_t* p) {
         "diffusion_conv_direct: %s\nvae_conv_direct: %s\ncircular_x: %s\ncircular_y: %s\n"
         "force_sdxl_vae_conv_scale: %s\nchroma_use_dit_mask: %s\nchroma_use_t5_mask: %s\n"
         "chroma_t5_mask_pad: %d\nqwen_image_zero_cond_t: %s\nvae_format: %d\nmax_vram: %.3f\n"
-        "stream_layers: %s\nbackend: %s\nparams_backend: %s\n",
+        "stream_layers: %s\nbackend: %s\nparams_backend: %s\ncompute_type: %s\n",
         safe(p->model_path), safe(p->clip_l_path), safe(p->clip_g_path), safe(p->clip_vision_path),
         safe(p->t5xxl_path), safe(p->llm_path), safe(p->llm_vision_path),
         safe(p->diffusion_model_path), safe(p->high_noise_diffusion_model_path),
@@ -80,7 +80,7 @@ std::string ctx_params_text(const sd_ctx_params_t* p) {
         yes_no(p->chroma_use_dit_mask), yes_no(p->chroma_use_t5_mask), p->chroma_t5_mask_pad,
         yes_no(p->qwen_image_zero_cond_t), static_cast<int>(p->vae_format),
         static_cast<double>(p->max_vram), yes_no(p->stream_layers), safe(p->backend),
-        safe(p->params_backend));
+        safe(p->params_backend), sd_type_name(p->compute_type));
 }
 
 std::string sample_params_text(const sd_sample_params_t* p) {
@@ -187,6 +187,7 @@ void sd_ctx_params_init(sd_ctx_params_t* p) {
     p->chroma_t5_mask_pad = 1;
     p->vae_format = SD_VAE_FORMAT_AUTO;
     p->max_vram = 0.f;
+    p->compute_type = SD_TYPE_F32;
 }
 
 char* sd_ctx_params_to_str(const sd_ctx_params_t* p) {

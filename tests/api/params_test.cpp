@@ -42,7 +42,9 @@ TEST(Params, ContextDefaults) {
     EXPECT_FALSE(p.stream_layers);
     EXPECT_EQ(p.backend, nullptr);
     EXPECT_EQ(p.params_backend, nullptr);
+    EXPECT_EQ(p.compute_type, SD_TYPE_F32);
     std::string text = take(sd_ctx_params_to_str(&p));
+    EXPECT_NE(text.find("compute_type: f32"), std::string::npos) << text;
     EXPECT_NE(text.find("rng_type: cuda"), std::string::npos) << text;
     EXPECT_NE(text.find("wtype: NONE"), std::string::npos);
 }

@@ -408,6 +408,13 @@ std::vector<OptionSpec> runtime_options() {
         text("", "--backend", G, &CliParams::backend, "cpu", "compute device(s), e.g. cpu"),
         text("", "--params-backend", G, &CliParams::params_backend, "where they compute",
              "where weights live: cpu (RAM) or disk (mapped, released after use)"),
+        make("", "--compute-type", G, Arg::Choice, "{f32, bf16}", "f32",
+             "arithmetic of linear / conv layers: bf16 rounds their inputs to bf16 and uses "
+             "AVX512-BF16 dot products (f32 accumulation); f32 where the CPU has none",
+             [](CliParams& p, const std::string& v) {
+                 p.compute_type =
+                     from_list(v, {"f32", "bf16"}) == "bf16" ? SD_TYPE_BF16 : SD_TYPE_F32;
+             }),
         text("", "--split-mode", G, &CliParams::split_mode, "none",
              "how a model spanning several devices is split (layer, row)",
              "multi-device splitting"),

@@ -97,6 +97,7 @@ struct CliParams {
     std::string backend;
     std::string params_backend;
     std::string split_mode;
+    sd_type_t compute_type = SD_TYPE_F32;
     // Set through --model-args.
     bool chroma_use_dit_mask = true;
     bool chroma_use_t5_mask = false;

@@ -363,6 +363,7 @@ sd_ctx_params_t make_ctx_params(const CliParams& p, GenerationRequest& r) {
     c.stream_layers = p.stream_layers;
     c.backend = c_str_or_null(p.backend);
     c.params_backend = c_str_or_null(p.params_backend);
+    c.compute_type = p.compute_type;
     return c;
 }
 

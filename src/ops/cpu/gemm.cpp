@@ -33,6 +33,12 @@
 //   - M <= kDotRows (a single token or time embedding): dot products of A's rows with
 //     B's rows straight from the weight, no packing; this is bound by reading the weight.
 //
+// bf16 compute (ComputeType::BF16, gemm_avx512_bf16.cpp). The same driver with kernels
+// whose panels hold bf16 pairs along k: the cache blocks keep their bytes, so k blocks hold
+// up to 2048 values; they are cut at even k; A is always packed; and a panel from a packer
+// that writes f32 (conv2d's patch gather, general strides) is packed in f32 pieces of
+// kConvertK values of k and converted.
+//
 // Threads. Tasks (at least four per thread when the size allows) go to the pool's threads
 // one at a time from an atomic counter, so a thread slowed by another process does not
 // hold the others up. Products under kParallelFlops run on the calling thread.
@@ -46,6 +52,7 @@
 
 #include "base/error.h"
 #include "base/thread_pool.h"
+#include "ops/compute_type.h"
 #include "tensor/caching_allocator.h"
 #include "tensor/half.h"
 #include "tensor/quant.h"
@@ -56,6 +63,7 @@ namespace {
 constexpr int64_t kTaskRowsB = 64;                  // B rows per task (A shared)
 constexpr size_t kSharedBudget = size_t{12} << 20;  // bytes of one shared chunk
 constexpr double kParallelFlops = 2e6;              // below this, one thread
+constexpr int64_t kConvertK = 64;                   // k per f32 piece converted to bf16
 
 int64_t ceil_div(int64_t a, int64_t b) {
     return (a + b - 1) / b;
@@ -122,6 +130,11 @@ float* block_scratch(size_t count) {
 }
 
 float* dequant_scratch(size_t count) {
+    thread_local ScratchBuffer buffer;
+    return buffer.get(count);
+}
+
+float* convert_scratch(size_t count) {
     thread_local ScratchBuffer buffer;
     return buffer.get(count);
 }
@@ -297,12 +310,14 @@ struct Blocking {
     int64_t rows_a;
 };
 
+// bf16 panels take half the bytes per k, so the same footprint holds twice the k.
 Blocking blocking(const GemmKernels& ks) {
     const int64_t l2 = std::max<int64_t>(256 << 10, static_cast<int64_t>(cpu_features().l2_bytes));
+    const int64_t value_bytes = ks.bf16_pairs ? 2 : 4;
     Blocking b;
     b.kc_max =
-        std::clamp<int64_t>(l2 / 4 / (ks.nr * int64_t{sizeof(float)}) / 256 * 256, 256, 1024);
-    b.rows_a = std::max<int64_t>(ks.mr, l2 * 3 / 8 / (b.kc_max * int64_t{sizeof(float)}));
+        std::clamp<int64_t>(l2 / 4 / (ks.nr * value_bytes) / 256 * 256, 256, 4096 / value_bytes);
+    b.rows_a = std::max<int64_t>(ks.mr, l2 * 3 / 8 / (b.kc_max * value_bytes));
     return b;
 }
 
@@ -332,6 +347,7 @@ struct Plan {
     Blocking blocks;
     KBlocks kb;
     bool parallel;
+    bool a_direct;  // A read in place by the kernel
 };
 
 // The shared operand packed for rows [r0, r0 + panels * tile), all k blocks: panel p of
@@ -345,11 +361,38 @@ struct SharedChunk {
     }
 };
 
+// Whether src packs through the kernels' pack_rows / pack_cols (so bf16 kernels get bf16
+// panels from it).
+bool packs_with_kernels(const PanelSource& src) {
+    return src.pack == pack_row_source ||
+           (src.pack == pack_strided_source && (src.k_stride == 1 || src.row_stride == 1));
+}
+
+// One panel of src for bf16 kernels from a packer that writes f32: f32 pieces of k (even
+// multiples of k_align), each converted with pack_cols.
+void pack_converted(const Plan& plan, const PanelSource& src, int tile, int64_t r, int nr,
+                    int64_t k0, int64_t kc, float* dst) {
+    const GemmKernels& f32_kernels = gemm_kernels(plan.ks.isa);
+    const int64_t piece = std::lcm(kConvertK, src.k_align);
+    float* tmp = convert_scratch(static_cast<size_t>(tile) * piece);
+    for (int64_t j = 0; j < kc; j += piece) {
+        const int64_t len = std::min(piece, kc - j);
+        src.pack(src, f32_kernels, r, nr, k0 + j, len, tmp, tile);
+        plan.ks.pack_cols(tmp, tile, tile, len, dst + j / 2 * tile, tile);
+    }
+}
+
 void pack_panels(const Plan& plan, const PanelSource& src, int tile, int64_t rows, int64_t r0,
                  int64_t panels, int64_t k0, int64_t kc, float* dst) {
+    const bool convert = plan.ks.bf16_pairs && !packs_with_kernels(src);
     for (int64_t p = 0; p < panels; ++p) {
         const int64_t r = r0 + p * tile;
-        src.pack(src, plan.ks, r, clamp_int(rows - r, tile), k0, kc, dst + p * tile * kc, tile);
+        const int nr = clamp_int(rows - r, tile);
+        if (convert) {
+            pack_converted(plan, src, tile, r, nr, k0, kc, dst + p * tile * kc);
+        } else {
+            src.pack(src, plan.ks, r, nr, k0, kc, dst + p * tile * kc, tile);
+        }
     }
 }
 
@@ -406,7 +449,7 @@ void run_b_shared(const Plan& plan, const SharedChunk& chunk) {
     const int MR = plan.ks.mr, NR = plan.ks.nr;
     const int64_t block = task_rows(pr.m, MR, plan.blocks.rows_a);
     const int64_t n0 = chunk.r0, n1 = std::min(pr.n, chunk.r0 + chunk.panels * NR);
-    const bool direct = pr.a.direct;
+    const bool direct = plan.a_direct;
     for_each_task(ceil_div(pr.m, block), plan.parallel, [&](int64_t t) {
         const int64_t m0 = t * block, m1 = std::min(pr.m, m0 + block);
         float* ap = direct ? nullptr : block_scratch(static_cast<size_t>(block) * plan.kb.size);
@@ -532,6 +575,17 @@ const GemmKernels& gemm_kernels(Isa isa) {
     return kGenericKernels;
 }
 
+const GemmKernels& active_gemm_kernels() {
+    const Isa isa = active_isa();
+#ifdef SD_X86_KERNELS
+    // compute_type() is BF16 only where bf16_compute_supported().
+    if (isa == Isa::Avx512 && compute_type() == ComputeType::BF16) {
+        return gemm_kernels_avx512_bf16();
+    }
+#endif
+    return gemm_kernels(isa);
+}
+
 PanelSource row_source(DType dtype, const void* data, int64_t row_stride) {
     PanelSource s;
     s.pack = pack_row_source;
@@ -559,16 +613,18 @@ void gemm(const GemmProblem& pr) {
         fill_bias(pr);
         return;
     }
-    const GemmKernels& ks = gemm_kernels(active_isa());
+    const GemmKernels& ks = active_gemm_kernels();
     const double flops = 2.0 * static_cast<double>(pr.m) * pr.n * pr.k;
     const Blocking blocks = blocking(ks);
-    const KBlocks kb = k_blocks(pr.k, std::lcm(pr.a.k_align, pr.b.k_align), blocks.kc_max);
-    const Plan plan{pr, ks, blocks, kb, flops >= kParallelFlops};
+    const int64_t k_align =
+        std::lcm(std::lcm(pr.a.k_align, pr.b.k_align), int64_t{ks.bf16_pairs ? 2 : 1});
+    const KBlocks kb = k_blocks(pr.k, k_align, blocks.kc_max);
+    const Plan plan{pr, ks, blocks, kb, flops >= kParallelFlops, pr.a.direct && !ks.bf16_pairs};
     const bool b_shared = pr.m >= pr.n;
     if (use_dot_rows(pr)) {
         // Each weight value is used at most kDotRows times: reading it is the cost.
         run_dot_rows(pr, ks, static_cast<double>(pr.n) * pr.k >= kParallelFlops / 8);
-    } else if (!b_shared && pr.a.direct) {
+    } else if (!b_shared && plan.a_direct) {
         run_a_shared(plan, nullptr);  // A is used in place: nothing to share
     } else {
         run_shared(plan, b_shared);

@@ -61,6 +61,12 @@ struct GemmKernels {
     // where w_j = w + j * ldw (ld in elements) holds k values of `dtype` (f32, f16, bf16).
     void (*dot_rows)(DType dtype, const void* w, int64_t ldw, int nw, const float* x, int64_t ldx,
                      int m, int64_t k, float* y, int64_t ldy);
+
+    // Panels hold bf16 pairs along k (ComputeType::BF16, gemm_avx512_bf16.cpp): pack_rows and
+    // pack_cols write word [p * R + i] = rounded values (2p, 2p + 1) of row i, A is always
+    // packed, and panels from other packers are packed as f32 and converted with pack_cols.
+    // copy_padded and dot_rows stay f32.
+    bool bf16_pairs = false;
 };
 
 // Rows of A (and of B) that one dot_rows call takes at most.
@@ -68,11 +74,15 @@ constexpr int kDotRows = 4;
 
 // The kernels for `isa` (lowered to what this build has).
 const GemmKernels& gemm_kernels(Isa isa);
+// The kernels gemm() uses: the bf16 ones under ComputeType::BF16 (ops/compute_type.h)
+// while the active family is avx512, else gemm_kernels(active_isa()).
+const GemmKernels& active_gemm_kernels();
 
 // Where the rows of one operand come from.
 struct PanelSource {
     // Fills dst[k * R + i] with element (r0 + i, k0 + k) for i < nr, k < kc, and 0 for
-    // nr <= i < R. k0 and kc are multiples of k_align (kc may end at K).
+    // nr <= i < R. k0 and kc are multiples of k_align (kc may end at K). Custom packers
+    // always get f32 kernels (the driver converts their panels for bf16 ones).
     using PackFn = void (*)(const PanelSource& src, const GemmKernels& kernels, int64_t r0, int nr,
                             int64_t k0, int64_t kc, float* dst, int R);
     PackFn pack = nullptr;
@@ -105,13 +115,14 @@ struct GemmProblem {
 };
 
 // Runs the product on the thread pool (inline when called from inside a pool task) with
-// the kernels of active_isa().
+// active_gemm_kernels().
 void gemm(const GemmProblem& problem);
 
 // Kernel tables of each instruction set, defined in gemm_avx2.cpp / gemm_avx512.cpp.
 #ifdef SD_X86_KERNELS
 const GemmKernels& gemm_kernels_avx2();
 const GemmKernels& gemm_kernels_avx512();
+const GemmKernels& gemm_kernels_avx512_bf16();  // gemm_avx512_bf16.cpp
 #endif
 
 }  // namespace sd::cpu

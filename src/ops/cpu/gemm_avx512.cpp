@@ -25,6 +25,7 @@
 #include <type_traits>
 
 #include "ops/cpu/gemm.h"
+#include "ops/cpu/gemm_avx512_tile.h"
 
 // GCC 12 reports its own AVX-512 intrinsics (which start from _mm512_undefined_*) as
 // "may be used uninitialized" once they are inlined here: a known false positive.
@@ -33,133 +34,39 @@
 namespace sd::cpu {
 namespace {
 
-constexpr int kMr = 6;
-constexpr int kNv = 4;
-constexpr int kNr = 16 * kNv;
+constexpr int kMr = kTileRows;
+constexpr int kNr = kTileCols;
 
-__mmask16 lane_mask(int n) {
-    return n >= 16 ? static_cast<__mmask16>(0xffff)
-                   : static_cast<__mmask16>((1u << std::max(n, 0)) - 1u);
-}
-
-// The tile kernel for M rows of A and NV vectors of B (M <= kMr, NV <= kNv).
+// The tile kernel for M rows of A and NV vectors of B (M <= kMr, NV <= 4).
 template <int M, int NV>
-void tile_kernel(const GemmTile& t) {
-    const int64_t kc = t.kc, a_step = t.a_step, ldc = t.ldc;
-    const float* b = t.b;
-    const float* a_rows[M];
-#pragma GCC unroll 8
-    for (int i = 0; i < M; ++i) a_rows[i] = t.a + i * t.a_row;
-    float* c = t.c;
-    const int nr_valid = t.nr;
-    const bool first = t.first;
-    const float *bias_m = t.bias_m, *bias_n = t.bias_n;
-    __m512 acc[M][NV];
-#pragma GCC unroll 8
-    for (int i = 0; i < M; ++i) {
-#pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_ps();
-    }
+struct F32Tile {
+    static void run(const GemmTile& t) {
+        const int64_t kc = t.kc, a_step = t.a_step;
+        const float* b = t.b;
+        const float* a_rows[M];
+        __m512 acc[M][NV];
+        start_tile<M, NV>(t, a_rows, acc);
 #pragma GCC unroll 2
-    for (int64_t k = 0; k < kc; ++k) {
-        __m512 bv[NV];
+        for (int64_t k = 0; k < kc; ++k) {
+            __m512 bv[NV];
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) bv[v] = _mm512_load_ps(b + k * kNr + 16 * v);
+            for (int v = 0; v < NV; ++v) bv[v] = _mm512_load_ps(b + k * kNr + 16 * v);
 #pragma GCC unroll 8
-        for (int i = 0; i < M; ++i) {
-            __m512 av = _mm512_set1_ps(a_rows[i][k * a_step]);
+            for (int i = 0; i < M; ++i) {
+                __m512 av = _mm512_set1_ps(a_rows[i][k * a_step]);
 #pragma GCC unroll 4
-            for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(av, bv[v], acc[i][v]);
+                for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(av, bv[v], acc[i][v]);
+            }
         }
+        store_tile<M, NV>(t, acc);
     }
-    __mmask16 mask[NV];
-    __m512 bn[NV];
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) {
-        mask[v] = lane_mask(nr_valid - 16 * v);
-        bn[v] =
-            first && bias_n ? _mm512_maskz_loadu_ps(mask[v], bias_n + 16 * v) : _mm512_setzero_ps();
-    }
-#pragma GCC unroll 8
-    for (int i = 0; i < M; ++i) {
-        float* ci = c + i * ldc;
-        const __m512 bm = first && bias_m ? _mm512_set1_ps(bias_m[i]) : _mm512_setzero_ps();
-#pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) {
-            __m512 add =
-                first ? _mm512_add_ps(bm, bn[v]) : _mm512_maskz_loadu_ps(mask[v], ci + 16 * v);
-            _mm512_mask_storeu_ps(ci + 16 * v, mask[v], _mm512_add_ps(acc[i][v], add));
-        }
-    }
-}
-
-using TileFn = void (*)(const GemmTile&);
-
-template <int M>
-constexpr TileFn tile_for_vectors(int nv) {
-    return nv == 1   ? tile_kernel<M, 1>
-           : nv == 2 ? tile_kernel<M, 2>
-           : nv == 3 ? tile_kernel<M, 3>
-                     : tile_kernel<M, 4>;
-}
-
-TileFn tile_for(int m, int nv) {
-    switch (m) {
-        case 1:
-            return tile_for_vectors<1>(nv);
-        case 2:
-            return tile_for_vectors<2>(nv);
-        case 3:
-            return tile_for_vectors<3>(nv);
-        case 4:
-            return tile_for_vectors<4>(nv);
-        case 5:
-            return tile_for_vectors<5>(nv);
-        default:
-            return tile_for_vectors<6>(nv);
-    }
-}
+};
 
 void kernel(const GemmTile& t) {
-    if (t.mr == kMr && t.nr == kNr) {
-        tile_kernel<kMr, kNv>(t);
-    } else {
-        tile_for(t.mr, (t.nr + 15) / 16)(t);
-    }
+    run_tile<F32Tile>(t);
 }
 
 // ---- packing ----
-
-// In-register transpose of 16 rows of 16 floats: on return r[t] holds column t.
-inline void transpose16(__m512 r[16]) {
-    __m512 t[16], u[16];
-#pragma GCC unroll 8
-    for (int j = 0; j < 8; ++j) {
-        t[2 * j] = _mm512_unpacklo_ps(r[2 * j], r[2 * j + 1]);
-        t[2 * j + 1] = _mm512_unpackhi_ps(r[2 * j], r[2 * j + 1]);
-    }
-#pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j) {
-        __m512d t0 = _mm512_castps_pd(t[4 * j]), t1 = _mm512_castps_pd(t[4 * j + 1]);
-        __m512d t2 = _mm512_castps_pd(t[4 * j + 2]), t3 = _mm512_castps_pd(t[4 * j + 3]);
-        u[4 * j] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
-        u[4 * j + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
-        u[4 * j + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
-        u[4 * j + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
-    }
-    // u[4j + c] lane L holds column 4L + c of rows 4j..4j+3: transpose the 128-bit lanes.
-#pragma GCC unroll 4
-    for (int c = 0; c < 4; ++c) {
-        __m512 x0 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x44);
-        __m512 x1 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xEE);
-        __m512 y0 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x44);
-        __m512 y1 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xEE);
-        r[c] = _mm512_shuffle_f32x4(x0, y0, 0x88);
-        r[4 + c] = _mm512_shuffle_f32x4(x0, y0, 0xDD);
-        r[8 + c] = _mm512_shuffle_f32x4(x1, y1, 0x88);
-        r[12 + c] = _mm512_shuffle_f32x4(x1, y1, 0xDD);
-    }
-}
 
 // Up to 16 values of a row as f32, lanes past `mask` zero.
 template <DType D>

@@ -1,0 +1,59 @@
+#include "ops/compute_type.h"
+
+#include <atomic>
+
+#include "base/cpu_features.h"
+#include "base/log.h"
+
+namespace sd {
+namespace {
+
+std::atomic<int>& compute_type_slot() {
+    static std::atomic<int> slot{static_cast<int>(ComputeType::F32)};
+    return slot;
+}
+
+}  // namespace
+
+bool bf16_compute_supported() {
+#ifdef SD_X86_KERNELS
+    return cpu_features().avx512bf16 && best_supported_isa() == Isa::Avx512;
+#else
+    return false;
+#endif
+}
+
+ComputeType set_compute_type(ComputeType type) {
+    if (type == ComputeType::BF16 && !bf16_compute_supported()) {
+        static std::atomic<bool> warned{false};
+        if (!warned.exchange(true)) {
+            SD_LOG_WARN("compute type bf16 needs AVX512-BF16 (%s); computing in f32",
+                        cpu_features().avx512bf16 ? "this build has no x86 kernels"
+                                                  : "this CPU does not have it");
+        }
+        type = ComputeType::F32;
+    }
+    compute_type_slot() = static_cast<int>(type);
+    return type;
+}
+
+ComputeType compute_type() {
+    return static_cast<ComputeType>(compute_type_slot().load(std::memory_order_relaxed));
+}
+
+const char* compute_type_name(ComputeType type) {
+    return type == ComputeType::BF16 ? "bf16" : "f32";
+}
+
+bool parse_compute_type(const std::string& name, ComputeType* type) {
+    if (name == "f32") {
+        *type = ComputeType::F32;
+    } else if (name == "bf16") {
+        *type = ComputeType::BF16;
+    } else {
+        return false;
+    }
+    return true;
+}
+
+}  // namespace sd
