@@ -1,6 +1,7 @@
 #include "model_bench.h"
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include "ops/flop_counter.h"
 #include "ops/ops.h"
 #include "pipeline/sd_pipeline.h"
+#include "tensor/caching_allocator.h"
 
 namespace sd::bench {
 namespace {
@@ -20,6 +22,37 @@ double peak_rss_mib() {
     struct rusage usage {};
     getrusage(RUSAGE_SELF, &usage);
     return static_cast<double>(usage.ru_maxrss) / 1024.0;
+}
+
+// Peak RSS since the last reset_peak_rss() (VmHWM), in MiB.
+double phase_peak_rss_mib() {
+    double kib = 0;
+    if (FILE* f = std::fopen("/proc/self/status", "r")) {
+        char line[256];
+        while (std::fgets(line, sizeof line, f)) {
+            if (std::sscanf(line, "VmHWM: %lf kB", &kib) == 1) break;
+        }
+        std::fclose(f);
+    }
+    return kib / 1024.0;
+}
+
+// Starts a new VmHWM window (Linux: "5" to clear_refs); the whole run's peak is kept apart.
+void reset_peak_rss(double* overall) {
+    *overall = std::max(*overall, phase_peak_rss_mib());
+    if (FILE* f = std::fopen("/proc/self/clear_refs", "w")) {
+        std::fputs("5", f);
+        std::fclose(f);
+    }
+}
+
+double current_rss_mib() {
+    long pages = 0, resident = 0;
+    if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+        if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+        std::fclose(f);
+    }
+    return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / 1048576.0;
 }
 
 void print_row(const char* what, double seconds, double flops, double peak) {
@@ -37,12 +70,14 @@ int run_model_bench(const ModelBenchOptions& o, double peak) {
     PipelineOptions options;
     options.tokenizer_dir = o.tokenizer_dir;
     options.model_path = o.model;
+    options.residency = o.streamed ? Residency::Streamed : Residency::Resident;
     SdModels models = SdModels::load(files, options);
-    std::printf("model %s (%s) loaded in %.2f s\n", o.model.c_str(), models.family.name,
-                now_seconds() - t0);
+    std::printf("model %s (%s) loaded in %.2f s, %s weights\n", o.model.c_str(), models.family.name,
+                now_seconds() - t0, o.streamed ? "streamed (--params-backend disk)" : "resident");
 
     // One UNet pass on a random latent, after a warm-up pass.
     Tensor context = models.conditioner->encode("a photo of a cat", -1);
+    models.conditioner->release_weights();  // as a generation does
     Tensor x = Tensor::full({1, 4, o.height / 8, o.width / 8}, 0.1f);
     Tensor t = Tensor::full({1}, 500.0f);
     models.unet.forward(x, t, context);
@@ -61,17 +96,25 @@ int run_model_bench(const ModelBenchOptions& o, double peak) {
     std::vector<double> step_end;
     GenerationHooks hooks;
     hooks.progress = [&](int, int, float) { step_end.push_back(now_seconds()); };
+    double overall_peak = 0;
+    reset_peak_rss(&overall_peak);
     reset_flop_counter();
     t0 = now_seconds();
     generate_images(models, r, hooks);
+    const double generation_peak = phase_peak_rss_mib();
     const double total = now_seconds() - t0;
     const double gen_flops = counted_flops();
 
     Tensor z = Tensor::full({1, 4, o.height / 8, o.width / 8}, 0.1f);
+    reset_peak_rss(&overall_peak);
     reset_flop_counter();
     double d0 = now_seconds();
     models.vae.decode(z);
     const double decode_s = now_seconds() - d0, decode_flops = counted_flops();
+    const double decode_peak = phase_peak_rss_mib();
+    models.vae.release_weights();
+    CachingAllocator::instance().trim();
+    overall_peak = std::max(overall_peak, decode_peak);
 
     const double sampling_s = step_end.empty() ? total : step_end.back() - t0;
     const double step_s = (step_end.size() > 1 ? step_end.back() - step_end.front() : sampling_s) /
@@ -83,7 +126,11 @@ int run_model_bench(const ModelBenchOptions& o, double peak) {
     print_row("sampling step (CFG)", step_s, step_flops, peak);
     print_row("VAE decode", decode_s, decode_flops, peak);
     std::printf("%-22s %10.3f s (%d steps + decode)\n", "whole generation", total, o.steps);
-    std::printf("%-22s %10.1f MiB\n", "peak RSS", peak_rss_mib());
+    std::printf(
+        "%-22s %10.1f MiB (whole generation %.1f MiB, VAE decode alone %.1f MiB, "
+        "RSS now %.1f MiB)\n",
+        "peak RSS", std::max(overall_peak, peak_rss_mib()), generation_peak, decode_peak,
+        current_rss_mib());
     return 0;
 }
 

@@ -11,7 +11,8 @@ struct ModelBenchOptions {
     std::string model;
     std::string tokenizer_dir;
     int width = 512, height = 512;
-    int steps = 3;  // sampling steps timed (plus one VAE decode)
+    int steps = 3;          // sampling steps timed (plus one VAE decode)
+    bool streamed = false;  // --params-backend disk (Residency::Streamed)
 };
 
 int run_model_bench(const ModelBenchOptions& options, double peak_gflops);

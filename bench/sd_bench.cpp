@@ -125,8 +125,10 @@ void usage() {
     std::printf(
         "usage: sd-bench [-t THREADS] [--min-time SECONDS] [--isa generic|avx2|avx512]\n"
         "       sd-bench --model FILE [--tokenizer-dir DIR] [-W 512] [-H 512] [--steps 3] [-t N]\n"
+        "                [--params-backend cpu|disk]\n"
         "  -t THREADS        threads (default: physical cores)\n"
         "  --model FILE      time a whole model instead of single kernels: UNet pass, step, VAE\n"
+        "  --params-backend  disk: the streaming low-memory mode (each layer's pages dropped)\n"
         "  --min-time S      seconds each case repeats for (default 2)\n"
         "  --isa NAME        kernel family to use (default: the best this CPU has)\n"
         "  --compute-type T  f32 (default) or bf16: AVX512-BF16 products (table: extra rows)\n");
@@ -174,6 +176,11 @@ int run(int argc, char** argv) {
         } else if (a == "--steps") {
             model.steps = std::atoi(value().c_str());
             SD_CHECK(model.steps > 0, "--steps must be positive");
+        } else if (a == "--params-backend") {
+            std::string v = value();
+            SD_CHECK(v == "cpu" || v == "disk", "--params-backend: expected cpu or disk, not '%s'",
+                     v.c_str());
+            model.streamed = v == "disk";
         } else if (a == "-h" || a == "--help") {
             usage();
             return 0;

@@ -56,8 +56,12 @@ void reject_unbuilt(const sd_ctx_params_t& p) {
     if (has(p.backend) && std::string(p.backend) != "cpu") {
         sd::fail("backend '%s' is not available: this build computes on the CPU", p.backend);
     }
-    if (has(p.params_backend) && std::string(p.params_backend) != "cpu") {
-        sd::fail("--params-backend '%s' is not supported yet (only cpu)", p.params_backend);
+    if (has(p.params_backend) && std::string(p.params_backend) != "cpu" &&
+        std::string(p.params_backend) != "disk") {
+        sd::fail(
+            "--params-backend '%s': expected cpu (weights in RAM) or disk (weights stay "
+            "in the mmapped file, each layer's pages dropped after use)",
+            p.params_backend);
     }
     if (p.wtype != SD_TYPE_COUNT)
         sd::fail(
@@ -84,6 +88,12 @@ sd_ctx_t* create(const sd_ctx_params_t& p) {
     sd::PipelineOptions options;
     options.model_path = has(p.model_path) ? p.model_path : p.diffusion_model_path;
     options.prediction = p.prediction;
+    // Weights are mmapped views either way; "disk" (or --stream-layers) drops each layer's
+    // pages after its forward, the CPU's version of streaming weights to a device.
+    const bool disk = has(p.params_backend) && std::string(p.params_backend) == "disk";
+    options.residency = disk || p.stream_layers ? sd::Residency::Streamed : sd::Residency::Resident;
+    options.keep_text_encoder = p.keep_clip_on_cpu;
+    options.keep_vae = p.keep_vae_on_cpu;
     for (uint32_t i = 0; i < p.embedding_count && p.embeddings; ++i) {
         SD_CHECK(has(p.embeddings[i].path), "embedding %u has no path", i);
         options.embeddings.push_back(

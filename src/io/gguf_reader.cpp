@@ -55,17 +55,41 @@ class Cursor {
 
 MetadataValue read_value(Cursor& c, uint32_t type, const std::string& key, int depth);
 
+// The fewest bytes one value of `type` takes in the file (a string its length, an array
+// its type and count); 1 for types read_value rejects anyway.
+uint64_t min_value_bytes(uint32_t type) {
+    switch (static_cast<GgufValueType>(type)) {
+        case GgufValueType::U16:
+        case GgufValueType::I16:
+            return 2;
+        case GgufValueType::U32:
+        case GgufValueType::I32:
+        case GgufValueType::F32:
+            return 4;
+        case GgufValueType::U64:
+        case GgufValueType::I64:
+        case GgufValueType::F64:
+        case GgufValueType::String:
+            return 8;
+        case GgufValueType::Array:
+            return 12;
+        default:
+            return 1;
+    }
+}
+
 MetadataValue read_array(Cursor& c, const std::string& key, int depth) {
     if (depth > 4) fail("%s: metadata '%s' nests arrays too deeply", c.path().c_str(), key.c_str());
     uint32_t elem_type = c.read<uint32_t>("array type");
     uint64_t count = c.read<uint64_t>("array length");
-    // Every element takes at least one byte: a count beyond the bytes left is a lie.
-    if (count > c.remaining()) {
+    // A count whose smallest possible values would not fit in the bytes left is a lie.
+    if (count > c.remaining() / min_value_bytes(elem_type)) {
         fail("%s: metadata '%s': array of %llu values is longer than the file", c.path().c_str(),
              key.c_str(), (unsigned long long)count);
     }
     MetadataArray values;
-    values.reserve(count);
+    // Grown as values are read: a value in memory is larger than in the file.
+    values.reserve(std::min<uint64_t>(count, 4096));
     for (uint64_t i = 0; i < count; ++i) values.push_back(read_value(c, elem_type, key, depth + 1));
     return MetadataValue{std::move(values)};
 }

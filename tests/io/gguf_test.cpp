@@ -120,6 +120,18 @@ TEST(Gguf, HostileFilesGiveErrorsNamingTheProblem) {
              .v<uint64_t>(1ull << 40)
              .bytes,
          "longer than the file"},
+        // 100 u64 values claimed, 100 bytes left: fits one byte a value, not eight (found
+        // by fuzz_gguf: the array was reserved before any value was read).
+        {"array_count_lie",
+         GgufBuilder()
+             .header(3, 0, 1)
+             .str("k")
+             .v<uint32_t>(9)
+             .v<uint32_t>(10)
+             .v<uint64_t>(100)
+             .data(100)
+             .bytes,
+         "longer than the file"},
         {"dup_key",
          GgufBuilder()
              .header(3, 0, 2)

@@ -76,6 +76,25 @@ TEST_F(Sd15Pipeline, WhiteMaskIsPlainImg2ImgAndBlackMaskKeepsTheImage) {
     EXPECT_EQ(generate_images(*models_, other)[0].pixels, kept);
 }
 
+// Streamed weights (--params-backend disk) and kept ones change where pages live, never
+// a pixel: txt2img and img2img (the VAE encoder streams too) match the default mode.
+TEST_F(Sd15Pipeline, StreamedAndKeptWeightsGiveTheSameImages) {
+    ImageRequest img2img = small(5);
+    img2img.init_image = generate_images(*models_, small(9))[0];
+    img2img.strength = 0.6f;
+    const std::vector<uint8_t> txt = generate_images(*models_, small())[0].pixels;
+    const std::vector<uint8_t> img = generate_images(*models_, img2img)[0].pixels;
+    for (bool streamed : {true, false}) {
+        PipelineOptions options;
+        options.tokenizer_dir = test::fixtures_dir() + "/tokenizers";
+        options.residency = streamed ? Residency::Streamed : Residency::Resident;
+        options.keep_text_encoder = options.keep_vae = !streamed;
+        const SdModels other = SdModels::load(*files_, options);
+        EXPECT_EQ(generate_images(other, small())[0].pixels, txt) << "streamed " << streamed;
+        EXPECT_EQ(generate_images(other, img2img)[0].pixels, img) << "streamed " << streamed;
+    }
+}
+
 TEST_F(Sd15Pipeline, VaeTilingCoversTheImage) {
     ImageRequest r = small();
     r.width = 128;
