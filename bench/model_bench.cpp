@@ -55,10 +55,23 @@ double current_rss_mib() {
     return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / 1048576.0;
 }
 
-void print_row(const char* what, double seconds, double flops, double peak) {
-    double gflops = flops / seconds * 1e-9;
-    std::printf("%-22s %10.3f s %10.1f GFLOP %9.1f GFLOP/s %7.1f%% of peak\n", what, seconds,
-                flops * 1e-9, gflops, 100.0 * gflops / peak);
+// User + system CPU seconds of the whole process so far.
+double cpu_seconds() {
+    struct rusage usage {};
+    getrusage(RUSAGE_SELF, &usage);
+    auto sec = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * t.tv_usec; };
+    return sec(usage.ru_utime) + sec(usage.ru_stime);
+}
+
+// Wall-clock figures, then the same work per CPU-second against one thread's share of the
+// peak: on a machine shared with other work the second stays meaningful (threads waiting
+// on each other count against it, time taken by other processes does not).
+void print_row(const char* what, double seconds, double cpu, double flops, double peak) {
+    const double gflops = flops / seconds * 1e-9;
+    const double per_thread_peak = peak / num_threads();
+    std::printf("%-22s %10.3f s %10.1f GFLOP %9.1f GFLOP/s %7.1f%% of peak | cpu %8.2f s %6.1f%%\n",
+                what, seconds, flops * 1e-9, gflops, 100.0 * gflops / peak, cpu,
+                100.0 * flops * 1e-9 / cpu / per_thread_peak);
 }
 
 }  // namespace
@@ -83,8 +96,10 @@ int run_model_bench(const ModelBenchOptions& o, double peak) {
     models.unet.forward(x, t, context);
     reset_flop_counter();
     t0 = now_seconds();
+    double c0 = cpu_seconds();
     models.unet.forward(x, t, context);
     const double pass_s = now_seconds() - t0, pass_flops = counted_flops();
+    const double pass_cpu = cpu_seconds() - c0;
 
     // Sampling steps of a real generation (euler, CFG: two passes a step) and its decode.
     ImageRequest r;
@@ -100,7 +115,9 @@ int run_model_bench(const ModelBenchOptions& o, double peak) {
     reset_peak_rss(&overall_peak);
     reset_flop_counter();
     t0 = now_seconds();
+    c0 = cpu_seconds();
     generate_images(models, r, hooks);
+    const double gen_cpu = cpu_seconds() - c0;
     const double generation_peak = phase_peak_rss_mib();
     const double total = now_seconds() - t0;
     const double gen_flops = counted_flops();
@@ -109,8 +126,10 @@ int run_model_bench(const ModelBenchOptions& o, double peak) {
     reset_peak_rss(&overall_peak);
     reset_flop_counter();
     double d0 = now_seconds();
+    c0 = cpu_seconds();
     models.vae.decode(z);
     const double decode_s = now_seconds() - d0, decode_flops = counted_flops();
+    const double decode_cpu = cpu_seconds() - c0;
     const double decode_peak = phase_peak_rss_mib();
     models.vae.release_weights();
     CachingAllocator::instance().trim();
@@ -122,9 +141,11 @@ int run_model_bench(const ModelBenchOptions& o, double peak) {
     const double step_flops = (gen_flops - decode_flops) / static_cast<double>(o.steps);
     std::printf("\n%dx%d, %d threads, measured peak %.1f GFLOP/s\n", o.width, o.height,
                 num_threads(), peak);
-    print_row("UNet pass", pass_s, pass_flops, peak);
-    print_row("sampling step (CFG)", step_s, step_flops, peak);
-    print_row("VAE decode", decode_s, decode_flops, peak);
+    // The steps' CPU time: the generation's less the decode's (prompt encoding included).
+    const double step_cpu = (gen_cpu - decode_cpu) / static_cast<double>(o.steps);
+    print_row("UNet pass", pass_s, pass_cpu, pass_flops, peak);
+    print_row("sampling step (CFG)", step_s, step_cpu, step_flops, peak);
+    print_row("VAE decode", decode_s, decode_cpu, decode_flops, peak);
     std::printf("%-22s %10.3f s (%d steps + decode)\n", "whole generation", total, o.steps);
     std::printf(
         "%-22s %10.1f MiB (whole generation %.1f MiB, VAE decode alone %.1f MiB, "
