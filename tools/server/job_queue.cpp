@@ -31,6 +31,12 @@ struct JobQueue::Job {
 
 namespace {
 
+void trim_heap() {
+#if defined(__GLIBC__)
+    malloc_trim(0);
+#endif
+}
+
 int64_t unix_now() {
     return static_cast<int64_t>(std::time(nullptr));
 }
@@ -243,10 +249,20 @@ void JobQueue::purge_expired() {
 
 void JobQueue::worker() {
     std::unique_lock<std::mutex> lock(mutex_);
+    bool trimmed = true;  // nothing freed since the last trim
     while (!stopping_) {
-        work_cv_.wait_for(lock, std::chrono::seconds(1),
-                          [&] { return stopping_ || !queue_.empty(); });
+        const bool idle = !work_cv_.wait_for(lock, std::chrono::seconds(1),
+                                             [&] { return stopping_ || !queue_.empty(); });
         purge_expired();
+        if (idle && !trimmed) {
+            // A second with nothing to do after a burst: its requests have been answered,
+            // so hand their freed buffers back to the system (outside the lock: the routes
+            // read the queue meanwhile).
+            lock.unlock();
+            trim_heap();
+            lock.lock();
+            trimmed = true;
+        }
         if (stopping_ || queue_.empty()) continue;
         std::shared_ptr<Job> job = queue_.front();
         queue_.pop_front();
@@ -258,10 +274,7 @@ void JobQueue::worker() {
         lock.lock();
         running_.reset();
         done_cv_.notify_all();
-#if defined(__GLIBC__)
-        // Hand the freed request and result buffers back to the system between bursts.
-        if (queue_.empty()) malloc_trim(0);
-#endif
+        trimmed = false;
     }
 }
 

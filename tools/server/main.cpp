@@ -4,6 +4,7 @@
 // answered, the model is released.
 #include <pthread.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -84,12 +85,20 @@ int serve(server::ServerConfig config, cli::CliParams params, const sigset_t& st
     httplib::Server svr;
     configure_http(svr, state);
     int port = config.listen_port;
+    int listen_fd = -1;
+    svr.set_socket_options([&listen_fd](socket_t sock) {
+        httplib::default_socket_options(sock);
+        listen_fd = sock;
+    });
     const bool bound = port == 0 ? (port = svr.bind_to_any_port(config.listen_ip)) > 0
                                  : svr.bind_to_port(config.listen_ip, port);
     if (!bound) {
         cli::log_error("cannot listen on %s:%d", config.listen_ip.c_str(), config.listen_port);
         return 1;
     }
+    // Debian's cpp-httplib listens with a backlog of 5: a burst of clients would see their
+    // connections dropped and retried a second later. Listening again raises it.
+    if (listen_fd >= 0) ::listen(listen_fd, SOMAXCONN);
     queue.start();
     cli::log_info("listening on http://%s:%d", config.listen_ip.c_str(), port);
     std::thread http([&] {

@@ -238,6 +238,7 @@ async function poll(id) {
   }
   if (state.active === id) state.active = null;
   $("generate").disabled = false;
+  pollHealth();
   saveHistory();
   renderHistory();
   if (state.current === id) {
@@ -271,6 +272,7 @@ async function generate(event) {
   renderJob({ id: job.id, status: job.status, queue_position: job.queue_position });
   saveHistory();
   renderHistory();
+  pollHealth();
   poll(job.id);
 }
 
