@@ -280,9 +280,26 @@ SdModels SdModels::load(const ModelFiles& files, const PipelineOptions& options)
     return m;
 }
 
+namespace {
+
+// However a generation ends (done, cancelled, failed), the networks' pages and the
+// activations' cache leave RSS, as after a finished image.
+struct IdleAfterGeneration {
+    const SdModels& m;
+    ~IdleAfterGeneration() {
+        m.unet.release_weights();
+        if (!m.keep_text_encoder) m.conditioner->release_weights();
+        if (!m.keep_vae) m.vae.release_weights();
+        CachingAllocator::instance().trim();
+    }
+};
+
+}  // namespace
+
 std::vector<Image8> generate_images(const SdModels& m, const ImageRequest& r,
                                     const GenerationHooks& hooks) {
     check_request(r);
+    const IdleAfterGeneration idle{m};
     Conditions c = prepare(m, r);
     std::vector<Image8> images;
     for (int b = 0; b < r.batch_count; ++b) {

@@ -2,9 +2,6 @@
 // drop their pages after each forward, and a released model leaves RSS (the values stay
 // the same: the pages come back from the page cache).
 #include <gtest/gtest.h>
-#include <unistd.h>
-
-#include <cstdio>
 #include <filesystem>
 #include <string>
 
@@ -15,15 +12,6 @@
 
 namespace sd {
 namespace {
-
-size_t resident_bytes() {
-    long pages = 0, resident = 0;
-    FILE* f = std::fopen("/proc/self/statm", "r");
-    if (!f) return 0;
-    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
-    std::fclose(f);
-    return static_cast<size_t>(resident) * static_cast<size_t>(sysconf(_SC_PAGESIZE));
-}
 
 class WeightsResidency : public ::testing::Test {
   protected:
@@ -65,11 +53,11 @@ TEST_F(WeightsResidency, StreamedLayerDropsItsPagesAndKeepsItsValues) {
     Linear streamed = Linear::load(ws["fc"], 8192, 2048);
     ws.pages().release();
     resident.weight.storage()->release_pages();  // same file pages, other mapping view
-    const size_t before = resident_bytes();
+    const size_t before = test::resident_bytes();
     for (int i = 0; i < 2; ++i) {
         test::expect_close(streamed.forward(x), want, 0, 0, "streamed forward");
         // The 64 MiB read by the forward are gone again (allow 8 MiB of other growth).
-        EXPECT_LT(resident_bytes(), before + (size_t{8} << 20));
+        EXPECT_LT(test::resident_bytes(), before + (size_t{8} << 20));
     }
 }
 
@@ -78,9 +66,9 @@ TEST_F(WeightsResidency, ReleasedModelLeavesRss) {
     Linear fc = Linear::load(w["fc"], 8192, 2048);
     const Tensor x = test::random_tensor({3, 8192}, 4);
     const Tensor want = fc.forward(x);  // touches every page of the weight
-    const size_t touched = resident_bytes();
+    const size_t touched = test::resident_bytes();
     w.pages().release();
-    EXPECT_LT(resident_bytes() + (size_t{48} << 20), touched);
+    EXPECT_LT(test::resident_bytes() + (size_t{48} << 20), touched);
     test::expect_close(fc.forward(x), want, 0, 0, "after release");
 }
 
