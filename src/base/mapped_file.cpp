@@ -38,12 +38,43 @@ std::shared_ptr<MappedFile> MappedFile::open(const std::string& path) {
         }
         file->data_ = static_cast<const uint8_t*>(p);
     }
-    ::close(fd);
+    file->fd_ = fd;  // kept for read()
     return file;
 }
 
 MappedFile::~MappedFile() {
     if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+    if (fd_ >= 0) ::close(fd_);
+}
+
+void MappedFile::read(size_t offset, void* dst, size_t length) const {
+    SD_CHECK(offset <= size_ && length <= size_ - offset,
+             "'%s': read of %zu bytes at %zu is past its end (%zu bytes)", path_.c_str(), length,
+             offset, size_);
+    auto* out = static_cast<uint8_t*>(dst);
+    while (length > 0) {
+        const ssize_t n = ::pread(fd_, out, length, static_cast<off_t>(offset));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0)
+            fail("cannot read '%s' at %zu: %s", path_.c_str(), offset,
+                 n < 0 ? std::strerror(errno) : "the file got shorter");
+        out += n;
+        offset += static_cast<size_t>(n);
+        length -= static_cast<size_t>(n);
+    }
+}
+
+void MappedFile::populate_pages(size_t offset, size_t length) const {
+#ifdef MADV_POPULATE_READ
+    if (!data_ || offset >= size_) return;
+    const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+    const size_t begin = offset / page * page;
+    const size_t end = std::min(size_, offset + length);
+    ::madvise(const_cast<uint8_t*>(data_) + begin, end - begin, MADV_POPULATE_READ);
+#else
+    (void)offset;
+    (void)length;
+#endif
 }
 
 void MappedFile::release_pages(size_t offset, size_t length) const {

@@ -24,12 +24,19 @@ class MappedFile {
     // Tells the kernel the byte range is no longer needed, dropping its pages from this
     // process's RSS (they stay in the page cache and come back on the next touch).
     void release_pages(size_t offset, size_t length) const;
+    // Maps the range's pages in with one call (MADV_POPULATE_READ) rather than a page fault
+    // per page on first touch; a hint, ignored where the kernel lacks it.
+    void populate_pages(size_t offset, size_t length) const;
+    // Copies bytes of the file (from the page cache, through the descriptor, so the mapping's
+    // pages stay untouched) into dst; throws sd::Error naming the file on a failed read.
+    void read(size_t offset, void* dst, size_t length) const;
 
   private:
     MappedFile() = default;
     std::string path_;
     const uint8_t* data_ = nullptr;
     size_t size_ = 0;
+    int fd_ = -1;
 };
 
 }  // namespace sd

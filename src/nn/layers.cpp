@@ -13,8 +13,9 @@ Linear Linear::load(const Weights& w, int64_t in, int64_t out, bool bias) {
 }
 
 Tensor Linear::forward(const Tensor& x) const {
-    Tensor y = linear(x, weight, bias);
-    if (streamed) weight.storage()->release_pages();
+    if (!streamed) return linear(x, weight, bias);
+    Tensor y = linear(x, read_streamed(weight), bias);
+    weight.storage()->release_pages();  // in case it was used in place
     return y;
 }
 
@@ -31,8 +32,9 @@ Conv2d Conv2d::load(const Weights& w, int64_t in, int64_t out, int kernel, int s
 }
 
 Tensor Conv2d::forward(const Tensor& x) const {
-    Tensor y = conv2d(x, weight, bias, options);
-    if (streamed) weight.storage()->release_pages();
+    if (!streamed) return conv2d(x, weight, bias, options);
+    Tensor y = conv2d(x, read_streamed(weight), bias, options);
+    weight.storage()->release_pages();
     return y;
 }
 

@@ -12,7 +12,7 @@ namespace sd {
 struct Linear {
     Tensor weight;          // [out, in], any dtype
     Tensor bias;            // [out] or undefined
-    bool streamed = false;  // drop the weight's pages after each forward (Residency::Streamed)
+    bool streamed = false;  // read the weight from the file for each forward (Residency::Streamed)
 
     static Linear load(const Weights& w, int64_t in, int64_t out, bool bias = true);
     Tensor forward(const Tensor& x) const;

@@ -21,7 +21,8 @@ namespace sd {
 // faults them back in (no copy, no disk read while the file stays cached).
 enum class Residency {
     Resident,  // pages stay in RSS once touched, until the model is released as a whole
-    Streamed,  // each layer drops its pages right after its forward (--params-backend disk)
+    Streamed,  // each layer reads its weights from the file for its forward, into scratch
+               // memory freed after it; the mapping is never touched (--params-backend disk)
 };
 
 // The file pages behind a model's weights, to drop from RSS while the model is idle.
@@ -35,6 +36,11 @@ class WeightPages {
     std::vector<std::shared_ptr<Storage>> storages_;
     size_t bytes_ = 0;
 };
+
+// Residency::Streamed: the weight read from its file into a scratch buffer that every call
+// reuses (so only one streamed weight is alive at a time: use the result before the next
+// call); weights not held contiguously in a file come back as they are.
+Tensor read_streamed(const Tensor& weight);
 
 struct LoadReport {
     std::set<std::string> used;

@@ -29,6 +29,12 @@ void Storage::release_pages() const {
     file_->release_pages(offset, size_);
 }
 
+void Storage::populate_pages() const {
+    if (!file_) return;
+    const auto offset = static_cast<size_t>(static_cast<const uint8_t*>(data_) - file_->data());
+    file_->populate_pages(offset, size_);
+}
+
 Storage::~Storage() {
     if (!file_) CachingAllocator::instance().deallocate(data_, size_);
 }

@@ -32,6 +32,8 @@ class Storage {
     // A file view drops its pages from this process's RSS; they stay in the page cache and
     // come back on the next touch. Owned memory is unaffected.
     void release_pages() const;
+    // A file view maps its pages in with one call, ahead of a full read (see MappedFile).
+    void populate_pages() const;
 
   private:
     Storage() = default;
