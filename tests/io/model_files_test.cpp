@@ -203,7 +203,13 @@ TEST(ModelFiles, ListingTheSd15FixtureKeepsRssSmall) {
     double peak_mib = static_cast<double>(usage.ru_maxrss) / 1024.0;
     std::printf("peak RSS of a process listing the %zu tensors of the sd15 f16 file: %.1f MiB\n",
                 lines, peak_mib);
+#ifdef SD_SANITIZE_BUILD
+    // AddressSanitizer's shadow memory and allocator alone take ~600 MiB of RSS here; the
+    // bound is checked in the plain build.
+    (void)peak_mib;
+#else
     EXPECT_LT(peak_mib, 100.0);
+#endif
     std::remove(out.c_str());
 }
 
