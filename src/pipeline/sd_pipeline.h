@@ -47,6 +47,7 @@ struct SdModels {
     std::unique_ptr<Denoiser> denoiser;
     float latent_scale = 0.18215f;                     // latents = VAE latents * latent_scale
     bool keep_text_encoder = false, keep_vae = false;  // from PipelineOptions
+    Residency residency = Residency::Resident;
 
     static SdModels load(const ModelFiles& files, const PipelineOptions& options);
 };
