@@ -133,13 +133,16 @@ Tensor dilate(const Tensor& mask) {
     return out;
 }
 
-// Streaming keeps the allocator's cache (see CachingAllocator) to what each phase needs:
-// 256 MiB while sampling, where the UNet's activations churn (a step then stays within ~5%
-// of the default mode's), 64 MiB for the VAE, whose activations of 100s of MiB would
-// otherwise stay cached past the low-memory budget.
+// The allocator's cache (see CachingAllocator) sized to each phase. Streaming: 256 MiB
+// while sampling, where the UNet's activations churn (a step then stays within ~5% of the
+// default mode's), 64 MiB for the VAE, whose activations of 100s of MiB would otherwise
+// stay cached past the low-memory budget. Default mode: 512 MiB while sampling (the UNet's
+// weights are resident then), 1 GiB for the decode, which has the memory to itself and
+// would otherwise map and fill a fresh block for most of its large activations.
 void size_cache_for(const SdModels& m, bool decoding) {
-    if (m.residency != Residency::Streamed) return;
-    CachingAllocator::instance().set_cache_limit((decoding ? size_t{64} : size_t{256}) << 20);
+    const bool streamed = m.residency == Residency::Streamed;
+    const size_t mib = decoding ? (streamed ? 64 : 1024) : (streamed ? 256 : 512);
+    CachingAllocator::instance().set_cache_limit(mib << 20);
 }
 
 struct Conditions {
