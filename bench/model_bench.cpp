@@ -10,9 +10,10 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/thread_pool.h"
+#include "families/registry.h"
 #include "ops/flop_counter.h"
 #include "ops/ops.h"
-#include "pipeline/sd_pipeline.h"
+#include "pipeline/generate.h"
 #include "tensor/caching_allocator.h"
 
 namespace sd::bench {
@@ -80,24 +81,29 @@ int run_model_bench(const ModelBenchOptions& o, double peak) {
     double t0 = now_seconds();
     ModelFiles files;
     files.add(o.model, ModelRole::Checkpoint);
-    PipelineOptions options;
+    LoadOptions options;
     options.tokenizer_dir = o.tokenizer_dir;
     options.model_path = o.model;
-    options.residency = o.streamed ? Residency::Streamed : Residency::Resident;
-    SdModels models = SdModels::load(files, options);
-    std::printf("model %s (%s) loaded in %.2f s, %s weights\n", o.model.c_str(), models.family.name,
-                now_seconds() - t0, o.streamed ? "streamed (--params-backend disk)" : "resident");
+    options.memory.residency = o.streamed ? Residency::Streamed : Residency::Resident;
+    LoadedModel loaded = load_model(files, options);
+    const ModelComponents& model = loaded.components;
+    std::printf("model %s (%s) loaded in %.2f s, %s weights\n", o.model.c_str(),
+                model.family_name.c_str(), now_seconds() - t0,
+                o.streamed ? "streamed (--params-backend disk)" : "resident");
 
-    // One UNet pass on a random latent, after a warm-up pass.
-    Tensor context = models.conditioner->encode("a photo of a cat", -1);
-    models.conditioner->release_weights();  // as a generation does
-    Tensor x = Tensor::full({1, 4, o.height / 8, o.width / 8}, 0.1f);
+    // One diffusion-model pass on a constant latent, after a warm-up pass.
+    Conditioning cond = model.conditioner->encode({"a photo of a cat", -1, o.width, o.height});
+    model.conditioner->release_weights();  // as a generation does
+    const LatentFormat& f = model.latent;
+    const Shape latent{1, f.channels, o.height / f.factor, o.width / f.factor};
+    Tensor x = Tensor::full(latent, 0.1f);
+    if (model.inpaint) x = concat({x, Tensor::zeros({1, 1 + f.channels, latent[2], latent[3]})}, 1);
     Tensor t = Tensor::full({1}, 500.0f);
-    models.unet.forward(x, t, context);
+    model.diffusion->forward(x, t, cond);
     reset_flop_counter();
     t0 = now_seconds();
     double c0 = cpu_seconds();
-    models.unet.forward(x, t, context);
+    model.diffusion->forward(x, t, cond);
     const double pass_s = now_seconds() - t0, pass_flops = counted_flops();
     const double pass_cpu = cpu_seconds() - c0;
 
@@ -116,22 +122,22 @@ int run_model_bench(const ModelBenchOptions& o, double peak) {
     reset_flop_counter();
     t0 = now_seconds();
     c0 = cpu_seconds();
-    generate_images(models, r, hooks);
+    generate_images(model, r, hooks);
     const double gen_cpu = cpu_seconds() - c0;
     const double generation_peak = phase_peak_rss_mib();
     const double total = now_seconds() - t0;
     const double gen_flops = counted_flops();
 
-    Tensor z = Tensor::full({1, 4, o.height / 8, o.width / 8}, 0.1f);
+    Tensor z = Tensor::full(latent, 0.1f);
     reset_peak_rss(&overall_peak);
     reset_flop_counter();
     double d0 = now_seconds();
     c0 = cpu_seconds();
-    models.vae.decode(z);
+    model.codec->decode(z, {});
     const double decode_s = now_seconds() - d0, decode_flops = counted_flops();
     const double decode_cpu = cpu_seconds() - c0;
     const double decode_peak = phase_peak_rss_mib();
-    models.vae.release_weights();
+    model.codec->release_weights();
     CachingAllocator::instance().trim();
     overall_peak = std::max(overall_peak, decode_peak);
 

@@ -14,13 +14,14 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "base/thread_pool.h"
+#include "families/registry.h"
 #include "ops/compute_type.h"
-#include "pipeline/sd_pipeline.h"
+#include "pipeline/generate.h"
 #include "stable-diffusion.h"
 
 struct sd_ctx_t {
     sd::ModelFiles files;
-    sd::SdModels models;
+    sd::LoadedModel model;
     rng_type_t rng_type = CUDA_RNG;
     rng_type_t sampler_rng_type = RNG_TYPE_COUNT;
     std::atomic<int> cancel{0};
@@ -37,7 +38,6 @@ bool has(const char* s) {
 // refused here, naming the option.
 void reject_unbuilt(const sd_ctx_params_t& p) {
     const std::pair<const char*, const char*> paths[] = {
-        {p.clip_g_path, "--clip_g (SDXL / SD3 text encoder)"},
         {p.clip_vision_path, "--clip_vision"},
         {p.t5xxl_path, "--t5xxl (SD3 / FLUX text encoder)"},
         {p.llm_path, "--llm"},
@@ -84,22 +84,24 @@ sd_ctx_t* create(const sd_ctx_params_t& p) {
     if (has(p.diffusion_model_path))
         ctx->files.add(p.diffusion_model_path, sd::ModelRole::DiffusionModel);
     if (has(p.clip_l_path)) ctx->files.add(p.clip_l_path, sd::ModelRole::TextEncoder);
+    if (has(p.clip_g_path)) ctx->files.add(p.clip_g_path, sd::ModelRole::TextEncoder2);
     if (has(p.vae_path)) ctx->files.add(p.vae_path, sd::ModelRole::Vae);
-    sd::PipelineOptions options;
+    sd::LoadOptions options;
     options.model_path = has(p.model_path) ? p.model_path : p.diffusion_model_path;
     options.prediction = p.prediction;
     // Weights are mmapped views either way; "disk" (or --stream-layers) drops each layer's
     // pages after its forward, the CPU's version of streaming weights to a device.
     const bool disk = has(p.params_backend) && std::string(p.params_backend) == "disk";
-    options.residency = disk || p.stream_layers ? sd::Residency::Streamed : sd::Residency::Resident;
-    options.keep_text_encoder = p.keep_clip_on_cpu;
-    options.keep_vae = p.keep_vae_on_cpu;
+    options.memory.residency =
+        disk || p.stream_layers ? sd::Residency::Streamed : sd::Residency::Resident;
+    options.memory.keep_text_encoder = p.keep_clip_on_cpu;
+    options.memory.keep_vae = p.keep_vae_on_cpu;
     for (uint32_t i = 0; i < p.embedding_count && p.embeddings; ++i) {
         SD_CHECK(has(p.embeddings[i].path), "embedding %u has no path", i);
         options.embeddings.push_back(
             {has(p.embeddings[i].name) ? p.embeddings[i].name : "", p.embeddings[i].path});
     }
-    ctx->models = sd::SdModels::load(ctx->files, options);
+    ctx->model = sd::load_model(ctx->files, options);
     ctx->rng_type = p.rng_type;
     ctx->sampler_rng_type = p.sampler_rng_type;
     return ctx.release();
@@ -227,7 +229,8 @@ void free_sd_ctx(sd_ctx_t* sd_ctx) {
     delete sd_ctx;
 }
 
-enum sample_method_t sd_get_default_sample_method(const sd_ctx_t*) {
+enum sample_method_t sd_get_default_sample_method(const sd_ctx_t* sd_ctx) {
+    if (sd_ctx && sd_ctx->model.family) return sd_ctx->model.family->defaults.method;
     return EULER_A_SAMPLE_METHOD;
 }
 
@@ -257,7 +260,7 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* params, sd_imag
         hooks.cancel = &sd_ctx->cancel;
         std::vector<sd::Image8> images;
         try {
-            images = sd::generate_images(sd_ctx->models, request, hooks);
+            images = sd::generate_images(sd_ctx->model.components, request, hooks);
         } catch (const sd::Cancelled&) {
             SD_LOG_WARN("generation cancelled");
             return false;

@@ -53,7 +53,9 @@ const char* canonical_prefix(ModelRole role) {
         case ModelRole::Vae:
             return "first_stage_model.";
         case ModelRole::TextEncoder:
-            return "cond_stage_model.";
+            return "cond_stage_model.transformer.";
+        case ModelRole::TextEncoder2:
+            return "cond_stage_model.1.transformer.";
     }
     return "";
 }
@@ -85,7 +87,8 @@ void ModelFiles::add_diffusers_folder(const std::string& dir) {
     const std::pair<const char*, ModelRole> components[] = {
         {"unet", ModelRole::DiffusionModel},
         {"vae", ModelRole::Vae},
-        {"text_encoder", ModelRole::TextEncoder}};
+        {"text_encoder", ModelRole::TextEncoder},
+        {"text_encoder_2", ModelRole::TextEncoder2}};
     int added = 0;
     for (const auto& [name, role] : components) {
         if (!index.contains(name) || !is_directory(dir + "/" + name)) continue;
@@ -93,7 +96,7 @@ void ModelFiles::add_diffusers_folder(const std::string& dir) {
         ++added;
     }
     for (const auto& [name, value] : index.items()) {
-        if (name == "text_encoder_2" || name == "transformer") {
+        if (name == "transformer") {
             fail("%s: component '%s' belongs to a model family this program cannot run yet",
                  index_path.c_str(), name.c_str());
         }

@@ -13,7 +13,11 @@ namespace {
 constexpr std::string_view kUnetPrefix = "model.diffusion_model.";
 constexpr std::string_view kVaePrefix = "first_stage_model.";
 constexpr std::string_view kTextPrefix = "cond_stage_model.transformer.";
+constexpr std::string_view kText2Prefix = "cond_stage_model.1.transformer.";
 constexpr std::string_view kOpenClipPrefix = "cond_stage_model.model.";
+// SDXL checkpoints (sgm): CLIP-L with Hugging Face names, OpenCLIP bigG with its own.
+constexpr std::string_view kSgmClipL = "conditioner.embedders.0.";
+constexpr std::string_view kSgmClipG = "conditioner.embedders.1.model.";
 
 bool starts_with(std::string_view s, std::string_view p) {
     return s.substr(0, p.size()) == p;
@@ -136,9 +140,11 @@ std::string openclip_layer(std::string_view rest) {
                                 {"attn.out_proj.", "self_attn.out_proj."}});
 }
 
-// Appends the records that OpenCLIP tensor `r` (its name already stripped to `s`) becomes.
-void convert_openclip(TensorRecord r, std::string_view s, std::vector<TensorRecord>& out) {
-    const std::string text_model = str(kTextPrefix) + "text_model.";
+// Appends the records that OpenCLIP tensor `r` (its name already stripped to `s`) becomes,
+// under `target` (kTextPrefix or kText2Prefix).
+void convert_openclip(TensorRecord r, std::string_view s, std::string_view target,
+                      std::vector<TensorRecord>& out) {
+    const std::string text_model = str(target) + "text_model.";
     int layer = 0;
     std::string_view rest = s;
     if (consume(rest, "transformer.resblocks.") && consume_index(rest, layer)) {
@@ -171,13 +177,13 @@ void convert_openclip(TensorRecord r, std::string_view s, std::vector<TensorReco
         r.name = text_model + "final_layer_norm." + str(rest);
     else if (s == "logit_scale")
         return;  // the image-text contrastive temperature: unused
-    else if (s == "text_projection" && r.shape.size() == 2 && !is_quantized(r.dtype)) {
-        // OpenCLIP computes x @ P; as a Linear weight that is P transposed (a strided view).
-        r.name = str(kTextPrefix) + "text_projection.weight";
-        std::swap(r.shape[0], r.shape[1]);
-        std::swap(r.strides[0], r.strides[1]);
+    else if (s == "text_projection") {
+        // OpenCLIP computes x @ P, yet the reference program applies P as a Linear weight
+        // (x @ P^T), as it does Hugging Face's text_projection.weight; SDXL's reference
+        // images agree (64.9 vs 64.5 dB), so P is kept as stored.
+        r.name = str(target) + "text_projection.weight";
     } else {
-        r.name = str(kTextPrefix) + str(s);
+        r.name = str(target) + str(s);
     }
     out.push_back(std::move(r));
 }
@@ -188,19 +194,21 @@ bool is_openclip_name(std::string_view s) {
            s == "text_projection";
 }
 
-// The text encoder of a separate file or a checkpoint, from HF or OpenCLIP names.
-void convert_text_encoder(TensorRecord r, std::string_view s, std::vector<TensorRecord>& out) {
+// A text encoder of a separate file or a checkpoint, from HF or OpenCLIP names, under
+// `target` (kTextPrefix: the first or only one; kText2Prefix: SDXL's second).
+void convert_text_encoder(TensorRecord r, std::string_view s, std::string_view target,
+                          std::vector<TensorRecord>& out) {
     if (is_openclip_name(s)) {
-        convert_openclip(std::move(r), s, out);
+        convert_openclip(std::move(r), s, target, out);
         return;
     }
     consume(s, "transformer.");
     // Older transformers releases saved CLIPTextModel without the "text_model." level.
     if (starts_with(s, "embeddings.") || starts_with(s, "encoder.") ||
         starts_with(s, "final_layer_norm.")) {
-        r.name = str(kTextPrefix) + "text_model." + str(s);
+        r.name = str(target) + "text_model." + str(s);
     } else {
-        r.name = str(kTextPrefix) + str(s);
+        r.name = str(target) + str(s);
     }
     out.push_back(std::move(r));
 }
@@ -274,6 +282,8 @@ const char* model_role_name(ModelRole role) {
             return "VAE";
         case ModelRole::TextEncoder:
             return "text encoder";
+        case ModelRole::TextEncoder2:
+            return "second text encoder (clip_g)";
     }
     return "?";
 }
@@ -346,8 +356,11 @@ std::vector<TensorRecord> to_canonical_names(std::vector<TensorRecord> records, 
                 part = ModelRole::DiffusionModel;
             else if (consume(s, kVaePrefix))
                 part = ModelRole::Vae;
-            else if (consume(s, kOpenClipPrefix) || consume(s, "cond_stage_model."))
+            else if (consume(s, kOpenClipPrefix) || consume(s, "cond_stage_model.") ||
+                     consume(s, kSgmClipL))
                 part = ModelRole::TextEncoder;
+            else if (consume(s, kSgmClipG))
+                part = ModelRole::TextEncoder2;
             else {
                 out.push_back(std::move(r));  // not a component we know: kept for the report
                 continue;
@@ -356,6 +369,8 @@ std::vector<TensorRecord> to_canonical_names(std::vector<TensorRecord> records, 
             consume(s, kUnetPrefix) || consume(s, "unet.");
         } else if (role == ModelRole::Vae) {
             consume(s, kVaePrefix) || consume(s, "vae.");
+        } else if (role == ModelRole::TextEncoder2) {
+            consume(s, kText2Prefix) || consume(s, kSgmClipG);
         } else {
             consume(s, kTextPrefix) || consume(s, kOpenClipPrefix) ||
                 consume(s, "cond_stage_model.");
@@ -379,7 +394,10 @@ std::vector<TensorRecord> to_canonical_names(std::vector<TensorRecord> records, 
                 out.push_back(std::move(r));
                 break;
             case ModelRole::TextEncoder:
-                convert_text_encoder(std::move(r), rest, out);
+                convert_text_encoder(std::move(r), rest, kTextPrefix, out);
+                break;
+            case ModelRole::TextEncoder2:
+                convert_text_encoder(std::move(r), rest, kText2Prefix, out);
                 break;
             case ModelRole::Checkpoint:
                 break;

@@ -3,8 +3,10 @@
 //   model.diffusion_model.*   the UNet / DiT, original LDM names (input_blocks.1.0.in_layers.0 ...)
 //   first_stage_model.*       the VAE, original LDM names (encoder.down.0.block.0.conv1 ...)
 //   cond_stage_model.transformer.text_model.*
-//                             the SD 1.x/2.x text encoder, Hugging Face CLIPTextModel names
-//                             (SD 2.x's OpenCLIP layout is split into them, see below)
+//                             the SD 1.x/2.x text encoder and SDXL's CLIP-L, Hugging Face
+//                             CLIPTextModel names (SD 2.x's OpenCLIP layout is split into them)
+//   cond_stage_model.1.transformer.{text_model.*, text_projection.weight}
+//                             SDXL's second text encoder, OpenCLIP bigG, the same names
 //
 // Layouts read: the original single-file checkpoints (SD 1.x, SD 2.x with OpenCLIP's
 // `cond_stage_model.model.*` whose attention is one fused `in_proj_weight`), diffusers
@@ -22,7 +24,9 @@
 namespace sd {
 
 // What a file given to the program holds: -m (a whole model) or one component.
-enum class ModelRole { Checkpoint, DiffusionModel, Vae, TextEncoder };
+// TextEncoder is the first (or only) CLIP text encoder (--clip_l), TextEncoder2 SDXL's
+// OpenCLIP bigG (--clip_g).
+enum class ModelRole { Checkpoint, DiffusionModel, Vae, TextEncoder, TextEncoder2 };
 
 const char* model_role_name(ModelRole role);
 

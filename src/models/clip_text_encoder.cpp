@@ -28,7 +28,7 @@ ClipConfig read_config(const Weights& w) {
 
 }  // namespace
 
-ClipTextEncoder ClipTextEncoder::load(const Weights& w) {
+ClipTextEncoder ClipTextEncoder::load(const Weights& w, const Weights* projection) {
     ClipTextEncoder m;
     m.config_ = read_config(w);
     const ClipConfig& c = m.config_;
@@ -51,6 +51,15 @@ ClipTextEncoder ClipTextEncoder::load(const Weights& w) {
         m.layers_.push_back(std::move(layer));
     }
     m.final_layer_norm = LayerNorm::load(w["final_layer_norm"], c.hidden, 1e-5f);
+    if (projection) {
+        auto shape = projection->shape_of("weight");
+        SD_CHECK(shape && shape->size() == 2 && (*shape)[1] == c.hidden,
+                 "text projection '%sweight': expected [projection, %lld], found %s",
+                 projection->prefix().c_str(), (long long)c.hidden,
+                 shape ? shape->to_string().c_str() : "nothing");
+        m.text_projection = Linear::load(*projection, c.hidden, (*shape)[0], /*bias=*/false);
+        projection->check("CLIP text projection");
+    }
     w.check("CLIP text encoder");
     m.pages_ = w.pages();
     SD_LOG_INFO("CLIP text encoder: %lld layers, width %lld, %lld heads, %s", (long long)c.layers,
@@ -90,19 +99,30 @@ Tensor ClipTextEncoder::embed_tokens(const Tensor& tokens, const Tensor& extra) 
     return x;
 }
 
-Tensor ClipTextEncoder::forward(const Tensor& tokens, int clip_skip,
-                                const Tensor& extra_embeddings) const {
+Tensor ClipTextEncoder::forward(const Tensor& tokens, int clip_skip, const Tensor& extra_embeddings,
+                                bool final_norm) const {
     SD_CHECK(tokens.dim() == 2 && tokens.size(1) <= config_.max_positions,
              "CLIP tokens %s: expected [B, <= %lld]", tokens.describe().c_str(),
              (long long)config_.max_positions);
     SD_CHECK(clip_skip >= 1 && clip_skip <= config_.layers, "clip skip %d outside 1..%lld",
              clip_skip, (long long)config_.layers);
     const int64_t length = tokens.size(1);
-    Tensor x =
-        embedding(token_embedding, tokens) + position_embedding.narrow(0, 0, length).contiguous();
+    Tensor tok = extra_embeddings.defined() ? embed_tokens(tokens, extra_embeddings)
+                                            : embedding(token_embedding, tokens);
+    Tensor x = tok + position_embedding.narrow(0, 0, length).contiguous();
     const int64_t run = config_.layers - (clip_skip - 1);
     for (int64_t i = 0; i < run; ++i) x = encoder_layer(layers_[static_cast<size_t>(i)], x);
-    return final_layer_norm.forward(x);
+    return final_norm ? final_layer_norm.forward(x) : x;
+}
+
+Tensor ClipTextEncoder::pooled(const Tensor& tokens, int64_t index) const {
+    SD_CHECK(text_projection.has_value(),
+             "this CLIP text encoder was loaded without its projection");
+    SD_CHECK(tokens.dim() == 2 && tokens.size(0) == 1 && index >= 0 && index < tokens.size(1),
+             "pooled CLIP output: token %lld of %s", (long long)index, tokens.describe().c_str());
+    Tensor x = forward(tokens, 1, {}, /*final_norm=*/true);  // [1, L, hidden]
+    Tensor eot = x.narrow(1, index, 1).contiguous().view({1, config_.hidden});
+    return text_projection->forward(eot);
 }
 
 }  // namespace sd

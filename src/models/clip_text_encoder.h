@@ -1,9 +1,11 @@
-// The CLIP text transformer of SD 1.x (OpenAI ViT-L/14) and SD 2.x (OpenCLIP ViT-H/14,
-// its names converted to these by io/name_conversion), as transformers' CLIPTextModel:
-// token + position embeddings, pre-norm transformer layers with causal self-attention,
-// final layer norm.
+// The CLIP text transformer of SD 1.x (OpenAI ViT-L/14), SD 2.x (OpenCLIP ViT-H/14) and SDXL
+// (ViT-L/14 and OpenCLIP ViT-bigG/14 with its text projection; OpenCLIP names converted to
+// these by io/name_conversion), as transformers' CLIPTextModel(WithProjection): token +
+// position embeddings, pre-norm transformer layers with causal self-attention, final layer
+// norm, and for the pooled output the projection of the end token's state.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "nn/layers.h"
@@ -29,14 +31,21 @@ struct ClipEncoderLayer {
 class ClipTextEncoder {
   public:
     // Builds from `w` = "...text_model." (config read from the shapes); throws listing
-    // every missing or mis-shaped tensor.
-    static ClipTextEncoder load(const Weights& w);
+    // every missing or mis-shaped tensor. `projection` = "...text_projection." when the
+    // model's pooled output is used (SDXL's bigG), else omitted.
+    static ClipTextEncoder load(const Weights& w, const Weights* projection = nullptr);
 
     // tokens: i32 [B, 77]. Runs the first `layers - (clip_skip - 1)` layers (clip_skip 1 =
-    // all), then the final layer norm. Returns f32 [B, 77, hidden]. Ids from vocab on pick
-    // rows of `extra_embeddings` (f32 [n, hidden]: textual-inversion vectors).
-    Tensor forward(const Tensor& tokens, int clip_skip = 1,
-                   const Tensor& extra_embeddings = {}) const;
+    // all), then the final layer norm unless `final_norm` is false (SDXL reads the raw
+    // penultimate states). Returns f32 [B, 77, hidden]. Ids from vocab on pick rows of
+    // `extra_embeddings` (f32 [n, hidden]: textual-inversion vectors).
+    Tensor forward(const Tensor& tokens, int clip_skip = 1, const Tensor& extra_embeddings = {},
+                   bool final_norm = true) const;
+
+    // The pooled output of one window: every layer, the final layer norm, the state of
+    // token `index` (the end token) times the text projection. tokens: i32 [1, 77];
+    // returns f32 [1, projection width]. Needs the projection loaded.
+    Tensor pooled(const Tensor& tokens, int64_t index) const;
 
     const ClipConfig& config() const { return config_; }
     // Drops the weights' file pages from RSS (see Residency); the next forward faults
@@ -52,6 +61,7 @@ class ClipTextEncoder {
     Tensor token_embedding, position_embedding;
     std::vector<ClipEncoderLayer> layers_;
     LayerNorm final_layer_norm;
+    std::optional<Linear> text_projection;  // [proj, hidden], no bias
     WeightPages pages_;
 };
 

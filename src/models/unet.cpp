@@ -10,6 +10,29 @@ int64_t heads_for(const UNetConfig& c, int64_t channels) {
     return c.head_channels > 0 ? channels / c.head_channels : c.num_heads;
 }
 
+// The number of ResBlocks a level: input blocks 1.. up to the first Downsample ("N.0.op").
+int count_res_blocks(const Weights& w) {
+    int n = 0;
+    while (w.has("input_blocks." + std::to_string(n + 1) + ".0.in_layers.0.weight")) ++n;
+    for (int i = 1; i <= n; ++i) {
+        if (w.has("input_blocks." + std::to_string(i) + ".0.op.weight")) return i - 1;
+    }
+    return n;
+}
+
+// The cross-attention context width: from the first transformer block found.
+int64_t find_context_dim(const Weights& w, int input_blocks) {
+    std::vector<std::string> blocks = {"middle_block.1."};
+    for (int i = 1; i < input_blocks; ++i)
+        blocks.push_back("input_blocks." + std::to_string(i) + ".1.");
+    for (const std::string& b : blocks) {
+        if (auto to_k = w.shape_of(b + "transformer_blocks.0.attn2.to_k.weight");
+            to_k && to_k->size() == 2)
+            return (*to_k)[1];
+    }
+    return 0;
+}
+
 UNetConfig read_config(const Weights& w) {
     UNetConfig c;
     auto conv_in = w.shape_of("input_blocks.0.0.weight");
@@ -17,31 +40,37 @@ UNetConfig read_config(const Weights& w) {
     c.model_channels = (*conv_in)[0];
     c.in_channels = (*conv_in)[1];
     if (auto out = w.shape_of("out.2.weight"); out && out->size() == 4) c.out_channels = (*out)[0];
-    // Levels: the first ResBlock of each level gives its width; a level's second input
-    // block has attention when "<index>.1" exists.
+    c.num_res_blocks = count_res_blocks(w);
+    SD_CHECK(c.num_res_blocks >= 1, "UNet under '%s' has no ResBlock in input_blocks.1",
+             w.prefix().c_str());
+    // Levels: the first ResBlock of each level gives its width; a level has attention when
+    // its first ResBlock's input block has a transformer ("<index>.1").
     c.channel_mult.clear();
     c.attention_at_level.clear();
+    const int per_level = c.num_res_blocks + 1;
     for (int level = 0;; ++level) {
-        int first = 3 * level + 1;
+        int first = per_level * level + 1;
         auto out = w.shape_of("input_blocks." + std::to_string(first) + ".0.out_layers.3.weight");
-        if (!out) break;
+        if (!out || out->size() == 0) break;
         c.channel_mult.push_back((*out)[0] / c.model_channels);
         c.attention_at_level.push_back(
             w.has("input_blocks." + std::to_string(first) + ".1.norm.weight"));
     }
     SD_CHECK(!c.channel_mult.empty(), "UNet under '%s' has no input blocks", w.prefix().c_str());
-    const std::string attn = "middle_block.1.";
-    auto to_k = w.shape_of(attn + "transformer_blocks.0.attn2.to_k.weight");
-    SD_CHECK(to_k && to_k->size() == 2, "UNet under '%s' has no middle-block attention",
+    const int input_blocks = per_level * static_cast<int>(c.channel_mult.size());
+    c.context_dim = find_context_dim(w, input_blocks);
+    SD_CHECK(c.context_dim > 0, "UNet under '%s' has no cross-attention (attn2.to_k)",
              w.prefix().c_str());
-    c.context_dim = (*to_k)[1];
-    auto proj_in = w.shape_of(attn + "proj_in.weight");
-    c.linear_projection = proj_in && proj_in->size() == 2;
-    c.transformer_depth = 0;
-    while (w.has(attn + "transformer_blocks." + std::to_string(c.transformer_depth) +
-                 ".norm1.weight")) {
-        ++c.transformer_depth;
+    for (int i = 1; i < input_blocks; ++i) {
+        auto proj_in = w.shape_of("input_blocks." + std::to_string(i) + ".1.proj_in.weight");
+        if (!proj_in) proj_in = w.shape_of("middle_block.1.proj_in.weight");
+        if (proj_in) {
+            c.linear_projection = proj_in->size() == 2;
+            break;
+        }
     }
+    if (auto adm = w.shape_of("label_emb.0.0.weight"); adm && adm->size() == 2)
+        c.adm_in_channels = (*adm)[1];
     // SD 1.x (context 768) uses 8 heads at every width; later models use 64-channel heads.
     if (c.context_dim != 768) c.head_channels = 64;
     return c;
@@ -104,7 +133,7 @@ SpatialTransformer SpatialTransformer::load(const Weights& w, int64_t channels,
         t.proj_out_conv = Conv2d::load(w["proj_out"], channels, channels, 1);
     }
     const int64_t heads = heads_for(c, channels), inner = 4 * channels;
-    for (int i = 0; i < c.transformer_depth; ++i) {
+    for (int i = 0; w.has("transformer_blocks." + std::to_string(i) + ".norm1.weight"); ++i) {
         Weights b = w["transformer_blocks"][i];
         BasicTransformerBlock block;
         block.norm1 = LayerNorm::load(b["norm1"], channels, 1e-5f);
@@ -139,6 +168,10 @@ UNet UNet::load(const Weights& w) {
     const int64_t emb_dim = 4 * c.model_channels;
     u.time_embed_0 = Linear::load(w["time_embed"]["0"], c.model_channels, emb_dim);
     u.time_embed_2 = Linear::load(w["time_embed"]["2"], emb_dim, emb_dim);
+    if (c.adm_in_channels > 0) {
+        u.label_emb_0 = Linear::load(w["label_emb"]["0"]["0"], c.adm_in_channels, emb_dim);
+        u.label_emb_2 = Linear::load(w["label_emb"]["0"]["2"], emb_dim, emb_dim);
+    }
 
     // Input blocks: conv_in, then per level num_res_blocks ResBlocks (+ attention) and a
     // Downsample except at the last level. `skips` tracks each block's output width.
@@ -156,7 +189,7 @@ UNet UNet::load(const Weights& w) {
             Weights b = w["input_blocks"][++index];
             UNetBlock block;
             block.res = ResBlock::load(b["0"], ch, out, emb_dim);
-            if (c.attention_at_level[level])
+            if (c.attention_at_level[level] && b.has("1.norm.weight"))
                 block.attention = SpatialTransformer::load(b["1"], out, c);
             u.input_blocks.push_back(std::move(block));
             ch = out;
@@ -170,11 +203,25 @@ UNet UNet::load(const Weights& w) {
             skips.push_back(ch);
         }
     }
-    UNetBlock mid_res1, mid_attn, mid_res2;
-    mid_res1.res = ResBlock::load(w["middle_block"]["0"], ch, ch, emb_dim);
-    mid_attn.attention = SpatialTransformer::load(w["middle_block"]["1"], ch, c);
-    mid_res2.res = ResBlock::load(w["middle_block"]["2"], ch, ch, emb_dim);
-    u.middle_block = {std::move(mid_res1), std::move(mid_attn), std::move(mid_res2)};
+    // The middle block: ResBlock, SpatialTransformer, ResBlock; SDXL-layout distillations
+    // (Vega) keep only the ResBlocks, some tiny UNets drop the block.
+    if (w.has("middle_block.0.in_layers.0.weight")) {
+        UNetBlock res1;
+        res1.res = ResBlock::load(w["middle_block"]["0"], ch, ch, emb_dim);
+        u.middle_block.push_back(std::move(res1));
+        int next = 1;
+        if (w.has("middle_block.1.norm.weight")) {
+            UNetBlock attn;
+            attn.attention = SpatialTransformer::load(w["middle_block"]["1"], ch, c);
+            u.middle_block.push_back(std::move(attn));
+            next = 2;
+        }
+        if (w.has("middle_block." + std::to_string(next) + ".in_layers.0.weight")) {
+            UNetBlock res2;
+            res2.res = ResBlock::load(w["middle_block"][next], ch, ch, emb_dim);
+            u.middle_block.push_back(std::move(res2));
+        }
+    }
 
     // Output blocks: per level (deepest first) num_res_blocks + 1 ResBlocks, each on the
     // concatenation with a skip, (+ attention), and an Upsample closing every level but 0.
@@ -189,7 +236,7 @@ UNet UNet::load(const Weights& w) {
             block.res = ResBlock::load(b["0"], ch + skip, out, emb_dim);
             ch = out;
             int part = 1;
-            if (c.attention_at_level[level])
+            if (c.attention_at_level[level] && b.has("1.norm.weight"))
                 block.attention = SpatialTransformer::load(b[part++], out, c);
             if (level != 0 && r == c.num_res_blocks) {
                 // Upsample: nearest 2x, then conv; the conv reads its input upsampled.
@@ -204,11 +251,11 @@ UNet UNet::load(const Weights& w) {
     w.check("UNet");
     u.pages_ = w.pages();
     SD_LOG_INFO(
-        "UNet: %lld -> %lld channels, width %lld, %d levels, context %lld, %s heads, %s "
-        "projections",
+        "UNet: %lld -> %lld channels, width %lld, %d levels of %d res blocks, context %lld, %s "
+        "heads, %s projections%s",
         (long long)c.in_channels, (long long)c.out_channels, (long long)c.model_channels, levels,
-        (long long)c.context_dim, c.head_channels > 0 ? "64-channel" : "8",
-        c.linear_projection ? "linear" : "conv");
+        c.num_res_blocks, (long long)c.context_dim, c.head_channels > 0 ? "64-channel" : "8",
+        c.linear_projection ? "linear" : "conv", c.adm_in_channels > 0 ? ", label_emb" : "");
     return u;
 }
 
@@ -220,7 +267,8 @@ Tensor UNet::run_block(const UNetBlock& block, Tensor h, const Tensor& emb,
     return h;
 }
 
-Tensor UNet::forward(const Tensor& x, const Tensor& timesteps, const Tensor& context) const {
+Tensor UNet::forward(const Tensor& x, const Tensor& timesteps, const Tensor& context,
+                     const Tensor& y) const {
     SD_CHECK(x.dim() == 4 && x.size(1) == config_.in_channels,
              "UNet input %s: expected [B, %lld, H, W]", x.describe().c_str(),
              (long long)config_.in_channels);
@@ -234,6 +282,14 @@ Tensor UNet::forward(const Tensor& x, const Tensor& timesteps, const Tensor& con
              (long long)x.size(0), (long long)config_.context_dim);
     Tensor emb = timestep_embedding(timesteps, config_.model_channels);
     emb = time_embed_2.forward(silu(time_embed_0.forward(emb)));
+    if (config_.adm_in_channels > 0) {
+        SD_CHECK(y.defined() && y.dim() == 2 && y.size(0) == x.size(0) &&
+                     y.size(1) == config_.adm_in_channels,
+                 "UNet vector y %s: expected [%lld, %lld]",
+                 y.defined() ? y.describe().c_str() : "(none)", (long long)x.size(0),
+                 (long long)config_.adm_in_channels);
+        emb = emb + label_emb_2.forward(silu(label_emb_0.forward(y)));
+    }
 
     std::vector<Tensor> skips;
     Tensor h = x;

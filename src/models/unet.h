@@ -1,8 +1,12 @@
-// The UNet of SD 1.x and 2.x (incl. the 9-channel inpaint variants), as ldm's
-// openaimodel.py UNetModel, block for block and with its tensor names:
-//   time_embed -> input_blocks (ResBlock [+ SpatialTransformer], Downsample) ->
-//   middle_block (ResBlock, SpatialTransformer, ResBlock) ->
+// The UNet of SD 1.x, 2.x and SDXL (incl. the 9-channel inpaint variants and the smaller
+// SDXL-layout UNets such as SSD-1B and Vega), as ldm's / sgm's openaimodel.py UNetModel,
+// block for block and with its tensor names:
+//   time_embed [+ label_emb(y)] -> input_blocks (ResBlock [+ SpatialTransformer], Downsample)
+//   -> middle_block (ResBlock [, SpatialTransformer, ResBlock]) ->
 //   output_blocks (ResBlock on the concatenated skip [+ SpatialTransformer], Upsample) -> out
+// Every size is read from the weights: widths, levels, res blocks a level, each
+// transformer's depth (SDXL: 0/2/10 by level; SSD-1B: per block), the context width and
+// label_emb's input width (SDXL's pooled text + size/crop vector, 2816).
 #pragma once
 
 #include <optional>
@@ -23,7 +27,7 @@ struct UNetConfig {
     int64_t num_heads = 8;           // SD 1.x: 8 heads whatever the width
     int64_t head_channels = -1;      // SD 2.x: heads of 64 channels
     bool linear_projection = false;  // SD 2.x: proj_in/proj_out are Linear, not 1x1 convs
-    int transformer_depth = 1;
+    int64_t adm_in_channels = 0;     // label_emb's input width (SDXL: 2816); 0: none
 };
 
 struct ResBlock {
@@ -62,6 +66,7 @@ struct SpatialTransformer {
     bool linear = false;
     std::vector<BasicTransformerBlock> blocks;
 
+    // The depth (transformer_blocks.N) is read from the weights.
     static SpatialTransformer load(const Weights& w, int64_t channels, const UNetConfig& c);
     Tensor forward(const Tensor& x, const Tensor& context) const;
 };
@@ -78,8 +83,10 @@ class UNet {
     static UNet load(const Weights& w);  // w = "model.diffusion_model."
 
     // x: [B, in_channels, H, W] latents (H, W multiples of 8), timesteps: f32 [B],
-    // context: [B, L, context_dim]. Returns the model output [B, out_channels, H, W].
-    Tensor forward(const Tensor& x, const Tensor& timesteps, const Tensor& context) const;
+    // context: [B, L, context_dim], y: [B, adm_in_channels] when the model has label_emb
+    // (else undefined). Returns the model output [B, out_channels, H, W].
+    Tensor forward(const Tensor& x, const Tensor& timesteps, const Tensor& context,
+                   const Tensor& y = {}) const;
 
     const UNetConfig& config() const { return config_; }
     // Drops the weights' file pages from RSS (see Residency); the next forward faults
@@ -93,6 +100,7 @@ class UNet {
 
     UNetConfig config_;
     Linear time_embed_0, time_embed_2;
+    Linear label_emb_0, label_emb_2;  // class/ADM embedding (SDXL), when adm_in_channels > 0
     std::vector<UNetBlock> input_blocks, middle_block, output_blocks;
     GroupNorm out_norm;
     Conv2d out_conv;

@@ -58,21 +58,24 @@ std::vector<EmbeddingFile> list_embedding_files(const std::string& dir) {
     return out;
 }
 
-std::vector<TextualInversion> load_textual_inversions(const std::vector<EmbeddingFile>& files, int64_t hidden) {
+std::vector<TextualInversion> load_textual_inversions(const std::vector<EmbeddingFile>& files,
+                                                      int64_t hidden) {
     std::vector<TextualInversion> out;
     for (const EmbeddingFile& f : files) {
         SD_CHECK(!f.name.empty(), "embedding file '%s' has no name to call it by", f.path.c_str());
         TensorFile file = open_tensor_file(f.path);
         out.push_back({f.name, embedding_vectors(file, hidden)});
-        SD_LOG_INFO("textual inversion '%s': %lld vectors", f.name.c_str(), (long long)out.back().vectors.size(0));
+        SD_LOG_INFO("textual inversion '%s': %lld vectors", f.name.c_str(),
+                    (long long)out.back().vectors.size(0));
     }
     return out;
 }
 
-TextConditioner::TextConditioner(ClipTokenizer tokenizer, ClipTextEncoder encoder, int32_t pad_id,
-                                 int default_clip_skip, std::vector<TextualInversion> embeddings)
+TextConditioner::TextConditioner(ClipTokenizer tokenizer, std::vector<ClipBranch> encoders,
+                                 int32_t pad_id, int default_clip_skip,
+                                 std::vector<TextualInversion> embeddings)
     : tokenizer_(std::move(tokenizer)),
-      encoder_(std::move(encoder)),
+      encoders_(std::move(encoders)),
       pad_id_(pad_id),
       default_clip_skip_(default_clip_skip),
       embeddings_(std::move(embeddings)) {
@@ -81,9 +84,14 @@ TextConditioner::TextConditioner(ClipTokenizer tokenizer, ClipTextEncoder encode
               [](const TextualInversion& a, const TextualInversion& b) {
                   return a.name.size() > b.name.size();
               });
+    SD_CHECK(!encoders_.empty(), "a text conditioner needs at least one text encoder");
     std::vector<Tensor> all;
     for (const TextualInversion& e : embeddings_) all.push_back(e.vectors);
     if (!all.empty()) custom_vectors_ = concat(all, 0);
+}
+
+void TextConditioner::release_weights() const {
+    for (const ClipBranch& b : encoders_) b.encoder.release_weights();
 }
 
 // Tokenizes one weighted piece; textual-inversion names in it become their vector ids.
@@ -133,7 +141,24 @@ void TextConditioner::tokenize(const std::string& prompt, std::vector<int32_t>& 
     ids = tokenizer_.pad_windows(raw, kWindow, pad_id_, &weights);
 }
 
-Tensor TextConditioner::encode(const std::string& prompt, int clip_skip) const {
+// Every encoder's states of one window, concatenated along the width: [1, 77, sum of widths].
+Tensor TextConditioner::encode_window(const std::vector<int32_t>& ids, int clip_skip) const {
+    std::vector<Tensor> states;
+    for (const ClipBranch& b : encoders_) {
+        Tensor tokens = Tensor::empty({1, static_cast<int64_t>(kWindow)}, DType::I32);
+        int32_t* t = tokens.data<int32_t>();
+        std::copy(ids.begin(), ids.end(), t);
+        if (b.zero_after_end) {
+            auto end = std::find(t, t + kWindow, tokenizer_.eos_id());
+            if (end != t + kWindow) std::fill(end + 1, t + kWindow, 0);
+        }
+        const Tensor& extra = &b == &encoders_.front() ? custom_vectors_ : Tensor();
+        states.push_back(b.encoder.forward(tokens, clip_skip, extra, b.final_norm));
+    }
+    return states.size() == 1 ? states[0] : concat(states, 2);
+}
+
+TextEncoding TextConditioner::encode(const std::string& prompt, int clip_skip) const {
     if (clip_skip <= 0) clip_skip = default_clip_skip_;
     std::vector<int32_t> ids;
     std::vector<float> weights;
@@ -141,12 +166,11 @@ Tensor TextConditioner::encode(const std::string& prompt, int clip_skip) const {
     const size_t windows = ids.size() / kWindow;
     SD_CHECK(windows >= 1 && ids.size() == windows * kWindow && weights.size() == ids.size(),
              "tokenizer returned %zu ids for %zu weights", ids.size(), weights.size());
+    TextEncoding out;
     std::vector<Tensor> parts;
     for (size_t w = 0; w < windows; ++w) {
-        Tensor tokens = Tensor::empty({1, static_cast<int64_t>(kWindow)}, DType::I32);
-        std::copy(ids.begin() + w * kWindow, ids.begin() + (w + 1) * kWindow,
-                  tokens.data<int32_t>());
-        Tensor hidden = encoder_.forward(tokens, clip_skip, custom_vectors_);  // [1, 77, D]
+        std::vector<int32_t> window(ids.begin() + w * kWindow, ids.begin() + (w + 1) * kWindow);
+        Tensor hidden = encode_window(window, clip_skip);  // [1, 77, D]
         // Weight each token's state, then restore the window's mean (A1111's renormalisation).
         const float before = mean(hidden.flatten(), 0).item();
         Tensor w_tensor = Tensor::from_vector(
@@ -155,8 +179,22 @@ Tensor TextConditioner::encode(const std::string& prompt, int clip_skip) const {
         Tensor weighted = hidden * w_tensor;
         const float after = mean(weighted.flatten(), 0).item();
         parts.push_back(weighted * (before / after));
+        if (w > 0) continue;
+        for (const ClipBranch& b : encoders_) {
+            if (!b.pooled) continue;
+            // The first end token (the last position when the window has none).
+            auto end = std::find(window.begin(), window.end(), tokenizer_.eos_id());
+            const int64_t index =
+                std::min<int64_t>(end - window.begin(), static_cast<int64_t>(kWindow) - 1);
+            Tensor tokens = Tensor::empty({1, static_cast<int64_t>(kWindow)}, DType::I32);
+            std::copy(window.begin(), window.end(), tokens.data<int32_t>());
+            if (b.zero_after_end && end != window.end())
+                std::fill(tokens.data<int32_t>() + index + 1, tokens.data<int32_t>() + kWindow, 0);
+            out.pooled = b.encoder.pooled(tokens, index);
+        }
     }
-    return parts.size() == 1 ? parts[0] : concat(parts, 1);
+    out.context = parts.size() == 1 ? parts[0] : concat(parts, 1);
+    return out;
 }
 
 }  // namespace sd

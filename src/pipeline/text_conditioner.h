@@ -1,9 +1,12 @@
-// Prompt -> cross-attention context for SD 1.x/2.x, as stable-diffusion.cpp's
-// FrozenCLIPEmbedderWithCustomWords: the A1111 attention syntax is parsed, each piece
-// tokenized (textual-inversion names become their learned vectors), BREAK pads to the
-// next 75-token chunk, the ids are cut into 77-token windows (BOS + 75 + EOS, padded),
-// each window is encoded, its hidden states are scaled by the tokens' weights and then
-// rescaled so their mean is what it was before weighting; the windows are concatenated.
+// Prompt -> cross-attention context (and pooled vector) from one or more CLIP text encoders,
+// as stable-diffusion.cpp's FrozenCLIPEmbedderWithCustomWords (SD 1.x, 2.x, SDXL): the A1111
+// attention syntax is parsed, each piece tokenized (textual-inversion names become their
+// learned vectors), BREAK pads to the next 75-token chunk, the ids are cut into 77-token
+// windows (BOS + 75 + EOS, padded), each window is encoded by every encoder and their
+// states concatenated along the width (SDXL: 768 + 1280), scaled by the tokens' weights
+// and then rescaled so their mean is what it was before weighting; the windows are
+// concatenated. The pooled vector is the marked encoder's projection of the first window's
+// end token.
 #pragma once
 
 #include <map>
@@ -30,29 +33,48 @@ struct EmbeddingFile {
 // name without the extension.
 std::vector<EmbeddingFile> list_embedding_files(const std::string& dir);
 // Reads each file's vectors; `hidden` is the text encoder's width.
-std::vector<TextualInversion> load_textual_inversions(const std::vector<EmbeddingFile>& files, int64_t hidden);
+std::vector<TextualInversion> load_textual_inversions(const std::vector<EmbeddingFile>& files,
+                                                      int64_t hidden);
+
+// One text encoder of a conditioner and how its states are read.
+struct ClipBranch {
+    ClipTextEncoder encoder;
+    bool final_norm = true;       // SD 1.x/2.x read states after the final layer norm, SDXL not
+    bool zero_after_end = false;  // SDXL's bigG sees 0 after a window's first end token
+    bool pooled = false;          // this encoder gives the pooled vector (needs its projection)
+};
+
+struct TextEncoding {
+    Tensor context;  // f32 [1, 77 * windows, sum of the encoders' widths]
+    Tensor pooled;   // f32 [1, projection width], or undefined
+};
 
 class TextConditioner {
   public:
-    TextConditioner(ClipTokenizer tokenizer, ClipTextEncoder encoder, int32_t pad_id,
+    // `pad_id` fills each window after its end token; textual inversions apply to the
+    // first encoder (their rows must be its width).
+    TextConditioner(ClipTokenizer tokenizer, std::vector<ClipBranch> encoders, int32_t pad_id,
                     int default_clip_skip, std::vector<TextualInversion> embeddings = {});
 
-    // f32 [1, 77 * windows, hidden]. clip_skip <= 0 uses the model's default.
-    Tensor encode(const std::string& prompt, int clip_skip) const;
+    // clip_skip <= 0 uses the model's default.
+    TextEncoding encode(const std::string& prompt, int clip_skip) const;
 
     // The token ids and weights of a prompt, padded into 77-token windows (for tests).
     void tokenize(const std::string& prompt, std::vector<int32_t>& ids,
                   std::vector<float>& weights) const;
 
-    // The text encoder's weights leave RSS until the next encode (see Residency).
-    void release_weights() const { encoder_.release_weights(); }
+    // The text encoders' weights leave RSS until the next encode (see Residency).
+    void release_weights() const;
+    const ClipTextEncoder& encoder(size_t i = 0) const { return encoders_.at(i).encoder; }
 
   private:
     void append_piece(const std::string& text, float weight, std::vector<int32_t>& ids,
                       std::vector<float>& weights) const;
 
+    Tensor encode_window(const std::vector<int32_t>& ids, int clip_skip) const;
+
     ClipTokenizer tokenizer_;
-    ClipTextEncoder encoder_;
+    std::vector<ClipBranch> encoders_;
     int32_t pad_id_;
     int default_clip_skip_;
     std::vector<TextualInversion> embeddings_;

@@ -1,10 +1,15 @@
-// Every case of ../shared/fixtures/reference/{sd15,sd21}/cases.tsv, run through sd-cli as
-// that file says (in the cases' folder, on the generated fixture checkpoint), must give an
-// image within 40 dB PSNR of the reference PNG.
+// Every case of every folder of ../shared/fixtures/reference/ (but those of features not
+// built yet, listed below), run through sd-cli as its cases.tsv says (in the cases' folder,
+// on the generated fixture checkpoint its header names), must give an image within 40 dB
+// PSNR of the reference PNG.
 #include <gtest/gtest.h>
 
+#include <dirent.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -19,11 +24,44 @@ namespace {
 
 struct ReferenceCase {
     std::string family;    // folder under reference/
-    std::string manifest;  // the fixture it runs on
+    std::string manifest;  // the fixture it runs on (-m), from the header's file name
+    std::string dtype;
     int seed;
     std::string id;
     std::vector<std::string> args;
 };
+
+// Folders whose feature this build does not have yet, with the issue that builds it. Every
+// other folder runs: a new family's cases run as soon as its folder appears.
+const std::pair<const char*, const char*> kNotBuiltYet[] = {
+    {"controlnet", "ControlNet (adapters issue)"},
+    {"esrgan", "ESRGAN upscaling (adapters issue)"},
+    {"lora", "LoRA (adapters issue)"},
+    {"taesd", "TAESD (adapters issue)"},
+    {"flux", "FLUX.1 (FLUX issue)"},
+    {"sd3", "SD3 (SD3 issue)"}};
+
+bool built(const std::string& folder) {
+    for (const auto& [name, why] : kNotBuiltYet) {
+        if (folder == name) return false;
+    }
+    return true;
+}
+
+std::vector<std::string> reference_folders() {
+    std::vector<std::string> out;
+    const std::string root = test::fixtures_dir() + "/reference";
+    if (DIR* d = ::opendir(root.c_str())) {
+        while (dirent* e = ::readdir(d)) {
+            std::string name = e->d_name;
+            if (name[0] != '.' && test::file_exists(root + "/" + name + "/cases.tsv"))
+                out.push_back(name);
+        }
+        ::closedir(d);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+}
 
 // Splits a cases.tsv argument string as a POSIX shell would for plain and "quoted" words.
 std::vector<std::string> split_args(const std::string& text) {
@@ -52,16 +90,25 @@ std::vector<std::string> split_args(const std::string& text) {
 }
 
 std::vector<ReferenceCase> load_cases() {
-    const std::pair<const char*, std::pair<const char*, int>> families[] = {{"sd15", {"sd15", 1}},
-                                                                            {"sd21", {"sd21", 2}}};
+    // The header names the checkpoint as the fixtures README does: MANIFEST_DTYPE_seedN.
+    const std::regex checkpoint(R"(-m ([A-Za-z0-9_]+)_(f16|f32|bf16)_seed([0-9]+)\.safetensors)");
     std::vector<ReferenceCase> cases;
-    for (const auto& [family, fixture] : families) {
+    for (const std::string& family : reference_folders()) {
+        if (!built(family)) continue;
         std::ifstream in(test::fixtures_dir() + "/reference/" + family + "/cases.tsv");
+        std::string manifest, dtype;
+        int seed = 0;
         for (std::string line; std::getline(in, line);) {
+            std::smatch m;
+            if (line.rfind("#", 0) == 0 && std::regex_search(line, m, checkpoint)) {
+                manifest = m[1];
+                dtype = m[2];
+                seed = std::stoi(m[3]);
+            }
             if (line.empty() || line[0] == '#') continue;
             size_t tab = line.find('\t');
-            if (tab == std::string::npos) continue;
-            cases.push_back({family, fixture.first, fixture.second, line.substr(0, tab),
+            if (tab == std::string::npos || manifest.empty()) continue;
+            cases.push_back({family, manifest, dtype, seed, line.substr(0, tab),
                              split_args(line.substr(tab + 1))});
         }
     }
@@ -83,7 +130,7 @@ std::string shell_quote(const std::string& s) {
 TEST_P(ReferenceCaseTest, MatchesTheReferenceImage) {
     const ReferenceCase& c = GetParam();
     const std::string folder = test::fixtures_dir() + "/reference/" + c.family;
-    const std::string model = test::generated_checkpoint(c.manifest, "f16", c.seed);
+    const std::string model = test::generated_checkpoint(c.manifest, c.dtype, c.seed);
     const std::string out = testing::TempDir() + "/sd_reference_" + c.family + "_" + c.id + ".png";
     std::string command = "cd " + shell_quote(folder) + " && " + shell_quote(SD_CLI_PATH) + " -m " +
                           shell_quote(model) + " --tokenizer-dir " +
@@ -108,11 +155,21 @@ INSTANTIATE_TEST_SUITE_P(Cases, ReferenceCaseTest, testing::ValuesIn(load_cases(
                              return info.param.family + "_" + info.param.id;
                          });
 
-TEST(ReferenceCases, AllFamiliesHaveCases) {
-    size_t sd15 = 0, sd21 = 0;
-    for (const ReferenceCase& c : load_cases()) (c.family == "sd15" ? sd15 : sd21)++;
-    EXPECT_GE(sd15, 4u);
-    EXPECT_GE(sd21, 2u);
+TEST(ReferenceCases, EveryBuiltFolderHasCases) {
+    std::vector<ReferenceCase> cases = load_cases();
+    for (const std::string& folder : reference_folders()) {
+        size_t n = std::count_if(cases.begin(), cases.end(),
+                                 [&](const ReferenceCase& c) { return c.family == folder; });
+        if (built(folder))
+            EXPECT_GE(n, 2u) << folder << ": its header names no -m checkpoint, or it has no cases";
+        else
+            std::printf("reference/%s: not built yet, not run\n", folder.c_str());
+    }
+    for (const char* family : {"sd15", "sd21", "sdxl"}) {
+        EXPECT_TRUE(std::any_of(cases.begin(), cases.end(), [&](const ReferenceCase& c) {
+            return c.family == family;
+        })) << family;
+    }
 }
 
 }  // namespace

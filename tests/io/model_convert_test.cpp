@@ -4,8 +4,8 @@
 
 #include <cstring>
 
+#include "families/registry.h"
 #include "fixture_files.h"
-#include "io/model_family.h"
 #include "io/tensor_writer.h"
 #include "io_test_util.h"
 #include "ops/convert.h"
@@ -19,15 +19,22 @@ TEST(TensorTypeRules, ParseAndApply) {
     ASSERT_EQ(rules.size(), 2u);
     EXPECT_EQ(rules[0].second, DType::F16);
     EXPECT_EQ(rules[1].second, DType::Q8_0);
-    EXPECT_EQ(output_dtype("vae.decoder.conv_in.weight", {512, 4, 3, 3}, DType::F32, DType::Q4_0, rules), DType::F16);
-    EXPECT_EQ(output_dtype("model.diffusion_model.x.weight", {64, 64}, DType::F32, DType::Q4_0, rules), DType::Q8_0);
+    EXPECT_EQ(
+        output_dtype("vae.decoder.conv_in.weight", {512, 4, 3, 3}, DType::F32, DType::Q4_0, rules),
+        DType::F16);
+    EXPECT_EQ(
+        output_dtype("model.diffusion_model.x.weight", {64, 64}, DType::F32, DType::Q4_0, rules),
+        DType::Q8_0);
     EXPECT_EQ(output_dtype("other.weight", {64, 64}, DType::F32, DType::Q4_0, rules), DType::Q4_0);
     // What stays at full precision whatever the type.
     EXPECT_EQ(output_dtype("a.bias", {64}, DType::F16, DType::Q8_0, {}), DType::F32);
     EXPECT_EQ(output_dtype("a.norm.weight", {64}, DType::F16, DType::Q8_0, {}), DType::F32);
-    EXPECT_EQ(output_dtype("a.conv.weight", {64, 64, 3, 3}, DType::F16, DType::Q8_0, {}), DType::F16);
-    EXPECT_EQ(output_dtype("x.token_embedding.weight", {49408, 768}, DType::F16, DType::Q8_0, {}), DType::F16);
-    EXPECT_EQ(output_dtype("model.diffusion_model.time_embed.0.weight", {1280, 320}, DType::F16, DType::Q4_K, {}),
+    EXPECT_EQ(output_dtype("a.conv.weight", {64, 64, 3, 3}, DType::F16, DType::Q8_0, {}),
+              DType::F16);
+    EXPECT_EQ(output_dtype("x.token_embedding.weight", {49408, 768}, DType::F16, DType::Q8_0, {}),
+              DType::F16);
+    EXPECT_EQ(output_dtype("model.diffusion_model.time_embed.0.weight", {1280, 320}, DType::F16,
+                           DType::Q4_K, {}),
               DType::F16);
     EXPECT_EQ(output_dtype("a.weight", {64, 64}, DType::F16, std::nullopt, {}), DType::F16);
     EXPECT_EQ(output_dtype("a.weight", {64, 64}, DType::Q8_0, DType::F16, {}), DType::F16);
@@ -49,7 +56,7 @@ void check_round_trip(DType type) {
     ModelFiles result;
     result.add(options.output_path, ModelRole::Checkpoint);
     ASSERT_EQ(result.size(), source.size());
-    EXPECT_EQ(detect_model_family(result).family, ModelFamily::SD1);
+    EXPECT_EQ(detect_family(result).variant, "SD 1.x");
     size_t quantized = 0;
     for (const std::string& name : source.names()) {
         const TensorRecord& s = source.get(name);
@@ -61,16 +68,23 @@ void check_round_trip(DType type) {
         Tensor expected = s.load();
         if (want != s.dtype) expected = convert(convert(expected, DType::F32), want);
         Tensor got = r->load();
-        ASSERT_EQ(std::memcmp(got.data_ptr(), expected.contiguous().data_ptr(), got.nbytes()), 0) << name;
+        ASSERT_EQ(std::memcmp(got.data_ptr(), expected.contiguous().data_ptr(), got.nbytes()), 0)
+            << name;
         quantized += want == type;
     }
     EXPECT_GT(quantized, 150u) << "the linear weight matrices with whole blocks are converted";
     std::remove(options.output_path.c_str());
 }
 
-TEST(ModelConvert, Sd15ToGgufQ8_0) { check_round_trip(DType::Q8_0); }
-TEST(ModelConvert, Sd15ToGgufQ4_0) { check_round_trip(DType::Q4_0); }
-TEST(ModelConvert, Sd15ToGgufQ4_K) { check_round_trip(DType::Q4_K); }
+TEST(ModelConvert, Sd15ToGgufQ8_0) {
+    check_round_trip(DType::Q8_0);
+}
+TEST(ModelConvert, Sd15ToGgufQ4_0) {
+    check_round_trip(DType::Q4_0);
+}
+TEST(ModelConvert, Sd15ToGgufQ4_K) {
+    check_round_trip(DType::Q4_K);
+}
 
 TEST(ModelConvert, SafetensorsOutputHoldsPlainTypesOnly) {
     Tensor w = test::random_tensor({64, 64}, 1);

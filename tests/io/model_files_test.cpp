@@ -9,8 +9,8 @@
 #include <cstring>
 #include <fstream>
 
+#include "families/registry.h"
 #include "fixture_files.h"
-#include "io/model_family.h"
 #include "io/name_conversion.h"
 #include "io/tensor_writer.h"
 #include "io_test_util.h"
@@ -84,8 +84,8 @@ TEST(ModelFiles, Sd15CheckpointIsSd1AndKeepsItsNames) {
     ModelFiles files;
     files.add(path, ModelRole::Checkpoint);
     EXPECT_EQ(files.size(), 1130u);
-    EXPECT_EQ(detect_model_family(files).family, ModelFamily::SD1);
-    EXPECT_STREQ(detect_model_family(files).name, "SD 1.x");
+    EXPECT_EQ(detect_family(files).variant, "SD 1.x");
+    EXPECT_TRUE(detect_family(files).runnable());
     EXPECT_NE(
         files.find("model.diffusion_model.input_blocks.1.1.transformer_blocks.0.attn2.to_k.weight"),
         nullptr);
@@ -106,7 +106,7 @@ TEST(ModelFiles, Sd15DiffusersFolderLoadsToTheSameTensors) {
     original.add(ckpt, ModelRole::Checkpoint);
     diffusers.add(dir, ModelRole::Checkpoint);
     EXPECT_EQ(diffusers.size(), original.size());
-    EXPECT_EQ(detect_model_family(diffusers).family, ModelFamily::SD1);
+    EXPECT_EQ(detect_family(diffusers).variant, "SD 1.x");
     expect_same_tensors(original, diffusers, "model.diffusion_model.");
     expect_same_tensors(original, diffusers, "first_stage_model.");
     expect_same_tensors(original, diffusers, "cond_stage_model.");
@@ -117,7 +117,7 @@ TEST(ModelFiles, Sd21CheckpointIsSd2WithSplitOpenClipAttention) {
     std::string path = test::generated_checkpoint("sd21", "f16", 2);
     ModelFiles files;
     files.add(path, ModelRole::Checkpoint);
-    EXPECT_EQ(detect_model_family(files).family, ModelFamily::SD2);
+    EXPECT_EQ(detect_family(files).variant, "SD 2.x");
     const std::string layer = "cond_stage_model.transformer.text_model.encoder.layers.3.";
     for (const char* p : {"q_proj", "k_proj", "v_proj"}) {
         EXPECT_EQ(files.get(layer + "self_attn." + p + ".weight").shape, (Shape{1024, 1024}));
@@ -134,10 +134,11 @@ TEST(ModelFiles, Sd21CheckpointIsSd2WithSplitOpenClipAttention) {
         raw.find("cond_stage_model.model.transformer.resblocks.3.attn.in_proj_weight")->load();
     Tensor k = files.get(layer + "self_attn.k_proj.weight").load();
     EXPECT_EQ(std::memcmp(k.data_ptr(), fused.narrow(0, 1024, 1024).data_ptr(), k.nbytes()), 0);
-    // OpenCLIP's text_projection (x @ P) becomes a Linear weight: P transposed.
+    // OpenCLIP's text_projection is used as a Linear weight as stored, as the reference
+    // program uses it (see io/name_conversion.cpp).
     Tensor proj = raw.find("cond_stage_model.model.text_projection")->load();
     Tensor lin = files.get("cond_stage_model.transformer.text_projection.weight").load();
-    EXPECT_EQ(lin.to_vector(), proj.transpose(0, 1).to_vector());
+    EXPECT_EQ(lin.to_vector(), proj.to_vector());
 }
 
 TEST(ModelFiles, AllDtypesOfTheFixturesLoad) {
@@ -150,8 +151,8 @@ TEST(ModelFiles, AllDtypesOfTheFixturesLoad) {
             EXPECT_GT(files.size(), 1000u);
             DType want = std::string(dtype) == "f32" ? DType::F32 : DType::BF16;
             EXPECT_EQ(files.get("model.diffusion_model.out.2.weight").dtype, want);
-            EXPECT_EQ(detect_model_family(files).family,
-                      std::string(manifest) == "sd15" ? ModelFamily::SD1 : ModelFamily::SD2);
+            EXPECT_EQ(detect_family(files).variant,
+                      std::string(manifest) == "sd15" ? "SD 1.x" : "SD 2.x");
             // Values: a tensor read back equals the f16 fixture's within f16 rounding.
             Tensor t = files.get("model.diffusion_model.out.2.bias").load();
             ModelFiles f16;
@@ -233,7 +234,7 @@ TEST(ModelFiles, Sd15TorchCheckpointLoadsToTheSameTensors) {
         ModelFiles loaded;
         loaded.add(ckpt, ModelRole::Checkpoint);
         EXPECT_EQ(loaded.size(), original.size()) << flags;
-        EXPECT_EQ(detect_model_family(loaded).family, ModelFamily::SD1);
+        EXPECT_EQ(detect_family(loaded).variant, "SD 1.x");
         for (const char* prefix :
              {"model.diffusion_model.", "first_stage_model.", "cond_stage_model."}) {
             expect_same_tensors(original, loaded, prefix);

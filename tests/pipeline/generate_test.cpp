@@ -1,11 +1,12 @@
-// The SD 1.x pipeline's behaviour beyond the reference images, on the sd15 fixture at small
+// The generation loop's behaviour beyond the reference images, on the sd15 fixture at small
 // sizes: batches, masks, an inpaint checkpoint, VAE tiling, cancellation, bad requests.
-#include "pipeline/sd_pipeline.h"
+#include "pipeline/generate.h"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 
+#include "families/registry.h"
 #include "fixture_files.h"
 #include "image_compare.h"
 #include "test_util.h"
@@ -13,21 +14,22 @@
 namespace sd {
 namespace {
 
-std::unique_ptr<SdModels> load(const std::string& path, ModelFiles& files) {
+std::unique_ptr<LoadedModel> load(const std::string& path, ModelFiles& files) {
     files.add(path, ModelRole::Checkpoint);
-    PipelineOptions options;
+    LoadOptions options;
     options.tokenizer_dir = test::fixtures_dir() + "/tokenizers";
-    return std::make_unique<SdModels>(SdModels::load(files, options));
+    return std::make_unique<LoadedModel>(load_model(files, options));
 }
 
 class Sd15Pipeline : public testing::Test {
   protected:
     static void SetUpTestSuite() {
         files_ = new ModelFiles();
-        models_ = load(test::generated_checkpoint("sd15", "f16", 1), *files_).release();
+        loaded_ = load(test::generated_checkpoint("sd15", "f16", 1), *files_).release();
+        models_ = &loaded_->components;
     }
     static void TearDownTestSuite() {
-        delete models_;
+        delete loaded_;
         delete files_;
     }
     static ImageRequest small(int64_t seed = 42) {
@@ -40,10 +42,12 @@ class Sd15Pipeline : public testing::Test {
         return r;
     }
     static ModelFiles* files_;
-    static SdModels* models_;
+    static LoadedModel* loaded_;
+    static const ModelComponents* models_;
 };
 ModelFiles* Sd15Pipeline::files_ = nullptr;
-SdModels* Sd15Pipeline::models_ = nullptr;
+LoadedModel* Sd15Pipeline::loaded_ = nullptr;
+const ModelComponents* Sd15Pipeline::models_ = nullptr;
 
 Image8 solid(int w, int h, int channels, uint8_t value) {
     return {w, h, channels, std::vector<uint8_t>(static_cast<size_t>(w * h * channels), value)};
@@ -85,13 +89,15 @@ TEST_F(Sd15Pipeline, StreamedAndKeptWeightsGiveTheSameImages) {
     const std::vector<uint8_t> txt = generate_images(*models_, small())[0].pixels;
     const std::vector<uint8_t> img = generate_images(*models_, img2img)[0].pixels;
     for (bool streamed : {true, false}) {
-        PipelineOptions options;
+        LoadOptions options;
         options.tokenizer_dir = test::fixtures_dir() + "/tokenizers";
-        options.residency = streamed ? Residency::Streamed : Residency::Resident;
-        options.keep_text_encoder = options.keep_vae = !streamed;
-        const SdModels other = SdModels::load(*files_, options);
-        EXPECT_EQ(generate_images(other, small())[0].pixels, txt) << "streamed " << streamed;
-        EXPECT_EQ(generate_images(other, img2img)[0].pixels, img) << "streamed " << streamed;
+        options.memory.residency = streamed ? Residency::Streamed : Residency::Resident;
+        options.memory.keep_text_encoder = options.memory.keep_vae = !streamed;
+        const LoadedModel other = load_model(*files_, options);
+        EXPECT_EQ(generate_images(other.components, small())[0].pixels, txt)
+            << "streamed " << streamed;
+        EXPECT_EQ(generate_images(other.components, img2img)[0].pixels, img)
+            << "streamed " << streamed;
     }
 }
 
@@ -169,8 +175,10 @@ TEST(Sd15InpaintPipeline, RunsTxt2ImgAndInpaint) {
                       path + " --dtype f16 --seed 3 2>/dev/null");
     {
         ModelFiles files;
-        std::unique_ptr<SdModels> m = load(path, files);
-        EXPECT_EQ(m->family.family, ModelFamily::SD1Inpaint);
+        std::unique_ptr<LoadedModel> loaded = load(path, files);
+        EXPECT_EQ(loaded->components.family_name, "SD 1.x inpaint");
+        EXPECT_TRUE(loaded->components.inpaint);
+        const ModelComponents* m = &loaded->components;
         ImageRequest r;
         r.prompt = "a cat";
         r.width = r.height = 64;

@@ -1,0 +1,44 @@
+// What a model family declares: how to recognise its files, its defaults, its latent
+// format, and how it builds the components the generation loop runs (pipeline/components.h).
+// A family is one file in this folder with one `Family` value, listed in registry.cpp.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "io/model_files.h"
+#include "pipeline/components.h"
+#include "pipeline/text_conditioner.h"
+#include "sampling/samplers.h"
+
+namespace sd {
+
+// How the program was asked to load a model.
+struct LoadOptions {
+    std::string tokenizer_dir;                 // --tokenizer-dir
+    std::string model_path;                    // where to look for a tokenizer/ folder
+    std::vector<EmbeddingFile> embeddings;     // textual inversions (--embd-dir lists them)
+    Prediction prediction = PREDICTION_COUNT;  // PREDICTION_COUNT: the model's own
+    bool with_vae_encoder = true;              // img2img / inpaint need it
+    MemoryPolicy memory;
+};
+
+// What a family uses when a request leaves a choice open.
+struct FamilyDefaults {
+    SampleMethod method = EULER_A_SAMPLE_METHOD;
+    Scheduler scheduler = DISCRETE_SCHEDULER;
+    int width = 512, height = 512;
+};
+
+struct Family {
+    const char* name;  // "SDXL"
+    // The variant the files hold ("SD 1.x inpaint"), or "" when they are not this family.
+    // Looks at tensor names and shapes only.
+    std::string (*detect)(const ModelFiles& files);
+    FamilyDefaults defaults;
+    LatentFormat latent;
+    // Builds the components; nullptr for a family this build recognises but cannot run.
+    ModelComponents (*assemble)(const ModelFiles& files, const LoadOptions& options) = nullptr;
+};
+
+}  // namespace sd

@@ -1,0 +1,32 @@
+// The ordered table of model families: detection tries them in order (the more specific
+// layouts first), loading builds the first match's components.
+#pragma once
+
+#include <span>
+
+#include "families/family.h"
+
+namespace sd {
+
+std::span<const Family* const> families();
+
+struct DetectedFamily {
+    const Family* family = nullptr;  // nullptr: no family matched
+    std::string variant;             // "SD 1.x inpaint", ...
+    bool runnable() const { return family && family->assemble; }
+};
+
+// The family the files hold (family nullptr when none matched).
+DetectedFamily detect_family(const ModelFiles& files);
+
+// A loaded model and the family it came from.
+struct LoadedModel {
+    const Family* family = nullptr;
+    ModelComponents components;
+};
+
+// Detects and assembles. Throws sd::Error naming the families tried when none matches, and
+// the family when this build cannot run it yet.
+LoadedModel load_model(const ModelFiles& files, const LoadOptions& options);
+
+}  // namespace sd

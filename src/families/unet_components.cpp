@@ -1,0 +1,107 @@
+#include "families/unet_components.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/error.h"
+#include "pipeline/vae_tiling.h"
+
+namespace sd {
+namespace {
+
+constexpr const char* kUNet = "model.diffusion_model.";
+
+}  // namespace
+
+Tensor KlVaeCodec::encode(const Tensor& image01, Rng& rng) const {
+    auto [mean, logvar] = vae_.encode(image01 * 2.0f + -1.0f);
+    std::vector<float> noise = rng.randn(static_cast<size_t>(mean.numel()));
+    Tensor out = Tensor::empty(mean.shape());
+    const float* mu = mean.data<float>();
+    const float* lv = logvar.data<float>();
+    float* o = out.data<float>();
+    for (int64_t i = 0; i < out.numel(); ++i) {
+        float std_dev = std::exp(0.5f * std::clamp(lv[i], -30.0f, 20.0f));
+        o[i] = mu[i] + std_dev * noise[static_cast<size_t>(i)];
+    }
+    return out;
+}
+
+Tensor KlVaeCodec::decode(const Tensor& latent, const VaeTiling& tiling) const {
+    return tiling.enabled ? decode_tiled(vae_, latent, tiling.tile_size, tiling.overlap)
+                          : vae_.decode(latent);
+}
+
+ClipTokenizer find_model_tokenizer(const ModelFiles& files, const LoadOptions& options) {
+    ClipTokenizerSearch search;
+    search.tokenizer_dir = options.tokenizer_dir;
+    search.model_path = options.model_path;
+    for (const TensorFile& f : files.files()) {
+        if (ClipTokenizer::gguf_has_vocab(f.metadata)) search.model_file = &f;
+    }
+    return find_clip_tokenizer(search);
+}
+
+std::unique_ptr<UNetDiffusionModel> load_unet(const ModelFiles& files, const LoadOptions& options) {
+    return std::make_unique<UNetDiffusionModel>(
+        UNet::load(Weights(files, kUNet, options.memory.residency)));
+}
+
+std::unique_ptr<KlVaeCodec> load_kl_vae(const ModelFiles& files, const LoadOptions& options) {
+    return std::make_unique<KlVaeCodec>(AutoencoderKL::load(
+        Weights(files, "first_stage_model.", options.memory.residency), options.with_vae_encoder));
+}
+
+void add_unet_and_vae(ModelComponents& m, std::unique_ptr<UNetDiffusionModel> unet,
+                      const ModelFiles& files, const LoadOptions& options, const char* family) {
+    const int64_t in = unet->in_channels();
+    if (in == 8) fail("%s instruct-pix2pix models are not supported by this build yet", family);
+    m.inpaint = in == 9;
+    m.diffusion = std::move(unet);
+    m.codec = load_kl_vae(files, options);
+}
+
+int64_t unet_context_dim(const ModelFiles& files) {
+    for (const char* block : {"input_blocks.1.1", "input_blocks.4.1", "input_blocks.7.1",
+                              "input_blocks.2.1", "input_blocks.5.1", "middle_block.1"}) {
+        std::string name = std::string(kUNet) + block + ".transformer_blocks.0.attn2.to_k.weight";
+        if (const TensorRecord* r = files.find(name); r && r->shape.size() == 2) return r->shape[1];
+    }
+    return 0;
+}
+
+int64_t unet_in_channels(const ModelFiles& files) {
+    const TensorRecord* r = files.find(std::string(kUNet) + "input_blocks.0.0.weight");
+    return r && r->shape.size() == 4 ? r->shape[1] : 0;
+}
+
+bool unet_has_label_emb(const ModelFiles& files) {
+    return files.has_prefix(std::string(kUNet) + "label_emb.");
+}
+
+}  // namespace sd
+
+namespace sd {
+
+ClipTextEncoder load_clip_text_encoder(const ModelFiles& files, const LoadOptions& options,
+                                       const std::string& prefix, bool with_projection) {
+    const Residency residency = options.memory.residency;
+    if (!with_projection)
+        return ClipTextEncoder::load(Weights(files, prefix + "text_model.", residency));
+    Weights projection(files, prefix + "text_projection.", residency);
+    return ClipTextEncoder::load(Weights(files, prefix + "text_model.", residency), &projection);
+}
+
+TextConditioner make_text_conditioner(const ModelFiles& files, const LoadOptions& options,
+                                      std::vector<ClipBranch> branches, int32_t pad_id,
+                                      int default_clip_skip) {
+    std::vector<TextualInversion> embeddings;
+    if (!options.embeddings.empty() && !branches.empty()) {
+        embeddings =
+            load_textual_inversions(options.embeddings, branches.front().encoder.config().hidden);
+    }
+    return TextConditioner(find_model_tokenizer(files, options), std::move(branches), pad_id,
+                           default_clip_skip, std::move(embeddings));
+}
+
+}  // namespace sd

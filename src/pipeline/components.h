@@ -1,0 +1,100 @@
+// The parts every model family is made of, as the generation loop sees them: a conditioner
+// (prompt -> Conditioning), a diffusion model (noisy latent, timestep, Conditioning ->
+// raw prediction), a latent codec (image <-> latent) and the denoiser that turns raw
+// predictions into x0. A family (src/families) builds them from its networks; the loop
+// (pipeline/generate.h) talks to nothing else.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "nn/weights.h"
+#include "sampling/denoiser.h"
+#include "sampling/rng.h"
+#include "sampling/schedulers.h"
+#include "tensor/tensor.h"
+
+namespace sd {
+
+// What a diffusion model is conditioned on. Each family fills the parts it has.
+struct Conditioning {
+    Tensor context;  // cross-attention states [1, L, D]
+    Tensor vector;   // the pooled / ADM vector [1, N] (SDXL's y: pooled text + size/crop)
+};
+
+struct ConditionRequest {
+    std::string prompt;
+    int clip_skip = -1;  // <= 0: the family's default
+    int width = 0;       // the image to generate (SDXL embeds its size)
+    int height = 0;
+    bool negative = false;  // the unconditional side of guidance
+};
+
+class Conditioner {
+  public:
+    virtual ~Conditioner() = default;
+    virtual Conditioning encode(const ConditionRequest& request) const = 0;
+    // The text encoders' weights leave RSS until the next encode (see Residency).
+    virtual void release_weights() const = 0;
+};
+
+class DiffusionModel {
+  public:
+    virtual ~DiffusionModel() = default;
+    // x: [B, C, h, w] (already scaled by the denoiser's c_in, with `concat` appended for
+    // inpaint models), timesteps: f32 [B]. Returns the raw prediction [B, latent C, h, w].
+    virtual Tensor forward(const Tensor& x, const Tensor& timesteps,
+                           const Conditioning& c) const = 0;
+    virtual int64_t in_channels() const = 0;
+    virtual void release_weights() const = 0;
+};
+
+struct VaeTiling {
+    bool enabled = false;
+    int tile_size = 32;    // in latent pixels
+    float overlap = 0.5f;  // fraction of a tile shared with its neighbour
+};
+
+// Image <-> latent in the autoencoder's own space (before the family's LatentFormat).
+class LatentCodec {
+  public:
+    virtual ~LatentCodec() = default;
+    // image01: [1, 3, H, W] in [0, 1] -> a latent sample [1, C, H/f, W/f]; `rng` draws the
+    // posterior's noise where the codec has one.
+    virtual Tensor encode(const Tensor& image01, Rng& rng) const = 0;
+    // A latent -> the image in [-1, 1], [1, 3, H, W].
+    virtual Tensor decode(const Tensor& latent, const VaeTiling& tiling) const = 0;
+    virtual bool has_encoder() const = 0;
+    virtual void release_weights() const = 0;
+};
+
+// How a family's diffusion latents relate to its codec's: model = (codec - shift) * scale.
+struct LatentFormat {
+    int64_t channels = 4;
+    int64_t factor = 8;  // image pixels per latent pixel
+    float scale = 0.18215f;
+    float shift = 0.0f;
+};
+
+// When a phase's weights and scratch leave memory (see Residency).
+struct MemoryPolicy {
+    Residency residency = Residency::Resident;
+    bool keep_text_encoder = false;  // keep_clip_on_cpu: stays in RSS between generations
+    bool keep_vae = false;           // keep_vae_on_cpu
+};
+
+// A loaded model: what the generation loop needs, built by a family.
+struct ModelComponents {
+    std::string family_name;  // "SD 1.x inpaint", "SDXL", ... (set by load_model)
+    LatentFormat latent;      // the family's (set by load_model)
+    std::unique_ptr<Conditioner> conditioner;
+    std::unique_ptr<DiffusionModel> diffusion;
+    std::unique_ptr<LatentCodec> codec;
+    std::unique_ptr<Denoiser> denoiser;
+    // Inpaint checkpoints take [mask, masked-image latent] as extra input channels.
+    bool inpaint = false;
+    AysTable ays_table = AysTable::Sd15;
+    MemoryPolicy memory;
+};
+
+}  // namespace sd

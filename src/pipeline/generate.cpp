@@ -1,0 +1,245 @@
+#include "pipeline/generate.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "ops/ops.h"
+#include "sampling/guidance.h"
+#include "tensor/caching_allocator.h"
+
+namespace sd {
+namespace {
+
+void check_request(const ModelComponents& m, const ImageRequest& r) {
+    const int64_t f = m.latent.factor;
+    SD_CHECK(r.width > 0 && r.height > 0, "image size %dx%d: width and height must be positive",
+             r.width, r.height);
+    SD_CHECK(r.width % f == 0 && r.height % f == 0,
+             "image size %dx%d: width and height must be multiples of %lld", r.width, r.height,
+             (long long)f);
+    SD_CHECK(r.steps > 0 || !r.custom_sigmas.empty(), "steps must be at least 1 (got %d)", r.steps);
+    SD_CHECK(r.batch_count >= 1, "batch count must be at least 1 (got %d)", r.batch_count);
+    SD_CHECK(std::isfinite(r.cfg_scale), "cfg scale must be a number");
+    SD_CHECK(r.strength >= 0.0f && r.strength <= 1.0f, "strength %g is outside [0, 1]", r.strength);
+    auto check_image = [&](const std::optional<Image8>& img, const char* what) {
+        if (!img) return;
+        SD_CHECK(img->width == r.width && img->height == r.height,
+                 "the %s is %dx%d but the image to generate is %dx%d", what, img->width,
+                 img->height, r.width, r.height);
+    };
+    check_image(r.init_image, "init image");
+    check_image(r.mask_image, "mask image");
+}
+
+std::vector<float> sigma_schedule(const ModelComponents& m, const ImageRequest& r) {
+    if (!r.custom_sigmas.empty())
+        return custom_sigmas(r.custom_sigmas.data(), static_cast<int>(r.custom_sigmas.size()));
+    SchedulerOptions options;
+    options.ays_table = m.ays_table;
+    return scheduler_sigmas(r.scheduler, r.steps, m.denoiser->schedule(), options);
+}
+
+// img2img starts part-way: the last t_enc + 1 sigmas, as the reference cuts them.
+std::vector<float> img2img_sigmas(const std::vector<float>& sigmas, float strength) {
+    const size_t steps = sigmas.size() - 1;
+    size_t t_enc = static_cast<size_t>(static_cast<float>(steps) * strength);
+    if (t_enc == steps) t_enc--;
+    return std::vector<float>(sigmas.begin() + static_cast<std::ptrdiff_t>(steps - t_enc - 1),
+                              sigmas.end());
+}
+
+// Codec latents <-> the diffusion model's: (z - shift) * scale and back.
+Tensor to_model_latent(const LatentFormat& f, const Tensor& z) {
+    Tensor out = f.shift != 0.0f ? add_scalar(z, -f.shift) : z;
+    return out * f.scale;
+}
+Tensor to_codec_latent(const LatentFormat& f, const Tensor& x) {
+    Tensor out = x * (1.0f / f.scale);
+    return f.shift != 0.0f ? add_scalar(out, f.shift) : out;
+}
+
+// 3x3 max filter: an inpaint model's denoise mask reaches one latent pixel past the mask.
+Tensor dilate(const Tensor& mask) {
+    const int64_t h = mask.size(2), w = mask.size(3);
+    Tensor out = Tensor::empty(mask.shape());
+    const float* p = mask.data<float>();
+    float* o = out.data<float>();
+    for (int64_t y = 0; y < h; ++y) {
+        for (int64_t x = 0; x < w; ++x) {
+            float v = 0;
+            for (int64_t dy = -1; dy <= 1; ++dy) {
+                for (int64_t dx = -1; dx <= 1; ++dx) {
+                    int64_t yy = y + dy, xx = x + dx;
+                    if (yy >= 0 && yy < h && xx >= 0 && xx < w) v = std::max(v, p[yy * w + xx]);
+                }
+            }
+            o[y * w + x] = v;
+        }
+    }
+    return out;
+}
+
+// The allocator's cache (see CachingAllocator) sized to each phase. Streaming: 256 MiB
+// while sampling, where the diffusion model's activations churn (a step then stays within
+// ~5% of the default mode's), 64 MiB for the decode, whose activations of 100s of MiB would
+// otherwise stay cached past the low-memory budget. Default mode: 512 MiB while sampling
+// (the weights are resident then), 1 GiB for the decode, which has the memory to itself
+// and would otherwise map and fill a fresh block for most of its large activations.
+void size_cache_for(const ModelComponents& m, bool decoding) {
+    const bool streamed = m.memory.residency == Residency::Streamed;
+    const size_t mib = decoding ? (streamed ? 64 : 1024) : (streamed ? 256 : 512);
+    CachingAllocator::instance().set_cache_limit(mib << 20);
+}
+
+struct Conditions {
+    Conditioning cond, uncond;  // uncond.context undefined: no guidance
+    Tensor concat;              // inpaint models: [mask, masked-image latent], else undefined
+    Tensor init_latent;         // zeros for txt2img
+    Tensor denoise_mask;        // where the sampler may change the latent (undefined: everywhere)
+    std::vector<float> sigmas;
+};
+
+Conditions prepare(const ModelComponents& m, const ImageRequest& r) {
+    Conditions c;
+    ConditionRequest text{r.prompt, r.clip_skip, r.width, r.height, false};
+    c.cond = m.conditioner->encode(text);
+    if (r.cfg_scale != 1.0f) {
+        text.prompt = r.negative_prompt;
+        text.negative = true;
+        c.uncond = m.conditioner->encode(text);
+    }
+    if (!m.memory.keep_text_encoder) m.conditioner->release_weights();
+    c.sigmas = sigma_schedule(m, r);
+    const LatentFormat& f = m.latent;
+    const int64_t lh = r.height / f.factor, lw = r.width / f.factor;
+    if (!r.init_image) {
+        c.init_latent = Tensor::zeros({1, f.channels, lh, lw});
+        if (m.inpaint) {
+            // No picture to keep: the whole mask is set and the masked image is zero.
+            c.concat = concat(
+                {Tensor::full({1, 1, lh, lw}, 1.0f), Tensor::zeros({1, f.channels, lh, lw})}, 1);
+        }
+        return c;
+    }
+    SD_CHECK(m.codec->has_encoder(), "img2img needs the VAE encoder, which was not loaded");
+    if (r.strength < 1.0f) c.sigmas = img2img_sigmas(c.sigmas, r.strength);
+    // The reference seeds its generator with the request's seed before encoding.
+    ImageRngs rngs(r.rng, r.sampler_rng, static_cast<uint64_t>(r.seed));
+    Tensor image = image_to_tensor(*r.init_image).narrow(1, 0, 3).contiguous();
+    c.init_latent = to_model_latent(f, m.codec->encode(image, rngs.noise()));
+    Tensor mask = r.mask_image ? mask_to_tensor(*r.mask_image)
+                               : Tensor::full({1, 1, r.height, r.width}, 1.0f);
+    Tensor small_mask = latent_mask(mask, f.factor);
+    if (m.inpaint) {
+        // The masked image: the kept part of the picture, grey (0.5) where it is repainted.
+        Tensor keep = add_scalar(mask * -1.0f, 1.0f);
+        Tensor masked = add_scalar(keep * add_scalar(image, -0.5f), 0.5f);
+        Tensor masked_latent = to_model_latent(f, m.codec->encode(masked, rngs.noise()));
+        c.concat = concat({small_mask, masked_latent}, 1);
+        if (r.mask_image) c.denoise_mask = dilate(small_mask);
+    } else if (r.mask_image) {
+        c.denoise_mask = small_mask;
+    }
+    if (!m.memory.keep_vae) m.codec->release_weights();
+    CachingAllocator::instance().trim();  // the encoders' scratch is not the sampler's
+    return c;
+}
+
+// The x0 prediction for one evaluation: guidance on the raw model outputs, then the
+// denoiser's scalings; a denoise mask keeps the init latent outside it.
+Denoised denoise(const ModelComponents& m, const ImageRequest& r, const Conditions& c,
+                 const Tensor& x, const DenoiseCall& call) {
+    const Scalings s = m.denoiser->scalings(call.sigma);
+    Tensor t = Tensor::full({1}, m.denoiser->sigma_to_t(call.sigma));
+    Tensor input = x * s.c_in;
+    if (c.concat.defined()) input = concat({input, c.concat}, 1);
+    Tensor out_cond = m.diffusion->forward(input, t, c.cond);
+    Tensor out = out_cond, out_uncond;
+    if (c.uncond.context.defined()) {
+        out_uncond = m.diffusion->forward(input, t, c.uncond);
+        out = classifier_free_guidance(out_cond, out_uncond, r.cfg_scale);
+    }
+    auto to_x0 = [&](const Tensor& o) {
+        Tensor d = o * s.c_out + x * s.c_skip;
+        if (c.denoise_mask.defined()) {
+            Tensor keep = add_scalar(c.denoise_mask * -1.0f, 1.0f);
+            d = c.init_latent * keep + d * c.denoise_mask;
+        }
+        return d;
+    };
+    Denoised result;
+    result.pred = to_x0(out);
+    if (call.need_uncond) result.pred_uncond = to_x0(out_uncond.defined() ? out_uncond : out_cond);
+    return result;
+}
+
+CancelMode cancel_state(const GenerationHooks& hooks) {
+    return hooks.cancel ? static_cast<CancelMode>(hooks.cancel->load()) : CancelMode::None;
+}
+
+Image8 generate_one(const ModelComponents& m, const ImageRequest& r, const Conditions& c,
+                    int64_t seed, const GenerationHooks& hooks) {
+    ImageRngs rngs(r.rng, r.sampler_rng, static_cast<uint64_t>(seed));
+    Tensor noise = randn_tensor(rngs.noise(), c.init_latent.shape());
+    Tensor x = m.denoiser->noise_scaling(c.sigmas.front(), noise, c.init_latent);
+    SamplerOptions options;
+    options.eta = r.eta;
+    options.is_flow = m.denoiser->is_flow();
+    const double start = now_seconds();
+    options.on_step = [&](const StepInfo& info) {
+        if (hooks.progress)
+            hooks.progress(info.step, info.steps, static_cast<float>(now_seconds() - start));
+        return cancel_state(hooks) != CancelMode::All;
+    };
+    DenoiseFn fn = [&](const Tensor& xt, const DenoiseCall& call) {
+        return denoise(m, r, c, xt, call);
+    };
+    size_cache_for(m, /*decoding=*/false);
+    x = sample(r.method, fn, x, c.sigmas, rngs.sampler(), options);
+    x = m.denoiser->inverse_noise_scaling(c.sigmas.back(), x);
+    Tensor z = to_codec_latent(m.latent, x);
+    m.diffusion->release_weights();  // the decode's activations take their place
+    size_cache_for(m, /*decoding=*/true);
+    CachingAllocator::instance().trim();
+    Tensor image = m.codec->decode(z, r.vae_tiling);
+    if (!m.memory.keep_vae) m.codec->release_weights();
+    CachingAllocator::instance().trim();
+    return decoded_to_image(image);
+}
+
+// However a generation ends (done, cancelled, failed), the networks' pages and the
+// activations' cache leave RSS, as after a finished image.
+struct IdleAfterGeneration {
+    const ModelComponents& m;
+    ~IdleAfterGeneration() {
+        m.diffusion->release_weights();
+        if (!m.memory.keep_text_encoder) m.conditioner->release_weights();
+        if (!m.memory.keep_vae) m.codec->release_weights();
+        CachingAllocator::instance().trim();
+    }
+};
+
+}  // namespace
+
+std::vector<Image8> generate_images(const ModelComponents& m, const ImageRequest& r,
+                                    const GenerationHooks& hooks) {
+    check_request(m, r);
+    const IdleAfterGeneration idle{m};
+    Conditions c = prepare(m, r);
+    std::vector<Image8> images;
+    for (int b = 0; b < r.batch_count; ++b) {
+        if (b > 0 && cancel_state(hooks) != CancelMode::None) break;
+        const int64_t seed = r.seed + b;
+        SD_LOG_INFO("generating image %d/%d, seed %lld", b + 1, r.batch_count,
+                    static_cast<long long>(seed));
+        const double t0 = now_seconds();
+        images.push_back(generate_one(m, r, c, seed, hooks));
+        SD_LOG_INFO("image %d done in %.2f s", b + 1, now_seconds() - t0);
+    }
+    return images;
+}
+
+}  // namespace sd

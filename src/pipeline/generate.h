@@ -1,0 +1,52 @@
+// Image generation over a family's components: txt2img, img2img, inpainting (with inpaint
+// checkpoints and with ordinary ones), batches, guidance; the same steps, in the same order
+// and with the same random draws, as stable-diffusion.cpp's generate_image.
+#pragma once
+
+#include <atomic>
+#include <cmath>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pipeline/components.h"
+#include "pipeline/image_tensor.h"
+#include "sampling/samplers.h"
+
+namespace sd {
+
+// One settled request: every default already resolved (sampler, scheduler, seed).
+struct ImageRequest {
+    std::string prompt, negative_prompt;
+    int clip_skip = -1;
+    int width = 512, height = 512;
+    SampleMethod method = EULER_A_SAMPLE_METHOD;
+    Scheduler scheduler = DISCRETE_SCHEDULER;
+    int steps = 20;
+    float cfg_scale = 7.0f;
+    float eta = INFINITY;
+    std::vector<float> custom_sigmas;
+    int64_t seed = 42;  // image i of the batch uses seed + i
+    int batch_count = 1;
+    RngType rng = CUDA_RNG;
+    RngType sampler_rng = RNG_TYPE_COUNT;
+    std::optional<Image8> init_image;  // img2img / inpaint
+    std::optional<Image8> mask_image;  // inpaint: white = repaint
+    float strength = 0.75f;
+    VaeTiling vae_tiling;
+};
+
+enum class CancelMode { None, All, AfterCurrentImage };
+
+struct GenerationHooks {
+    // Called after every sampling step: (step, steps, seconds since sampling started).
+    std::function<void(int step, int steps, float seconds)> progress;
+    const std::atomic<int>* cancel = nullptr;  // a CancelMode value, read between steps
+};
+
+// Throws sd::Error on bad requests and sd::Cancelled when cancelled with CancelMode::All.
+std::vector<Image8> generate_images(const ModelComponents& model, const ImageRequest& request,
+                                    const GenerationHooks& hooks = {});
+
+}  // namespace sd

@@ -1,0 +1,133 @@
+// Family detection and loading on full-size layouts whose data is a hole (sparse files made
+// by tests/tools/write_sparse_checkpoint.py from the fixture manifests): which family each
+// layout is, the errors for unknown layouts, families not built yet and broken SDXL files,
+// and the SDXL conditioner's size vector against values computed here.
+#include "families/registry.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "fixture_files.h"
+#include "io/io_test_util.h"
+#include "io/tensor_writer.h"
+#include "test_util.h"
+
+namespace sd {
+namespace {
+
+// A sparse checkpoint of `manifest` with the given write_sparse_checkpoint.py options.
+std::string sparse(const std::string& manifest, const std::string& name,
+                   const std::string& options = "") {
+    std::string path = testing::TempDir() + "/" + name + ".safetensors";
+    test::run_or_fail("/usr/bin/python3 " + std::string(SD_TESTS_SOURCE_DIR) +
+                      "/tools/write_sparse_checkpoint.py " + test::fixtures_dir() + "/manifests/" +
+                      manifest + ".tsv " + path + " " + options);
+    return path;
+}
+
+LoadOptions options() {
+    LoadOptions o;
+    o.tokenizer_dir = test::fixtures_dir() + "/tokenizers";
+    o.with_vae_encoder = false;
+    return o;
+}
+
+std::string variant_of(const std::string& path, ModelRole role = ModelRole::Checkpoint) {
+    ModelFiles files;
+    files.add(path, role);
+    return detect_family(files).variant;
+}
+
+TEST(FamilyRegistry, DetectsEachLayout) {
+    EXPECT_EQ(variant_of(sparse("sd15", "sd15")), "SD 1.x");
+    EXPECT_EQ(variant_of(sparse("sd21", "sd21")), "SD 2.x");
+    EXPECT_EQ(variant_of(sparse("sdxl", "sdxl")), "SDXL");
+    EXPECT_EQ(variant_of(sparse("sdxl", "sdxl_inpaint",
+                                "--shape model.diffusion_model.input_blocks.0.0.weight=320,9,3,3")),
+              "SDXL inpaint");
+    EXPECT_EQ(variant_of(sparse("sd3_medium", "sd3"), ModelRole::DiffusionModel), "SD3");
+    EXPECT_EQ(variant_of(sparse("flux_dev_d2s2", "flux"), ModelRole::DiffusionModel), "FLUX");
+    for (const Family* f : families()) EXPECT_NE(f->detect, nullptr) << f->name;
+}
+
+TEST(FamilyRegistry, UnknownLayoutNamesTheFamiliesTried) {
+    std::string path = testing::TempDir() + "/unknown.safetensors";
+    write_safetensors(path, {{"foo.weight", DType::F32, Shape{4, 4}, [] {
+                                  return Tensor::zeros({4, 4});
+                              }}});
+    ModelFiles files;
+    files.add(path, ModelRole::Checkpoint);
+    std::string error = test::error_of([&] { load_model(files, options()); });
+    EXPECT_NE(error.find("no known model layout"), std::string::npos) << error;
+    for (const Family* f : families()) EXPECT_NE(error.find(f->name), std::string::npos) << error;
+}
+
+TEST(FamilyRegistry, FamilyNotBuiltIsNamed) {
+    ModelFiles files;
+    files.add(sparse("sd3_medium", "sd3_not_built"), ModelRole::DiffusionModel);
+    std::string error = test::error_of([&] { load_model(files, options()); });
+    EXPECT_NE(error.find("SD3 model, which this program cannot run yet"), std::string::npos)
+        << error;
+}
+
+TEST(FamilyRegistry, BrokenSdxlNamesTheTensor) {
+    const std::string missing =
+        "model.diffusion_model.input_blocks.4.1.transformer_blocks.1.attn1.to_q.weight";
+    const std::string odd = "model.diffusion_model.output_blocks.2.2.conv.weight";
+    ModelFiles files;
+    files.add(
+        sparse("sdxl", "sdxl_broken", "--drop " + missing + " --shape " + odd + "=1280,1280,3,2"),
+        ModelRole::Checkpoint);
+    std::string error = test::error_of([&] { load_model(files, options()); });
+    EXPECT_NE(error.find(missing), std::string::npos) << error;
+    EXPECT_NE(error.find(odd), std::string::npos) << error;
+
+    ModelFiles no_clip_g;
+    no_clip_g.add(sparse("sdxl", "sdxl_no_projection",
+                         "--drop conditioner.embedders.1.model.text_projection"),
+                  ModelRole::Checkpoint);
+    error = test::error_of([&] { load_model(no_clip_g, options()); });
+    EXPECT_NE(error.find("text_projection"), std::string::npos) << error;
+
+    // A projection of another width loads, but its pooled vector would not fit label_emb.
+    ModelFiles narrow;
+    narrow.add(sparse("sdxl", "sdxl_narrow_projection",
+                      "--shape conditioner.embedders.1.model.text_projection=1000,1280"),
+               ModelRole::Checkpoint);
+    error = test::error_of([&] { load_model(narrow, options()); });
+    EXPECT_NE(error.find("text_projection"), std::string::npos) << error;
+    EXPECT_NE(error.find("label_emb"), std::string::npos) << error;
+}
+
+TEST(FamilyRegistry, SdxlConditioningHasContextAndSizeVector) {
+    ModelFiles files;
+    files.add(sparse("sdxl", "sdxl_conditioning"), ModelRole::Checkpoint);
+    LoadedModel m = load_model(files, options());
+    EXPECT_EQ(m.components.family_name, "SDXL");
+    EXPECT_FLOAT_EQ(m.components.latent.scale, 0.13025f);
+    EXPECT_EQ(m.components.diffusion->in_channels(), 4);
+    Conditioning c = m.components.conditioner->encode({"a cat", -1, 320, 256, false});
+    EXPECT_EQ(c.context.shape(), (Shape{1, 77, 2048}));
+    ASSERT_EQ(c.vector.shape(), (Shape{1, 2816}));
+    // y = [pooled (1280), emb(256), emb(320), emb(0), emb(0), emb(256), emb(320)], each emb
+    // cat(cos(v f_i), sin(v f_i)), f_i = 10000^(-i/128).
+    std::vector<float> y = c.vector.to_vector();
+    const float values[6] = {256, 320, 0, 0, 256, 320};
+    for (int k = 0; k < 6; ++k) {
+        for (int i = 0; i < 128; i += 17) {
+            const double f = std::exp(-std::log(10000.0) * i / 128.0);
+            EXPECT_NEAR(y[1280 + 256 * k + i], std::cos(values[k] * f), 2e-3) << k << " " << i;
+            EXPECT_NEAR(y[1280 + 256 * k + 128 + i], std::sin(values[k] * f), 2e-3)
+                << k << " " << i;
+        }
+    }
+    // An empty negative prompt gives a zero context, as the reference's SDXL path.
+    Conditioning u = m.components.conditioner->encode({"", -1, 320, 256, true});
+    EXPECT_EQ(u.context.shape(), (Shape{1, 77, 2048}));
+    for (float v : u.context.to_vector()) ASSERT_EQ(v, 0.0f);
+}
+
+}  // namespace
+}  // namespace sd

@@ -1,0 +1,57 @@
+#!/usr/bin/python3
+"""Writes a .safetensors file with a manifest's names, dtypes and shapes whose data is a
+hole (all zeros, no disk blocks): enough to test loading, detection and shape checks of a
+full-size layout without generating its weights.
+
+usage: write_sparse_checkpoint.py MANIFEST.tsv OUT [--drop NAME] [--shape NAME=D0,D1,...]
+       [--rename OLD=NEW]
+"""
+import json
+import struct
+import sys
+
+SIZES = {"f32": ("F32", 4), "f16": ("F16", 2), "bf16": ("BF16", 2)}
+
+
+def main(argv):
+    manifest, out = argv[1], argv[2]
+    drops, shapes, renames = set(), {}, {}
+    i = 3
+    while i < len(argv):
+        flag, value = argv[i], argv[i + 1]
+        if flag == "--drop":
+            drops.add(value)
+        elif flag == "--shape":
+            name, dims = value.split("=")
+            shapes[name] = [int(d) for d in dims.split(",")]
+        elif flag == "--rename":
+            old, new = value.split("=")
+            renames[old] = new
+        else:
+            sys.exit("unknown option " + flag)
+        i += 2
+    header, offset = {}, 0
+    with open(manifest) as f:
+        for line in f:
+            parts = line.rstrip("\n").split("\t")
+            if not line.strip() or line.startswith("#") or parts[0] in drops:
+                continue
+            name, dtype, dims = parts[0], parts[1], [int(d) for d in parts[2:] if d]
+            dims = shapes.get(name, dims)
+            st_type, size = SIZES[dtype]
+            count = 1
+            for d in dims:
+                count *= d
+            header[renames.get(name, name)] = {
+                "dtype": st_type, "shape": dims, "data_offsets": [offset, offset + count * size]}
+            offset += count * size
+    blob = json.dumps(header).encode()
+    blob += b" " * (-len(blob) % 8)
+    with open(out, "wb") as f:
+        f.write(struct.pack("<Q", len(blob)))
+        f.write(blob)
+        f.truncate(8 + len(blob) + offset)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
