@@ -42,12 +42,7 @@ extern "C" {
 
 /* Noise generators: "std_default" (std::mt19937), "cuda" (Philox, as torch on CUDA and
  * the AUTOMATIC1111 webui), "cpu" (mt19937 + Box-Muller, as torch on the CPU). */
-enum rng_type_t {
-    STD_DEFAULT_RNG,
-    CUDA_RNG,
-    CPU_RNG,
-    RNG_TYPE_COUNT
-};
+enum rng_type_t { STD_DEFAULT_RNG, CUDA_RNG, CPU_RNG, RNG_TYPE_COUNT };
 
 enum sample_method_t {
     EULER_SAMPLE_METHOD,
@@ -68,6 +63,9 @@ enum sample_method_t {
     EULER_CFG_PP_SAMPLE_METHOD,
     EULER_A_CFG_PP_SAMPLE_METHOD,
     EULER_GE_SAMPLE_METHOD,
+    DPMPP2M_SDE_SAMPLE_METHOD,
+    DPMPP2M_SDE_BT_SAMPLE_METHOD,
+    LMS_SAMPLE_METHOD,
     SAMPLE_METHOD_COUNT
 };
 
@@ -84,6 +82,10 @@ enum scheduler_t {
     LCM_SCHEDULER,
     BONG_TANGENT_SCHEDULER,
     LTX2_SCHEDULER,
+    LOGIT_NORMAL_SCHEDULER,
+    FLUX2_SCHEDULER,
+    FLUX_SCHEDULER,
+    BETA_SCHEDULER,
     SCHEDULER_COUNT
 };
 
@@ -92,8 +94,9 @@ enum prediction_t {
     V_PRED,
     EDM_V_PRED,
     FLOW_PRED,
-    FLUX_FLOW_PRED,
-    FLUX2_FLOW_PRED,
+    FLUX_FLOW_PRED, /* FLUX.1 and FLUX.2 */
+    SEFI_FLOW_PRED,
+    MINIT2I_FLOW_PRED,
     PREDICTION_COUNT
 };
 
@@ -136,20 +139,9 @@ enum sd_type_t {
     SD_TYPE_COUNT = 42,
 };
 
-enum sd_log_level_t {
-    SD_LOG_DEBUG,
-    SD_LOG_INFO,
-    SD_LOG_WARN,
-    SD_LOG_ERROR
-};
+enum sd_log_level_t { SD_LOG_DEBUG, SD_LOG_INFO, SD_LOG_WARN, SD_LOG_ERROR };
 
-enum preview_t {
-    PREVIEW_NONE,
-    PREVIEW_PROJ,
-    PREVIEW_TAE,
-    PREVIEW_VAE,
-    PREVIEW_COUNT
-};
+enum preview_t { PREVIEW_NONE, PREVIEW_PROJ, PREVIEW_TAE, PREVIEW_VAE, PREVIEW_COUNT };
 
 enum lora_apply_mode_t {
     LORA_APPLY_AUTO,
@@ -179,9 +171,25 @@ enum sd_vae_format_t {
     SD_VAE_FORMAT_FLUX,
     SD_VAE_FORMAT_SD3,
     SD_VAE_FORMAT_FLUX2,
+    SD_VAE_FORMAT_WAN,
     SD_VAE_FORMAT_COUNT,
 };
 
+/* Where things run and live, as the reference's strings:
+ *   backend         compute device, for all ("cpu") or per component
+ *                   ("te=cpu,vae=cpu,diffusion=cpu", "*=cpu"); this build has the device
+ *                   "cpu" only (sd_list_devices). A component placed on the CPU explicitly
+ *                   (te=cpu: --clip-on-cpu, vae=cpu: --vae-on-cpu) keeps its weights in RAM
+ *                   between generations.
+ *   params_backend  where weights live: "cpu" (RAM) or "disk" (read from the file for each
+ *                   layer's forward and released after it), for all or per component
+ *                   ("*=cpu": --offload-to-cpu).
+ *   max_vram        device memory budget in GiB, "3.2", "-1" or "cpu=3.2"; no effect on
+ *                   the CPU (its weights are not copied to a device).
+ *   model_args      model switches key=value,...; also this engine's own options:
+ *                   compute_type=f32|bf16 (arithmetic of the large products: bf16 uses
+ *                   AVX512-BF16 dot products where the CPU has them, process-wide).
+ */
 typedef struct {
     const char* model_path;
     const char* clip_l_path;
@@ -198,9 +206,12 @@ typedef struct {
     const char* audio_vae_path;
     const char* taesd_path;
     const char* control_net_path;
+    const char* ip_adapter_path;
+    const char* motion_module_path;
     const sd_embedding_t* embeddings;
     uint32_t embedding_count;
     const char* photo_maker_path;
+    const char* pulid_weights_path;
     const char* tensor_type_rules;
     int n_threads;
     enum sd_type_t wtype;
@@ -208,32 +219,23 @@ typedef struct {
     enum rng_type_t sampler_rng_type;
     enum prediction_t prediction;
     enum lora_apply_mode_t lora_apply_mode;
-    bool offload_params_to_cpu;
     bool enable_mmap;
-    bool keep_clip_on_cpu;
-    bool keep_control_net_on_cpu;
-    bool keep_vae_on_cpu;
     bool flash_attn;
     bool diffusion_flash_attn;
     bool tae_preview_only;
     bool diffusion_conv_direct;
     bool vae_conv_direct;
-    bool circular_x;
-    bool circular_y;
     bool force_sdxl_vae_conv_scale;
-    bool chroma_use_dit_mask;
-    bool chroma_use_t5_mask;
-    int chroma_t5_mask_pad;
-    bool qwen_image_zero_cond_t;
     enum sd_vae_format_t vae_format;
-    float max_vram;     /* GiB budget for streamed weights on a device (0: off) */
-    bool stream_layers; /* stream weights layer by layer (with max_vram) */
+    const char* max_vram;
+    bool stream_layers; /* stream weights layer by layer (on the CPU: as params_backend disk) */
+    bool eager_load;
     const char* backend;
-    const char* params_backend; /* where weights live: "cpu", "disk" (mmap, released after use) */
-    /* arithmetic of the large products (process-wide, set when a context is created):
-       SD_TYPE_F32 (default) or SD_TYPE_BF16 (AVX512-BF16 dot products; f32 where the CPU
-       has none) */
-    enum sd_type_t compute_type;
+    const char* params_backend;
+    const char* split_mode;
+    bool auto_fit;
+    const char* rpc_servers;
+    const char* model_args;
 } sd_ctx_params_t;
 
 typedef struct {
@@ -250,6 +252,13 @@ typedef struct {
     uint32_t channel;
     uint8_t* data;
 } sd_image_t;
+
+typedef struct {
+    sd_image_t* frames;
+    int frame_count;
+    int fps;
+    sd_audio_t audio;
+} sd_ref_video_t;
 
 typedef struct {
     int* layers;
@@ -285,6 +294,11 @@ typedef struct {
     const char* id_embed_path;
     float style_strength;
 } sd_pm_params_t; /* photo maker */
+
+typedef struct {
+    const char* id_embedding_path;
+    float id_weight;
+} sd_pulid_params_t;
 
 enum sd_cache_mode_t {
     SD_CACHE_DISABLED = 0,
@@ -366,8 +380,7 @@ typedef struct {
     sd_image_t init_image;
     sd_image_t* ref_images;
     int ref_images_count;
-    bool auto_resize_ref_image;
-    bool increase_ref_index;
+    const char* ref_image_args;
     sd_image_t mask_image;
     int width;
     int height;
@@ -377,10 +390,16 @@ typedef struct {
     int batch_count;
     sd_image_t control_image;
     float control_strength;
+    sd_image_t ip_adapter_image;
+    float ip_adapter_strength;
     sd_pm_params_t pm_params;
+    sd_pulid_params_t pulid_params;
     sd_tiling_params_t vae_tiling_params;
     sd_cache_params_t cache;
     sd_hires_params_t hires;
+    int qwen_image_layers;
+    bool circular_x;
+    bool circular_y;
 } sd_img_gen_params_t;
 
 typedef struct {
@@ -391,6 +410,12 @@ typedef struct {
     int clip_skip;
     sd_image_t init_image;
     sd_image_t end_image;
+    sd_image_t* ref_images;
+    int ref_images_count;
+    sd_ref_video_t* ref_videos;
+    int ref_videos_count;
+    sd_audio_t* ref_audios;
+    int ref_audios_count;
     sd_image_t* control_frames;
     int control_frames_size;
     int width;
@@ -406,22 +431,35 @@ typedef struct {
     sd_tiling_params_t vae_tiling_params;
     sd_cache_params_t cache;
     sd_hires_params_t hires;
+    bool circular_x;
+    bool circular_y;
 } sd_vid_gen_params_t;
 
 typedef struct sd_ctx_t sd_ctx_t;
 
 typedef void (*sd_log_cb_t)(enum sd_log_level_t level, const char* text, void* data);
 typedef void (*sd_progress_cb_t)(int step, int steps, float time, void* data);
-typedef void (*sd_preview_cb_t)(int step, int frame_count, sd_image_t* frames, bool is_noisy, void* data);
+typedef void (*sd_preview_cb_t)(int step, int frame_count, sd_image_t* frames, bool is_noisy,
+                                void* data);
+/* The reference calls this for each ggml graph node; this engine has no ggml graphs, so
+ * sd_set_backend_eval_callback accepts only NULL (and logs that it is not built otherwise). */
+struct ggml_tensor;
+typedef bool (*sd_graph_eval_callback_t)(struct ggml_tensor* t, bool ask, void* user_data);
 
 SD_API void sd_set_log_callback(sd_log_cb_t sd_log_cb, void* data);
 SD_API void sd_set_progress_callback(sd_progress_cb_t cb, void* data);
-SD_API void sd_set_preview_callback(sd_preview_cb_t cb, enum preview_t mode, int interval, bool denoised,
-                                    bool noisy, void* data);
+SD_API void sd_set_preview_callback(sd_preview_cb_t cb, enum preview_t mode, int interval,
+                                    bool denoised, bool noisy, void* data);
+SD_API void sd_set_backend_eval_callback(sd_graph_eval_callback_t cb, void* data);
 SD_API int32_t sd_get_num_physical_cores(void);
 SD_API const char* sd_get_system_info(void);
 SD_API bool sd_ctx_supports_image_generation(const sd_ctx_t* sd_ctx);
 SD_API bool sd_ctx_supports_video_generation(const sd_ctx_t* sd_ctx);
+
+/* ControlNet hot-swap (not while a generation runs on the context). */
+SD_API bool sd_ctx_load_control_net(sd_ctx_t* sd_ctx, const char* path);
+SD_API bool sd_ctx_unload_control_net(sd_ctx_t* sd_ctx);
+SD_API bool sd_ctx_has_control_net(const sd_ctx_t* sd_ctx);
 
 /* Names as the command line spells them ("euler_a", "karras", "q8_0" ...); str_to_*
  * returns the *_COUNT value for a name it does not know. */
@@ -433,6 +471,10 @@ SD_API const char* sd_sample_method_name(enum sample_method_t sample_method);
 SD_API enum sample_method_t str_to_sample_method(const char* str);
 SD_API const char* sd_scheduler_name(enum scheduler_t scheduler);
 SD_API enum scheduler_t str_to_scheduler(const char* str);
+/* The names by value: sample_method_to_str[SAMPLE_METHOD_COUNT], scheduler_to_str[SCHEDULER_COUNT].
+ */
+SD_API extern const char* sample_method_to_str[];
+SD_API extern const char* scheduler_to_str[];
 SD_API const char* sd_prediction_name(enum prediction_t prediction);
 SD_API enum prediction_t str_to_prediction(const char* str);
 SD_API const char* sd_preview_name(enum preview_t preview);
@@ -457,7 +499,8 @@ SD_API void sd_sample_params_init(sd_sample_params_t* sample_params);
 SD_API char* sd_sample_params_to_str(const sd_sample_params_t* sample_params);
 
 SD_API enum sample_method_t sd_get_default_sample_method(const sd_ctx_t* sd_ctx);
-SD_API enum scheduler_t sd_get_default_scheduler(const sd_ctx_t* sd_ctx, enum sample_method_t sample_method);
+SD_API enum scheduler_t sd_get_default_scheduler(const sd_ctx_t* sd_ctx,
+                                                 enum sample_method_t sample_method);
 
 SD_API void sd_img_gen_params_init(sd_img_gen_params_t* sd_img_gen_params);
 SD_API char* sd_img_gen_params_to_str(const sd_img_gen_params_t* sd_img_gen_params);
@@ -484,25 +527,59 @@ SD_API bool generate_video(sd_ctx_t* sd_ctx, const sd_vid_gen_params_t* sd_vid_g
 
 typedef struct upscaler_ctx_t upscaler_ctx_t;
 
-SD_API upscaler_ctx_t* new_upscaler_ctx(const char* esrgan_path, bool offload_params_to_cpu, bool direct,
-                                        int n_threads, int tile_size, const char* backend,
+SD_API upscaler_ctx_t* new_upscaler_ctx(const char* esrgan_path, bool direct, int n_threads,
+                                        int tile_size, const char* backend,
                                         const char* params_backend);
 SD_API void free_upscaler_ctx(upscaler_ctx_t* upscaler_ctx);
 SD_API bool upscale(upscaler_ctx_t* upscaler_ctx, sd_image_t input_image, uint32_t upscale_factor,
                     sd_image_t** images_out, int* num_images_out);
 SD_API int get_upscale_factor(upscaler_ctx_t* upscaler_ctx);
 
+typedef struct adetailer_ctx_t adetailer_ctx_t;
+
+typedef struct {
+    const char* prompt;
+    const char* negative_prompt;
+    const char* extra_ad_args;
+} sd_adetailer_params_t;
+
+SD_API adetailer_ctx_t* new_adetailer_ctx(const char* detector_path, int n_threads,
+                                          const char* backend, const char* params_backend);
+SD_API void free_adetailer_ctx(adetailer_ctx_t* adetailer_ctx);
+SD_API bool adetail_image(adetailer_ctx_t* adetailer_ctx, sd_ctx_t* sd_ctx, sd_image_t input_image,
+                          const sd_adetailer_params_t* adetailer_params,
+                          const sd_img_gen_params_t* inpaint_params, sd_image_t** images_out,
+                          int* num_images_out);
+
 /* Writes the model at input_path (plus an optional separate VAE) to output_path (.gguf or
  * .safetensors) with weights of output_type (SD_TYPE_COUNT: keep each tensor's type) and
  * the per-tensor rules "REGEX=TYPE,...". convert_name: write the canonical tensor names. */
 SD_API bool convert(const char* input_path, const char* vae_path, const char* output_path,
                     enum sd_type_t output_type, const char* tensor_type_rules, bool convert_name);
+/* convert() for a model given as separate files; any of the inputs may be NULL. */
+SD_API bool convert_with_components(const char* model_path, const char* clip_l_path,
+                                    const char* clip_g_path, const char* t5xxl_path,
+                                    const char* diffusion_model_path, const char* vae_path,
+                                    const char* output_path, enum sd_type_t output_type,
+                                    const char* tensor_type_rules, bool convert_name,
+                                    int n_threads);
 
-SD_API bool preprocess_canny(sd_image_t image, float high_threshold, float low_threshold, float weak,
-                             float strong, bool inverse);
+SD_API bool preprocess_canny(sd_image_t image, float high_threshold, float low_threshold,
+                             float weak, float strong, bool inverse);
+
+/* Importance matrix (activation statistics for quantization). */
+SD_API bool load_imatrix(const char* imatrix_path);
+SD_API void save_imatrix(const char* imatrix_path);
+SD_API void enable_imatrix_collection(void);
+SD_API void disable_imatrix_collection(void);
 
 SD_API const char* sd_commit(void);
 SD_API const char* sd_version(void);
+
+/* The compute devices, one "name<TAB>description" line each; the names are those --backend
+ * and --params-backend accept. Returns the bytes the full list needs, without the
+ * terminating NUL; writes at most buffer_size bytes, NUL included (none for NULL or 0). */
+SD_API size_t sd_list_devices(char* buffer, size_t buffer_size);
 
 /* Frees the array returned by generate_image / upscale / generate_video and every
  * image's pixels. */

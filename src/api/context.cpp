@@ -11,6 +11,7 @@
 #include <string>
 
 #include "api/callbacks.h"
+#include "api/placement.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "base/thread_pool.h"
@@ -48,37 +49,30 @@ void reject_unbuilt(const sd_ctx_params_t& p) {
         {p.audio_vae_path, "--audio-vae"},
         {p.taesd_path, "--taesd (tiny autoencoder)"},
         {p.control_net_path, "--control-net"},
+        {p.ip_adapter_path, "--ip-adapter (IP-Adapter)"},
+        {p.motion_module_path, "--motion-module (AnimateDiff)"},
         {p.photo_maker_path, "--photo-maker"},
+        {p.pulid_weights_path, "--pulid-weights (PuLID)"},
+        {p.rpc_servers, "--rpc-servers (remote devices)"},
+        {p.split_mode, "--split-mode (multi-device splitting)"},
     };
     for (const auto& [value, option] : paths) {
         if (has(value)) sd::fail("%s is not supported by this build yet", option);
     }
-    if (has(p.backend) && std::string(p.backend) != "cpu") {
-        sd::fail("backend '%s' is not available: this build computes on the CPU", p.backend);
-    }
-    if (has(p.params_backend) && std::string(p.params_backend) != "cpu" &&
-        std::string(p.params_backend) != "disk") {
-        sd::fail(
-            "--params-backend '%s': expected cpu (weights in RAM) or disk (weights stay "
-            "in the mmapped file, each layer's pages dropped after use)",
-            p.params_backend);
-    }
     if (p.wtype != SD_TYPE_COUNT)
         sd::fail(
             "--type for image generation is not supported yet; convert the model with -M convert");
-    if (p.circular_x || p.circular_y) sd::fail("--circular padding is not supported yet");
 }
 
 sd_ctx_t* create(const sd_ctx_params_t& p) {
     reject_unbuilt(p);
     SD_CHECK(has(p.model_path) || has(p.diffusion_model_path),
              "no model given: set a model (-m) or a diffusion model");
+    // backend / params_backend / max_vram / model_args (api/placement.h).
+    const sd::api::Placement placement = sd::api::read_placement(p);
     sd::set_num_threads(p.n_threads);
-    SD_CHECK(p.compute_type == SD_TYPE_F32 || p.compute_type == SD_TYPE_BF16,
-             "compute type %s: expected f32 or bf16", sd_type_name(p.compute_type));
     // Process-wide, like the thread count: the latest context sets it.
-    sd::set_compute_type(p.compute_type == SD_TYPE_BF16 ? sd::ComputeType::BF16
-                                                        : sd::ComputeType::F32);
+    sd::set_compute_type(placement.compute_type);
     auto ctx = std::make_unique<sd_ctx_t>();
     if (has(p.model_path)) ctx->files.add(p.model_path, sd::ModelRole::Checkpoint);
     if (has(p.diffusion_model_path))
@@ -89,13 +83,9 @@ sd_ctx_t* create(const sd_ctx_params_t& p) {
     sd::LoadOptions options;
     options.model_path = has(p.model_path) ? p.model_path : p.diffusion_model_path;
     options.prediction = p.prediction;
-    // Weights are mmapped views either way; "disk" (or --stream-layers) drops each layer's
-    // pages after its forward, the CPU's version of streaming weights to a device.
-    const bool disk = has(p.params_backend) && std::string(p.params_backend) == "disk";
-    options.memory.residency =
-        disk || p.stream_layers ? sd::Residency::Streamed : sd::Residency::Resident;
-    options.memory.keep_text_encoder = p.keep_clip_on_cpu;
-    options.memory.keep_vae = p.keep_vae_on_cpu;
+    options.memory.residency = placement.residency;
+    options.memory.keep_text_encoder = placement.keep_text_encoder;
+    options.memory.keep_vae = placement.keep_vae;
     for (uint32_t i = 0; i < p.embedding_count && p.embeddings; ++i) {
         SD_CHECK(has(p.embeddings[i].path), "embedding %u has no path", i);
         options.embeddings.push_back(
@@ -129,6 +119,11 @@ void reject_unbuilt(const sd_img_gen_params_t& p) {
     if (p.control_image.data)
         sd::fail("--control-image needs ControlNet, which this build does not have yet");
     if (p.pm_params.id_images_count > 0) sd::fail("PhotoMaker is not supported by this build yet");
+    if (p.ip_adapter_image.data)
+        sd::fail("--ip-adapter-image needs IP-Adapter, which this build does not have yet");
+    if (has(p.pulid_params.id_embedding_path))
+        sd::fail("PuLID (--pulid-id-embedding) is not supported by this build yet");
+    if (p.circular_x || p.circular_y) sd::fail("--circular padding is not supported yet");
     if (p.hires.enabled) sd::fail("--hires is not supported by this build yet");
     if (p.cache.mode != SD_CACHE_DISABLED)
         sd::fail("--cache-mode is not supported by this build yet");

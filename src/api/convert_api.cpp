@@ -4,9 +4,11 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/error.h"
 #include "base/log.h"
+#include "base/thread_pool.h"
 #include "io/model_convert.h"
 #include "io/model_files.h"
 #include "stable-diffusion.h"
@@ -48,33 +50,35 @@ std::map<std::string, MetadataValue> tokenizer_metadata(const ModelFiles& files,
     return {};
 }
 
-void run_convert(const std::string& input, const std::string& vae, const std::string& output,
-                 sd_type_t type, const std::string& rules) {
-    if (input.empty()) fail("convert: no input model given (-m)");
+struct InputFile {
+    const char* path;
+    ModelRole role;
+};
+
+// `inputs` in order; entries with a null or empty path are skipped.
+void run_convert(const std::vector<InputFile>& inputs, const std::string& output, sd_type_t type,
+                 const std::string& rules) {
     if (output.empty()) fail("convert: no output path given (-o)");
     ConvertOptions options;
     options.output_path = output;
     options.type = engine_dtype(type);
     options.tensor_type_rules = rules;
     ModelFiles files;
-    files.add(input, ModelRole::Checkpoint);
-    if (!vae.empty()) files.add(vae, ModelRole::Vae);
-    if (is_gguf_path(output)) options.extra_metadata = tokenizer_metadata(files, input);
+    std::string first;
+    for (const InputFile& in : inputs) {
+        if (!in.path || !*in.path) continue;
+        if (first.empty()) first = in.path;
+        files.add(in.path, in.role);
+    }
+    if (first.empty()) fail("convert: no input model given (-m)");
+    if (is_gguf_path(output)) options.extra_metadata = tokenizer_metadata(files, first);
     convert_model(files, options);
 }
 
-}  // namespace
-}  // namespace sd::api
-
-extern "C" bool convert(const char* input_path, const char* vae_path, const char* output_path,
-                        enum sd_type_t output_type, const char* tensor_type_rules,
-                        bool convert_name) {
+template <class F>
+bool logged(F&& run) {
     try {
-        if (!convert_name)
-            SD_LOG_DEBUG("convert: tensors are always written under their canonical names");
-        sd::api::run_convert(input_path ? input_path : "", vae_path ? vae_path : "",
-                             output_path ? output_path : "", output_type,
-                             tensor_type_rules ? tensor_type_rules : "");
+        run();
         return true;
     } catch (const std::exception& e) {
         SD_LOG_ERROR("%s", e.what());
@@ -83,3 +87,44 @@ extern "C" bool convert(const char* input_path, const char* vae_path, const char
     }
     return false;
 }
+
+}  // namespace
+}  // namespace sd::api
+
+extern "C" {
+
+bool convert(const char* input_path, const char* vae_path, const char* output_path,
+             enum sd_type_t output_type, const char* tensor_type_rules, bool convert_name) {
+    using sd::ModelRole;
+    return sd::api::logged([&] {
+        if (!input_path || !*input_path) sd::fail("convert: no input model given (-m)");
+        if (!convert_name)
+            SD_LOG_DEBUG("convert: tensors are always written under their canonical names");
+        sd::api::run_convert({{input_path, ModelRole::Checkpoint}, {vae_path, ModelRole::Vae}},
+                             output_path ? output_path : "", output_type,
+                             tensor_type_rules ? tensor_type_rules : "");
+    });
+}
+
+bool convert_with_components(const char* model_path, const char* clip_l_path,
+                             const char* clip_g_path, const char* t5xxl_path,
+                             const char* diffusion_model_path, const char* vae_path,
+                             const char* output_path, enum sd_type_t output_type,
+                             const char* tensor_type_rules, bool convert_name, int n_threads) {
+    using sd::ModelRole;
+    return sd::api::logged([&] {
+        if ((clip_g_path && *clip_g_path) || (t5xxl_path && *t5xxl_path))
+            sd::fail("convert_with_components: CLIP-G and T5-XXL text encoders are not built yet");
+        if (n_threads > 0) sd::set_num_threads(n_threads);
+        if (!convert_name)
+            SD_LOG_DEBUG("convert: tensors are always written under their canonical names");
+        sd::api::run_convert({{model_path, ModelRole::Checkpoint},
+                              {diffusion_model_path, ModelRole::DiffusionModel},
+                              {clip_l_path, ModelRole::TextEncoder},
+                              {vae_path, ModelRole::Vae}},
+                             output_path ? output_path : "", output_type,
+                             tensor_type_rules ? tensor_type_rules : "");
+    });
+}
+
+}  // extern "C"

@@ -5,6 +5,22 @@
 
 #include "stable-diffusion.h"
 
+// Exported as the reference exports them (bindings read them to list the choices).
+extern "C" {
+const char* sample_method_to_str[] = {
+    "euler",         "euler_a",        "heun",    "dpm2",         "dpm++2s_a",      "dpm++2m",
+    "dpm++2mv2",     "ipndm",          "ipndm_v", "lcm",          "ddim_trailing",  "tcd",
+    "res_multistep", "res_2s",         "er_sde",  "euler_cfg_pp", "euler_a_cfg_pp", "euler_ge",
+    "dpm++2m_sde",   "dpm++2m_sde_bt", "lms",
+};
+
+const char* scheduler_to_str[] = {
+    "discrete",     "karras",     "exponential", "ays",  "gits",         "sgm_uniform",
+    "simple",       "smoothstep", "kl_optimal",  "lcm",  "bong_tangent", "ltx2",
+    "logit_normal", "flux2",      "flux",        "beta",
+};
+}
+
 namespace {
 
 const char kNone[] = "NONE";
@@ -32,18 +48,8 @@ const TypeName kTypeNames[] = {
 
 const char* const kRngNames[] = {"std_default", "cuda", "cpu"};
 
-const char* const kSampleMethodNames[] = {
-    "euler",         "euler_a", "heun",    "dpm2",         "dpm++2s_a",      "dpm++2m",
-    "dpm++2mv2",     "ipndm",   "ipndm_v", "lcm",          "ddim_trailing",  "tcd",
-    "res_multistep", "res_2s",  "er_sde",  "euler_cfg_pp", "euler_a_cfg_pp", "euler_ge",
-};
-
-const char* const kSchedulerNames[] = {
-    "discrete", "karras",     "exponential", "ays", "gits",         "sgm_uniform",
-    "simple",   "smoothstep", "kl_optimal",  "lcm", "bong_tangent", "ltx2",
-};
-
-const char* const kPredictionNames[] = {"eps", "v", "edm_v", "sd3_flow", "flux_flow", "flux2_flow"};
+const char* const kPredictionNames[] = {"eps",       "v",         "edm_v",       "sd3_flow",
+                                        "flux_flow", "sefi_flow", "minit2i_flow"};
 
 const char* const kPreviewNames[] = {"none", "proj", "tae", "vae"};
 
@@ -63,21 +69,21 @@ const char* const kHiresUpscalerNames[] = {
 };
 
 static_assert(std::size(kRngNames) == RNG_TYPE_COUNT);
-static_assert(std::size(kSampleMethodNames) == SAMPLE_METHOD_COUNT);
-static_assert(std::size(kSchedulerNames) == SCHEDULER_COUNT);
+static_assert(std::size(sample_method_to_str) == SAMPLE_METHOD_COUNT);
+static_assert(std::size(scheduler_to_str) == SCHEDULER_COUNT);
 static_assert(std::size(kPredictionNames) == PREDICTION_COUNT);
 static_assert(std::size(kPreviewNames) == PREVIEW_COUNT);
 static_assert(std::size(kLoraApplyModeNames) == LORA_APPLY_MODE_COUNT);
 static_assert(std::size(kHiresUpscalerNames) == SD_HIRES_UPSCALER_COUNT);
 
-template <size_t N>
-const char* name_of(const char* const (&names)[N], int value) {
+template <class Name, size_t N>
+const char* name_of(Name (&names)[N], int value) {
     return value >= 0 && value < static_cast<int>(N) ? names[value] : kNone;
 }
 
 // Index of `str` in `names`, N when absent.
-template <size_t N>
-int index_of(const char* const (&names)[N], const char* str) {
+template <class Name, size_t N>
+int index_of(Name (&names)[N], const char* str) {
     if (!str) return static_cast<int>(N);
     for (size_t i = 0; i < N; ++i)
         if (std::strcmp(str, names[i]) == 0) return static_cast<int>(i);
@@ -110,19 +116,21 @@ enum rng_type_t str_to_rng_type(const char* str) {
 }
 
 const char* sd_sample_method_name(enum sample_method_t sample_method) {
-    return name_of(kSampleMethodNames, sample_method);
+    return name_of(sample_method_to_str, sample_method);
 }
 
 enum sample_method_t str_to_sample_method(const char* str) {
-    return static_cast<sample_method_t>(index_of(kSampleMethodNames, str));
+    return static_cast<sample_method_t>(index_of(sample_method_to_str, str));
 }
 
 const char* sd_scheduler_name(enum scheduler_t scheduler) {
-    return name_of(kSchedulerNames, scheduler);
+    return name_of(scheduler_to_str, scheduler);
 }
 
 enum scheduler_t str_to_scheduler(const char* str) {
-    return static_cast<scheduler_t>(index_of(kSchedulerNames, str));
+    // "normal" is the reference's other name for discrete.
+    if (str && std::strcmp(str, "normal") == 0) return DISCRETE_SCHEDULER;
+    return static_cast<scheduler_t>(index_of(scheduler_to_str, str));
 }
 
 const char* sd_prediction_name(enum prediction_t prediction) {

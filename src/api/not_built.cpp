@@ -1,5 +1,6 @@
-// The C API entry points whose engine parts are not built yet (video generation, the
-// ESRGAN upscaler, the Canny preprocessor): each logs that and fails cleanly.
+// The C API entry points whose engine parts are not built yet (video generation, the ESRGAN
+// upscaler, the Canny preprocessor, ADetailer, ControlNet hot-swap, importance matrices, ggml
+// graph callbacks): each logs one line naming the feature and fails; none pretends to succeed.
 #include "base/log.h"
 #include "stable-diffusion.h"
 
@@ -9,20 +10,24 @@ void not_built(const char* what) {
     SD_LOG_ERROR("%s is not built yet", what);
 }
 
+void clear_outputs(sd_image_t** images_out, int* num_images_out) {
+    if (images_out) *images_out = nullptr;
+    if (num_images_out) *num_images_out = 0;
+}
+
 }  // namespace
 
 extern "C" {
 
 bool generate_video(sd_ctx_t*, const sd_vid_gen_params_t*, sd_image_t** frames_out,
                     int* num_frames_out, sd_audio_t** audio_out) {
-    if (frames_out) *frames_out = nullptr;
-    if (num_frames_out) *num_frames_out = 0;
+    clear_outputs(frames_out, num_frames_out);
     if (audio_out) *audio_out = nullptr;
     not_built("generate_video (video generation)");
     return false;
 }
 
-upscaler_ctx_t* new_upscaler_ctx(const char*, bool, bool, int, int, const char*, const char*) {
+upscaler_ctx_t* new_upscaler_ctx(const char*, bool, int, int, const char*, const char*) {
     not_built("new_upscaler_ctx (ESRGAN upscaling)");
     return nullptr;
 }
@@ -30,8 +35,7 @@ upscaler_ctx_t* new_upscaler_ctx(const char*, bool, bool, int, int, const char*,
 void free_upscaler_ctx(upscaler_ctx_t*) {}
 
 bool upscale(upscaler_ctx_t*, sd_image_t, uint32_t, sd_image_t** images_out, int* num_images_out) {
-    if (images_out) *images_out = nullptr;
-    if (num_images_out) *num_images_out = 0;
+    clear_outputs(images_out, num_images_out);
     not_built("upscale (ESRGAN upscaling)");
     return false;
 }
@@ -43,6 +47,55 @@ int get_upscale_factor(upscaler_ctx_t*) {
 bool preprocess_canny(sd_image_t, float, float, float, float, bool) {
     not_built("preprocess_canny (the Canny edge preprocessor)");
     return false;
+}
+
+adetailer_ctx_t* new_adetailer_ctx(const char*, int, const char*, const char*) {
+    not_built("new_adetailer_ctx (ADetailer)");
+    return nullptr;
+}
+
+void free_adetailer_ctx(adetailer_ctx_t*) {}
+
+bool adetail_image(adetailer_ctx_t*, sd_ctx_t*, sd_image_t, const sd_adetailer_params_t*,
+                   const sd_img_gen_params_t*, sd_image_t** images_out, int* num_images_out) {
+    clear_outputs(images_out, num_images_out);
+    not_built("adetail_image (ADetailer)");
+    return false;
+}
+
+bool sd_ctx_load_control_net(sd_ctx_t*, const char*) {
+    not_built("sd_ctx_load_control_net (ControlNet)");
+    return false;
+}
+
+bool sd_ctx_unload_control_net(sd_ctx_t*) {
+    not_built("sd_ctx_unload_control_net (ControlNet)");
+    return false;
+}
+
+// A query, not an action: no ControlNet can be loaded, so none is.
+bool sd_ctx_has_control_net(const sd_ctx_t*) {
+    return false;
+}
+
+bool load_imatrix(const char*) {
+    not_built("load_imatrix (importance-matrix quantization)");
+    return false;
+}
+
+void save_imatrix(const char*) {
+    not_built("save_imatrix (importance-matrix collection)");
+}
+
+void enable_imatrix_collection(void) {
+    not_built("enable_imatrix_collection (importance-matrix collection)");
+}
+
+void disable_imatrix_collection(void) {}
+
+// The callback sees ggml graph nodes, which this engine does not have; clearing it is fine.
+void sd_set_backend_eval_callback(sd_graph_eval_callback_t cb, void*) {
+    if (cb) not_built("sd_set_backend_eval_callback (ggml graph evaluation callbacks)");
 }
 
 }  // extern "C"

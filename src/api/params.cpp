@@ -55,32 +55,29 @@ std::string ctx_params_text(const sd_ctx_params_t* p) {
         "t5xxl_path: %s\nllm_path: %s\nllm_vision_path: %s\ndiffusion_model_path: %s\n"
         "high_noise_diffusion_model_path: %s\nuncond_diffusion_model_path: %s\n"
         "embeddings_connectors_path: %s\nvae_path: %s\naudio_vae_path: %s\ntaesd_path: %s\n"
-        "control_net_path: %s\nembedding_count: %u\nphoto_maker_path: %s\n"
+        "control_net_path: %s\nip_adapter_path: %s\nmotion_module_path: %s\n"
+        "embedding_count: %u\nphoto_maker_path: %s\npulid_weights_path: %s\n"
         "tensor_type_rules: %s\nn_threads: %d\nwtype: %s\nrng_type: %s\nsampler_rng_type: %s\n"
-        "prediction: %s\nlora_apply_mode: %s\noffload_params_to_cpu: %s\nenable_mmap: %s\n"
-        "keep_clip_on_cpu: %s\nkeep_control_net_on_cpu: %s\nkeep_vae_on_cpu: %s\n"
-        "flash_attn: %s\ndiffusion_flash_attn: %s\ntae_preview_only: %s\n"
-        "diffusion_conv_direct: %s\nvae_conv_direct: %s\ncircular_x: %s\ncircular_y: %s\n"
-        "force_sdxl_vae_conv_scale: %s\nchroma_use_dit_mask: %s\nchroma_use_t5_mask: %s\n"
-        "chroma_t5_mask_pad: %d\nqwen_image_zero_cond_t: %s\nvae_format: %d\nmax_vram: %.3f\n"
-        "stream_layers: %s\nbackend: %s\nparams_backend: %s\ncompute_type: %s\n",
+        "prediction: %s\nlora_apply_mode: %s\nenable_mmap: %s\nflash_attn: %s\n"
+        "diffusion_flash_attn: %s\ntae_preview_only: %s\ndiffusion_conv_direct: %s\n"
+        "vae_conv_direct: %s\nforce_sdxl_vae_conv_scale: %s\nvae_format: %d\nmax_vram: %s\n"
+        "stream_layers: %s\neager_load: %s\nbackend: %s\nparams_backend: %s\n"
+        "split_mode: %s\nauto_fit: %s\nrpc_servers: %s\nmodel_args: %s\n",
         safe(p->model_path), safe(p->clip_l_path), safe(p->clip_g_path), safe(p->clip_vision_path),
         safe(p->t5xxl_path), safe(p->llm_path), safe(p->llm_vision_path),
         safe(p->diffusion_model_path), safe(p->high_noise_diffusion_model_path),
         safe(p->uncond_diffusion_model_path), safe(p->embeddings_connectors_path),
         safe(p->vae_path), safe(p->audio_vae_path), safe(p->taesd_path), safe(p->control_net_path),
-        p->embedding_count, safe(p->photo_maker_path), safe(p->tensor_type_rules), p->n_threads,
-        sd_type_name(p->wtype), sd_rng_type_name(p->rng_type),
+        safe(p->ip_adapter_path), safe(p->motion_module_path), p->embedding_count,
+        safe(p->photo_maker_path), safe(p->pulid_weights_path), safe(p->tensor_type_rules),
+        p->n_threads, sd_type_name(p->wtype), sd_rng_type_name(p->rng_type),
         sd_rng_type_name(p->sampler_rng_type), sd_prediction_name(p->prediction),
-        sd_lora_apply_mode_name(p->lora_apply_mode), yes_no(p->offload_params_to_cpu),
-        yes_no(p->enable_mmap), yes_no(p->keep_clip_on_cpu), yes_no(p->keep_control_net_on_cpu),
-        yes_no(p->keep_vae_on_cpu), yes_no(p->flash_attn), yes_no(p->diffusion_flash_attn),
-        yes_no(p->tae_preview_only), yes_no(p->diffusion_conv_direct), yes_no(p->vae_conv_direct),
-        yes_no(p->circular_x), yes_no(p->circular_y), yes_no(p->force_sdxl_vae_conv_scale),
-        yes_no(p->chroma_use_dit_mask), yes_no(p->chroma_use_t5_mask), p->chroma_t5_mask_pad,
-        yes_no(p->qwen_image_zero_cond_t), static_cast<int>(p->vae_format),
-        static_cast<double>(p->max_vram), yes_no(p->stream_layers), safe(p->backend),
-        safe(p->params_backend), sd_type_name(p->compute_type));
+        sd_lora_apply_mode_name(p->lora_apply_mode), yes_no(p->enable_mmap), yes_no(p->flash_attn),
+        yes_no(p->diffusion_flash_attn), yes_no(p->tae_preview_only),
+        yes_no(p->diffusion_conv_direct), yes_no(p->vae_conv_direct),
+        yes_no(p->force_sdxl_vae_conv_scale), static_cast<int>(p->vae_format), safe(p->max_vram),
+        yes_no(p->stream_layers), yes_no(p->eager_load), safe(p->backend), safe(p->params_backend),
+        safe(p->split_mode), yes_no(p->auto_fit), safe(p->rpc_servers), safe(p->model_args));
 }
 
 std::string sample_params_text(const sd_sample_params_t* p) {
@@ -101,17 +98,18 @@ std::string img_gen_params_text(const sd_img_gen_params_t* p) {
     return sd::strfmt(
         "prompt: %s\nnegative_prompt: %s\nclip_skip: %d\nwidth: %d\nheight: %d\n"
         "sample_params: %s\nstrength: %.2f\nseed: %" PRId64
-        "\nbatch_count: %d\nlora_count: %u\nref_images_count: %d\nauto_resize_ref_image: %s\n"
-        "increase_ref_index: %s\ncontrol_strength: %.2f\n"
+        "\nbatch_count: %d\nlora_count: %u\nref_images_count: %d\nref_image_args: %s\n"
+        "control_strength: %.2f\nip_adapter_strength: %.2f\nqwen_image_layers: %d\n"
+        "circular: x=%s y=%s\n"
         "photo maker: {style_strength = %.2f, id_images_count = %d, id_embed_path = %s}\n"
         "VAE tiling: %s (temporal=%s, extra_tiling_args=%s)\n"
         "hires: {enabled=%s, upscaler=%s, model_path=%s, scale=%.2f, target=%dx%d, steps=%d, "
         "denoising_strength=%.2f}\ncache: %s (threshold=%.3f, start=%.2f, end=%.2f)\n",
         safe(p->prompt), safe(p->negative_prompt), p->clip_skip, p->width, p->height,
         sample_params_text(&p->sample_params).c_str(), p->strength, p->seed, p->batch_count,
-        p->lora_count, p->ref_images_count, yes_no(p->auto_resize_ref_image),
-        yes_no(p->increase_ref_index), p->control_strength, p->pm_params.style_strength,
-        p->pm_params.id_images_count, safe(p->pm_params.id_embed_path),
+        p->lora_count, p->ref_images_count, safe(p->ref_image_args), p->control_strength,
+        p->ip_adapter_strength, p->qwen_image_layers, yes_no(p->circular_x), yes_no(p->circular_y),
+        p->pm_params.style_strength, p->pm_params.id_images_count, safe(p->pm_params.id_embed_path),
         yes_no(p->vae_tiling_params.enabled), yes_no(p->vae_tiling_params.temporal_tiling),
         safe(p->vae_tiling_params.extra_tiling_args), yes_no(h.enabled),
         sd_hires_upscaler_name(h.upscaler), safe(h.model_path), h.scale, h.target_width,
@@ -182,12 +180,9 @@ void sd_ctx_params_init(sd_ctx_params_t* p) {
     p->sampler_rng_type = RNG_TYPE_COUNT;
     p->prediction = PREDICTION_COUNT;
     p->lora_apply_mode = LORA_APPLY_AUTO;
-    p->chroma_use_dit_mask = true;
-    p->chroma_use_t5_mask = false;
-    p->chroma_t5_mask_pad = 1;
     p->vae_format = SD_VAE_FORMAT_AUTO;
-    p->max_vram = 0.f;
-    p->compute_type = SD_TYPE_F32;
+    p->max_vram = nullptr;
+    p->auto_fit = true;
 }
 
 char* sd_ctx_params_to_str(const sd_ctx_params_t* p) {
@@ -226,8 +221,12 @@ void sd_img_gen_params_init(sd_img_gen_params_t* p) {
     p->strength = 0.75f;
     p->seed = -1;
     p->batch_count = 1;
+    p->ref_image_args = "";
     p->control_strength = 0.9f;
+    p->ip_adapter_strength = 1.0f;
+    p->qwen_image_layers = 3;
     p->pm_params = {nullptr, 0, nullptr, 20.f};
+    p->pulid_params = {nullptr, 1.0f};
     p->vae_tiling_params = default_tiling();
     sd_cache_params_init(&p->cache);
     sd_hires_params_init(&p->hires);

@@ -1,10 +1,13 @@
 // The C API's process-wide settings and facts: log / progress / preview callbacks, CPU
 // information, version strings, and releasing what the library handed out.
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string>
 
 #include "api/callbacks.h"
+#include "api/placement.h"
 #include "base/cpu_features.h"
 #include "base/log.h"
 #include "base/strfmt.h"
@@ -149,3 +152,20 @@ void free_sd_audio(sd_audio_t* audio) {
 }
 
 }  // extern "C"
+
+// sd_list_devices: "name<TAB>description" lines (api/placement.h lists them).
+extern "C" size_t sd_list_devices(char* buffer, size_t buffer_size) {
+    std::string text;
+    try {
+        for (const sd::api::Device& d : sd::api::list_devices())
+            text += d.name + "\t" + d.description + "\n";
+    } catch (...) {
+        text = "CPU\tCPU\n";
+    }
+    if (buffer && buffer_size > 0) {
+        const size_t n = std::min(text.size(), buffer_size - 1);
+        std::memcpy(buffer, text.data(), n);
+        buffer[n] = '\0';
+    }
+    return text.size();
+}

@@ -53,8 +53,7 @@ Denoiser::Denoiser(Prediction prediction, std::unique_ptr<NoiseSchedule> schedul
 }
 
 bool Denoiser::is_flow() const {
-    return prediction_ == FLOW_PRED || prediction_ == FLUX_FLOW_PRED ||
-           prediction_ == FLUX2_FLOW_PRED;
+    return prediction_ == FLOW_PRED || prediction_ == FLUX_FLOW_PRED;
 }
 
 Scalings Denoiser::scalings(float sigma) const {
@@ -106,10 +105,13 @@ std::unique_ptr<Denoiser> make_denoiser(Prediction prediction, float flow_shift,
         case FLOW_PRED:
             schedule = std::make_unique<FlowSchedule>(flow_shift);
             break;
-        case FLUX_FLOW_PRED:
-        case FLUX2_FLOW_PRED:
+        case FLUX_FLOW_PRED:  // FLUX.1 and FLUX.2
             schedule = std::make_unique<FluxFlowSchedule>(flow_shift);
             break;
+        case SEFI_FLOW_PRED:
+            fail("the sefi_flow prediction (SeFi-Image's dual-time flow) is not built yet");
+        case MINIT2I_FLOW_PRED:
+            fail("the minit2i_flow prediction (MiniT2I's flow) is not built yet");
         default:
             fail("unknown prediction type %d", static_cast<int>(prediction));
     }

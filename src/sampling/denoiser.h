@@ -31,7 +31,7 @@ class Denoiser {
 
     Prediction prediction() const { return prediction_; }
     const NoiseSchedule& schedule() const { return *schedule_; }
-    // Rectified-flow models (FLOW_PRED, FLUX_FLOW_PRED, FLUX2_FLOW_PRED).
+    // Rectified-flow models (FLOW_PRED, FLUX_FLOW_PRED).
     bool is_flow() const;
 
     Scalings scalings(float sigma) const;
@@ -56,7 +56,7 @@ class Denoiser {
 //                                    1000 of them, else the default scaled-linear schedule);
 //   EDM_V_PRED                       EdmSchedule(0.002, 120);
 //   FLOW_PRED                        FlowSchedule(flow_shift), the reference default 3.0;
-//   FLUX_FLOW_PRED, FLUX2_FLOW_PRED  FluxFlowSchedule(flow_shift): the reference uses 1.15 for
+//   FLUX_FLOW_PRED (FLUX.1, FLUX.2)  FluxFlowSchedule(flow_shift): the reference uses 1.15 for
 //                                    FLUX models with guidance_in (dev), else 1.0, and for FLUX.2
 //                                    flux2_empirical_mu(tokens, steps).
 // flow_shift is ignored for the others. Throws sd::Error for PREDICTION_COUNT or an unknown value.

@@ -5,9 +5,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <deque>
 #include <tuple>
 #include <utility>
 
+#include "sampling/brownian_tree.h"
 #include "sampling/schedule.h"
 
 namespace sd {
@@ -95,6 +98,7 @@ class Run {
     float eta() const { return eta_; }
     bool flow() const { return options_.is_flow; }
     float ge_gamma() const { return options_.ge_gamma; }
+    int lms_order() const { return options_.lms_order; }
 
     // The x0 prediction at (x, sigma); step as the reference numbers model calls.
     Tensor denoise(const Tensor& x, float sigma, int step) {
@@ -110,6 +114,16 @@ class Run {
 
     // randn_like(x) from the sampler generator.
     Tensor noise() { return randn_tensor(rng_, shape_); }
+    const Shape& shape() const { return shape_; }
+
+    // A seed drawn from the sampler generator (the Brownian tree's).
+    uint64_t draw_seed() {
+        const std::vector<float> v = rng_.randn(2);
+        uint32_t lo = 0, hi = 0;
+        std::memcpy(&lo, &v[0], sizeof lo);
+        std::memcpy(&hi, &v[1], sizeof hi);
+        return (static_cast<uint64_t>(hi) << 32) | lo;
+    }
 
     // Reports step i (0-based) as done; throws Cancelled when the hook says stop.
     void done(int i, const Tensor& x, const Tensor& denoised) {
@@ -701,6 +715,118 @@ Tensor sample_gradient_estimation(Run& r, Tensor x) {
     return x;
 }
 
+// DPM-Solver++(2M) SDE, midpoint solver (k-diffusion sample_dpmpp_2m_sde, solver_type
+// "midpoint", s_noise 1). Flow models step in the half log-SNR log((1 - s) / s), with a first
+// sigma of 1 moved to 1 - 1e-4, as stable-diffusion.cpp does. noise(sigma, sigma_next) gives the
+// step's standard-normal noise.
+template <class Noise>
+Tensor sample_dpmpp_2m_sde_impl(Run& r, Tensor x, Noise&& noise) {
+    const bool flow = r.flow();
+    const float eta = r.eta();
+    auto lambda = [flow](float s) {
+        if (!flow) return -std::log(std::max(s, 1e-20f));
+        s = std::max(1e-6f, std::min(1.0f - 1e-6f, s));
+        return std::log((1.0f - s) / s);
+    };
+    std::vector<float> sig = r.sigmas();
+    if (flow && sig[0] >= 1.0f) sig[0] = 1.0f - 1e-4f;
+    Tensor old_den;
+    float h_last = 0.0f;
+    for (int i = 0; i < r.steps(); ++i) {
+        Tensor den = r.denoise(x, sig[i], i + 1);
+        if (sig[i + 1] == 0.0f) {
+            x = den;
+        } else {
+            const float ls = lambda(sig[i]), lt = lambda(sig[i + 1]);
+            const float h = lt - ls;
+            const float h_eta = h * (eta + 1.0f);
+            const float alpha_t = sig[i + 1] * std::exp(lt);
+            const float a = (sig[i + 1] / sig[i]) * std::exp(-h * eta);
+            const float b = alpha_t * -std::expm1(-h_eta);
+            if (old_den.defined() && h != 0.0f && h_last != 0.0f) {
+                const float c = 0.5f * b * (h / h_last);  // 0.5 b / r with r = h_last / h
+                x = lanes(
+                    [&](float xv, float dv, float ov) { return a * xv + b * dv + c * (dv - ov); },
+                    x, den, old_den);
+            } else {
+                x = lanes([&](float xv, float dv) { return a * xv + b * dv; }, x, den);
+            }
+            const float scale =
+                eta > 0.0f ? sig[i + 1] * std::sqrt(std::max(-std::expm1(-2.0f * h * eta), 0.0f))
+                           : 0.0f;
+            if (scale > 0.0f) {
+                Tensor z = noise(sig[i], sig[i + 1]);
+                x = lanes([&](float xv, float zv) { return xv + zv * scale; }, x, z);
+            }
+            h_last = h;
+        }
+        old_den = den;
+        r.done(i, x, den);
+    }
+    return x;
+}
+
+// dpm++2m_sde: fresh sampler-generator noise each step.
+Tensor sample_dpmpp_2m_sde(Run& r, Tensor x) {
+    return sample_dpmpp_2m_sde_impl(r, std::move(x), [&r](float, float) { return r.noise(); });
+}
+
+// dpm++2m_sde_bt: the noise of a step is the increment of one seeded Brownian motion over
+// [0, sigma_max] between the step's sigmas (brownian_tree.h), so the same seed gives the same
+// picture at different step counts (k-diffusion's BrownianTreeNoiseSampler, "_gpu" in ComfyUI).
+Tensor sample_dpmpp_2m_sde_bt(Run& r, Tensor x) {
+    const BrownianTree tree(r.draw_seed(), 0.0f, r.sigma(0), r.shape());
+    return sample_dpmpp_2m_sde_impl(
+        r, std::move(x), [&tree](float s, float s_next) { return tree.noise(s, s_next); });
+}
+
+// The integral over [t[i], t[i + 1]] of the Lagrange basis polynomial of node t[i - j] among
+// t[i], ..., t[i - order + 1] (k-diffusion linear_multistep_coeff), exactly: the product is
+// expanded into polynomial coefficients and integrated term by term, in double.
+double lms_coefficient(int order, const std::vector<float>& t, int i, int j) {
+    std::vector<double> poly = {1.0};  // poly[d]: the coefficient of tau^d
+    for (int k = 0; k < order; ++k) {
+        if (k == j) continue;
+        const double tk = t[i - k];
+        const double denom = static_cast<double>(t[i - j]) - tk;
+        std::vector<double> next(poly.size() + 1, 0.0);
+        for (size_t d = 0; d < poly.size(); ++d) {
+            next[d + 1] += poly[d] / denom;
+            next[d] -= poly[d] * tk / denom;
+        }
+        poly = std::move(next);
+    }
+    auto antiderivative = [&poly](double x) {
+        double acc = 0.0;
+        for (size_t d = poly.size(); d-- > 0;) acc = acc * x + poly[d] / static_cast<double>(d + 1);
+        return acc * x;
+    };
+    return antiderivative(t[i + 1]) - antiderivative(t[i]);
+}
+
+// Linear multistep (k-diffusion sample_lms): Adams-Bashforth on the derivative history with
+// coefficients integrated over the actual sigmas, up to `lms_order` previous derivatives.
+Tensor sample_lms(Run& r, Tensor x) {
+    const int order = r.lms_order();
+    std::deque<Tensor> ds;
+    for (int i = 0; i < r.steps(); ++i) {
+        const float sigma = r.sigma(i);
+        Tensor den = r.denoise(x, sigma, i + 1);
+        ds.push_back(lanes([&](float xv, float dv) { return (xv - dv) / sigma; }, x, den));
+        if (static_cast<int>(ds.size()) > order) ds.pop_front();
+        const int cur = std::min(i + 1, order);
+        Tensor acc = Tensor::zeros(x.shape());
+        for (int j = 0; j < cur; ++j) {
+            const float c = static_cast<float>(lms_coefficient(cur, r.sigmas(), i, j));
+            acc = lanes([c](float av, float dv) { return av + c * dv; }, acc,
+                        ds[ds.size() - 1 - static_cast<size_t>(j)]);
+        }
+        x = lanes([](float xv, float av) { return xv + av; }, x, acc);
+        r.done(i, x, den);
+    }
+    return x;
+}
+
 // sigmas a sampler can step through: >= 2 finite values, non-increasing, all but the last > 0.
 void check_sigmas(const std::vector<float>& sigmas) {
     SD_CHECK(sigmas.size() >= 2, "sampling needs at least 2 sigmas, got %zu", sigmas.size());
@@ -721,6 +847,8 @@ float default_eta(SampleMethod method) {
         case DPMPP2S_A_SAMPLE_METHOD:
         case ER_SDE_SAMPLE_METHOD:
         case EULER_A_CFG_PP_SAMPLE_METHOD:
+        case DPMPP2M_SDE_SAMPLE_METHOD:
+        case DPMPP2M_SDE_BT_SAMPLE_METHOD:
             return 1.0f;
         default:
             return 0.0f;
@@ -760,6 +888,8 @@ Tensor sample(SampleMethod method, const DenoiseFn& denoise, Tensor x,
     check_sigmas(sigmas);
     const float eta = resolve_eta(method, options.eta);
     SD_CHECK(std::isfinite(options.ge_gamma), "euler_ge gamma must be finite");
+    SD_CHECK(options.lms_order >= 1 && options.lms_order <= kMaxLmsOrder,
+             "lms order must be 1 to %d, got %d", kMaxLmsOrder, options.lms_order);
 
     Run run(denoise, sigmas, noise_rng, options, eta, x.shape());
     x = x.clone();  // contiguous and our own
@@ -800,6 +930,12 @@ Tensor sample(SampleMethod method, const DenoiseFn& denoise, Tensor x,
             return sample_euler_ancestral_cfg_pp(run, x);
         case EULER_GE_SAMPLE_METHOD:
             return sample_gradient_estimation(run, x);
+        case DPMPP2M_SDE_SAMPLE_METHOD:
+            return sample_dpmpp_2m_sde(run, x);
+        case DPMPP2M_SDE_BT_SAMPLE_METHOD:
+            return sample_dpmpp_2m_sde_bt(run, x);
+        case LMS_SAMPLE_METHOD:
+            return sample_lms(run, x);
         default:
             fail("unknown sampling method %d", static_cast<int>(method));
     }

@@ -17,6 +17,8 @@ namespace sd {
 
 using SampleMethod = sample_method_t;
 
+constexpr int kMaxLmsOrder = 8;
+
 // What one model evaluation is asked for.
 struct DenoiseCall {
     float sigma;       // noise level of x
@@ -61,6 +63,8 @@ struct SamplerOptions {
     bool is_flow = false;
     // euler_ge's gamma (extra sample arg "gamma").
     float ge_gamma = 2.0f;
+    // lms: how many previous derivatives a step may use (k-diffusion's order), 1..kMaxLmsOrder.
+    int lms_order = 4;
     StepFn on_step;
 };
 
@@ -73,7 +77,7 @@ Tensor sample(SampleMethod method, const DenoiseFn& denoise, Tensor x,
               const std::vector<float>& sigmas, Rng& noise_rng, const SamplerOptions& options = {});
 
 // The eta a method uses when none is given (resolve_eta of the reference): 1 for euler_a,
-// dpm++2s_a, er_sde and euler_a_cfg_pp, 0 otherwise.
+// dpm++2s_a, er_sde, euler_a_cfg_pp, dpm++2m_sde and dpm++2m_sde_bt, 0 otherwise.
 float default_eta(SampleMethod method);
 // eta, or default_eta(method) for INFINITY. Throws sd::Error for negative or NaN eta.
 float resolve_eta(SampleMethod method, float eta);

@@ -68,6 +68,50 @@ const std::vector<std::vector<float>> kGits120 = {
      0.25053367f,  0.22545385f, 0.19894916f, 0.17026083f, 0.13792117f, 0.09824532f, 0.02916753f},
 };
 
+// exp(mu) / (exp(mu) + 1 / t - 1) at t = 1 - i / steps, i = 0..steps (BFL time_shift, sigma 1).
+std::vector<float> flux_time_shifted(int steps, float mu) {
+    std::vector<float> out;
+    for (int i = 0; i <= steps; ++i) {
+        const float t = 1.0f - static_cast<float>(i) / static_cast<float>(steps);
+        out.push_back(t > 0.0f ? flux_time_shift(mu, 1.0f, t) : 0.0f);
+    }
+    out[steps] = 0.0f;
+    return out;
+}
+
+// Continued fraction of the regularized incomplete beta function (modified Lentz).
+double beta_fraction(double a, double b, double x) {
+    const double tiny = 1e-300;
+    const double qab = a + b, qap = a + 1.0, qam = a - 1.0;
+    double c = 1.0, d = 1.0 - qab * x / qap;
+    d = 1.0 / (std::fabs(d) < tiny ? tiny : d);
+    double h = d;
+    for (int m = 1; m <= 300; ++m) {
+        const double m2 = 2.0 * m;
+        for (int half = 0; half < 2; ++half) {
+            const double aa = half == 0 ? m * (b - m) * x / ((qam + m2) * (a + m2))
+                                        : -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2));
+            d = 1.0 + aa * d;
+            d = 1.0 / (std::fabs(d) < tiny ? tiny : d);
+            c = 1.0 + aa / c;
+            if (std::fabs(c) < tiny) c = tiny;
+            h *= d * c;
+            if (half == 1 && std::fabs(d * c - 1.0) < 1e-15) return h;
+        }
+    }
+    return h;
+}
+
+// I_x(a, b), the Beta(a, b) distribution function.
+double incomplete_beta(double a, double b, double x) {
+    if (x <= 0.0) return 0.0;
+    if (x >= 1.0) return 1.0;
+    const double front = std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) +
+                                  a * std::log(x) + b * std::log1p(-x));
+    if (x < (a + 1.0) / (a + b + 2.0)) return front * beta_fraction(a, b, x) / a;
+    return 1.0 - front * beta_fraction(b, a, 1.0 - x) / b;
+}
+
 // n points from start to end by repeated addition in float (linear_space of the reference).
 std::vector<float> linear_space(float start, float end, size_t n) {
     std::vector<float> out(n);
@@ -156,6 +200,49 @@ const std::vector<float>& ays_levels(AysTable table) {
 }
 
 }  // namespace
+
+double beta_quantile(double p, double a, double b) {
+    if (p <= 0.0) return 0.0;
+    if (p >= 1.0) return 1.0;
+    double lo = 0.0, hi = 1.0;
+    for (int i = 0; i < 80; ++i) {  // bisection to double precision
+        const double mid = 0.5 * (lo + hi);
+        (incomplete_beta(a, b, mid) < p ? lo : hi) = mid;
+    }
+    return 0.5 * (lo + hi);
+}
+
+double inverse_normal_cdf(double p) {
+    SD_CHECK(p > 0.0 && p < 1.0, "inverse normal CDF of %g: needs 0 < p < 1", p);
+    // Acklam's rational approximation (relative error 1.15e-9) ...
+    static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,
+                               -2.759285104469687e+02, 1.383577518672690e+02,
+                               -3.066479806614716e+01, 2.506628277459239e+00};
+    static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02,
+                               -1.556989798598866e+02, 6.680131188771972e+01,
+                               -1.328068155288572e+01};
+    static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01,
+                               -2.400758277161838e+00, -2.549732539343734e+00,
+                               4.374664141464968e+00,  2.938163982698783e+00};
+    static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
+                               3.754408661907416e+00};
+    const double low = 0.02425;
+    double x;
+    if (p < low || p > 1.0 - low) {
+        const double q = std::sqrt(-2.0 * std::log(p < low ? p : 1.0 - p));
+        x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+            ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1.0);
+        if (p > 1.0 - low) x = -x;
+    } else {
+        const double q = p - 0.5, r = q * q;
+        x = (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
+            (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1.0);
+    }
+    // ... refined by one Halley step on the exact CDF 0.5 erfc(-x / sqrt 2).
+    const double e = 0.5 * std::erfc(-x / std::sqrt(2.0)) - p;
+    const double u = e * std::sqrt(2.0 * 3.14159265358979323846) * std::exp(x * x / 2.0);
+    return x - u / (1.0 + x * u / 2.0);
+}
 
 std::vector<float> log_linear_interpolation(const std::vector<float>& sigmas, size_t new_len) {
     const size_t len = sigmas.size();
@@ -352,6 +439,60 @@ std::vector<float> ltx2_sigmas(int steps, int image_tokens) {
     return out;
 }
 
+// BetaScheduler (ComfyUI's beta, alpha = beta = 0.6): timesteps at the Beta(0.6, 0.6)
+// quantiles of 1 - i / steps, rounded; a timestep equal to the previous one is skipped, as in
+// the reference, so very many steps can give fewer sigmas.
+std::vector<float> beta_sigmas(int steps, const NoiseSchedule& schedule) {
+    check_steps(steps);
+    std::vector<float> out;
+    int last_t = -1;
+    for (int i = 0; i < steps; ++i) {
+        const double p = 1.0 - static_cast<double>(i) / static_cast<double>(steps);
+        int t = static_cast<int>(std::llround(beta_quantile(p, 0.6, 0.6) * kMaxT));
+        t = std::max(0, std::min(static_cast<int>(kMaxT), t));
+        if (t != last_t) out.push_back(schedule.t_to_sigma(static_cast<float>(t)));
+        last_t = t;
+    }
+    out.push_back(0.0f);
+    return out;
+}
+
+// FLUX.1's schedule (BFL get_schedule): t evenly from 1 to 0, shifted by
+// mu = 0.5 + (1.15 - 0.5) (tokens - 256) / (4096 - 256) with exp(mu) / (exp(mu) + 1 / t - 1).
+std::vector<float> flux_sigmas(int steps, int image_tokens) {
+    check_steps(steps);
+    const float tokens = static_cast<float>(image_tokens > 0 ? image_tokens : 4096);
+    const float m = (1.15f - 0.5f) / (4096.0f - 256.0f);
+    return flux_time_shifted(steps, m * tokens + (0.5f - m * 256.0f));
+}
+
+// FLUX.2's schedule (BFL flux2 get_schedule): as flux with the empirical mu of the token and
+// step counts.
+std::vector<float> flux2_sigmas(int steps, int image_tokens) {
+    check_steps(steps);
+    return flux_time_shifted(steps,
+                             flux2_empirical_mu(image_tokens > 0 ? image_tokens : 4096, steps));
+}
+
+// Logit-normal schedule (Ideogram 4's): sigma_i = 1 - sigmoid(mu + std * Phi^-1(i / steps)),
+// clamped to [1 / (1 + e^9), 1 / (1 + e^-7.5)], then 0.
+std::vector<float> logit_normal_sigmas(int steps, float mu, float std_dev) {
+    check_steps(steps);
+    SD_CHECK(std::isfinite(mu) && std::isfinite(std_dev) && std_dev > 0.0f,
+             "logit_normal needs a finite mu and std > 0, got mu %g std %g", mu, std_dev);
+    const double t_min = 1.0 / (1.0 + std::exp(0.5 * 18.0));
+    const double t_max = 1.0 / (1.0 + std::exp(0.5 * -15.0));
+    std::vector<float> out;
+    for (int i = 0; i < steps; ++i) {
+        const double u = static_cast<double>(i) / static_cast<double>(steps);
+        double sigma = t_max;  // u = 0: Phi^-1 is -infinity
+        if (u > 0.0) sigma = 1.0 - 1.0 / (1.0 + std::exp(-(mu + std_dev * inverse_normal_cdf(u))));
+        out.push_back(static_cast<float>(std::min(t_max, std::max(t_min, sigma))));
+    }
+    out.push_back(0.0f);
+    return out;
+}
+
 std::vector<float> scheduler_sigmas(Scheduler scheduler, int steps, const NoiseSchedule& schedule,
                                     const SchedulerOptions& options) {
     check_steps(steps);
@@ -382,6 +523,14 @@ std::vector<float> scheduler_sigmas(Scheduler scheduler, int steps, const NoiseS
             return bong_tangent_sigmas(steps, smin, smax);
         case LTX2_SCHEDULER:
             return ltx2_sigmas(steps, options.image_tokens);
+        case LOGIT_NORMAL_SCHEDULER:
+            return logit_normal_sigmas(steps, options.logit_normal_mu, options.logit_normal_std);
+        case FLUX2_SCHEDULER:
+            return flux2_sigmas(steps, options.image_tokens);
+        case FLUX_SCHEDULER:
+            return flux_sigmas(steps, options.image_tokens);
+        case BETA_SCHEDULER:
+            return beta_sigmas(steps, schedule);
         default:
             fail("unknown scheduler %d", static_cast<int>(scheduler));
     }

@@ -49,17 +49,21 @@ TEST(EnumNames, ReferenceSpellings) {
     EXPECT_EQ(names<rng_type_t>(RNG_TYPE_COUNT, sd_rng_type_name),
               (std::vector<std::string>{"std_default", "cuda", "cpu"}));
     EXPECT_EQ(names<sample_method_t>(SAMPLE_METHOD_COUNT, sd_sample_method_name),
-              (std::vector<std::string>{"euler", "euler_a", "heun", "dpm2", "dpm++2s_a", "dpm++2m",
-                                        "dpm++2mv2", "ipndm", "ipndm_v", "lcm", "ddim_trailing",
-                                        "tcd", "res_multistep", "res_2s", "er_sde", "euler_cfg_pp",
-                                        "euler_a_cfg_pp", "euler_ge"}));
-    EXPECT_EQ(names<scheduler_t>(SCHEDULER_COUNT, sd_scheduler_name),
-              (std::vector<std::string>{"discrete", "karras", "exponential", "ays", "gits",
-                                        "sgm_uniform", "simple", "smoothstep", "kl_optimal", "lcm",
-                                        "bong_tangent", "ltx2"}));
+              (std::vector<std::string>{"euler",         "euler_a",        "heun",
+                                        "dpm2",          "dpm++2s_a",      "dpm++2m",
+                                        "dpm++2mv2",     "ipndm",          "ipndm_v",
+                                        "lcm",           "ddim_trailing",  "tcd",
+                                        "res_multistep", "res_2s",         "er_sde",
+                                        "euler_cfg_pp",  "euler_a_cfg_pp", "euler_ge",
+                                        "dpm++2m_sde",   "dpm++2m_sde_bt", "lms"}));
     EXPECT_EQ(
-        names<prediction_t>(PREDICTION_COUNT, sd_prediction_name),
-        (std::vector<std::string>{"eps", "v", "edm_v", "sd3_flow", "flux_flow", "flux2_flow"}));
+        names<scheduler_t>(SCHEDULER_COUNT, sd_scheduler_name),
+        (std::vector<std::string>{"discrete", "karras", "exponential", "ays", "gits", "sgm_uniform",
+                                  "simple", "smoothstep", "kl_optimal", "lcm", "bong_tangent",
+                                  "ltx2", "logit_normal", "flux2", "flux", "beta"}));
+    EXPECT_EQ(names<prediction_t>(PREDICTION_COUNT, sd_prediction_name),
+              (std::vector<std::string>{"eps", "v", "edm_v", "sd3_flow", "flux_flow", "sefi_flow",
+                                        "minit2i_flow"}));
     EXPECT_EQ(names<preview_t>(PREVIEW_COUNT, sd_preview_name),
               (std::vector<std::string>{"none", "proj", "tae", "vae"}));
     EXPECT_EQ(names<lora_apply_mode_t>(LORA_APPLY_MODE_COUNT, sd_lora_apply_mode_name),
@@ -69,6 +73,13 @@ TEST(EnumNames, ReferenceSpellings) {
         (std::vector<std::string>{"None", "Latent", "Latent (nearest)", "Latent (nearest-exact)",
                                   "Latent (antialiased)", "Latent (bicubic)",
                                   "Latent (bicubic antialiased)", "Lanczos", "Nearest", "Model"}));
+    // The exported arrays hold the same names.
+    for (int i = 0; i < SAMPLE_METHOD_COUNT; ++i)
+        EXPECT_STREQ(sample_method_to_str[i],
+                     sd_sample_method_name(static_cast<sample_method_t>(i)));
+    for (int i = 0; i < SCHEDULER_COUNT; ++i)
+        EXPECT_STREQ(scheduler_to_str[i], sd_scheduler_name(static_cast<scheduler_t>(i)));
+    EXPECT_EQ(str_to_scheduler("normal"), DISCRETE_SCHEDULER);
     // Names are case-sensitive, as in the reference.
     EXPECT_EQ(str_to_sample_method("Euler"), SAMPLE_METHOD_COUNT);
 }

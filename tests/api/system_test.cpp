@@ -161,11 +161,67 @@ TEST(System, UnbuiltPartsFailCleanly) {
     EXPECT_EQ(images, nullptr);
     EXPECT_EQ(count, 0);
     EXPECT_NE(log.captured.all().find("not built yet"), std::string::npos);
-    EXPECT_EQ(new_upscaler_ctx("x.pth", false, false, 1, 128, nullptr, nullptr), nullptr);
+    EXPECT_EQ(new_upscaler_ctx("x.pth", false, 1, 128, nullptr, nullptr), nullptr);
     sd_image_t input{0, 0, 3, nullptr};
     EXPECT_FALSE(upscale(nullptr, input, 4, &images, &count));
     free_upscaler_ctx(nullptr);
     EXPECT_FALSE(preprocess_canny(input, 0.08f, 0.08f, 0.8f, 1.f, false));
+}
+
+// Each entry point of a feature not built yet fails with one line naming it.
+TEST(System, EveryUnbuiltFunctionSaysSo) {
+    auto expect_one_line = [](const char* feature, auto&& call) {
+        LogCapture log;
+        EXPECT_FALSE(call()) << feature;
+        ASSERT_EQ(log.captured.lines.size(), 1u) << feature;
+        EXPECT_EQ(log.captured.lines[0].first, SD_LOG_ERROR);
+        EXPECT_NE(log.captured.lines[0].second.find("not built yet"), std::string::npos);
+        EXPECT_NE(log.captured.lines[0].second.find(feature), std::string::npos)
+            << log.captured.lines[0].second;
+    };
+    sd_image_t input{0, 0, 3, nullptr};
+    sd_image_t* images = nullptr;
+    int count = 0;
+    expect_one_line("ADetailer",
+                    [] { return new_adetailer_ctx("d.pt", 1, nullptr, nullptr) != nullptr; });
+    expect_one_line("ADetailer", [&] {
+        return adetail_image(nullptr, nullptr, input, nullptr, nullptr, &images, &count);
+    });
+    expect_one_line("ControlNet", [] { return sd_ctx_load_control_net(nullptr, "c.safetensors"); });
+    expect_one_line("ControlNet", [] { return sd_ctx_unload_control_net(nullptr); });
+    expect_one_line("importance-matrix", [] { return load_imatrix("m.dat"); });
+    expect_one_line("importance-matrix", [] {
+        save_imatrix("m.dat");
+        return false;
+    });
+    expect_one_line("importance-matrix", [] {
+        enable_imatrix_collection();
+        return false;
+    });
+    expect_one_line("ggml graph", [] {
+        sd_set_backend_eval_callback([](ggml_tensor*, bool, void*) { return true; }, nullptr);
+        return false;
+    });
+    EXPECT_FALSE(sd_ctx_has_control_net(nullptr));
+    free_adetailer_ctx(nullptr);
+    disable_imatrix_collection();
+    LogCapture quiet;
+    sd_set_backend_eval_callback(nullptr, nullptr);  // clearing it is not an error
+    EXPECT_TRUE(quiet.captured.lines.empty());
+}
+
+TEST(System, ListDevicesNamesTheCpu) {
+    const size_t need = sd_list_devices(nullptr, 0);
+    ASSERT_GT(need, 4u);
+    std::string text(need + 1, 'x');
+    EXPECT_EQ(sd_list_devices(text.data(), text.size()), need);
+    text.resize(need);
+    EXPECT_EQ(text.rfind("CPU\t", 0), 0u) << text;
+    EXPECT_EQ(text.back(), '\n');
+    EXPECT_NE(text.find("GiB RAM"), std::string::npos) << text;
+    char small[4] = {'a', 'b', 'c', 'd'};
+    EXPECT_EQ(sd_list_devices(small, sizeof small), need);
+    EXPECT_STREQ(small, "CPU");  // truncated, still terminated
 }
 
 }  // namespace

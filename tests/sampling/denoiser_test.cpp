@@ -38,7 +38,7 @@ TEST(Denoiser, VScalings) {
 }
 
 TEST(Denoiser, FlowScalingsAndNoise) {
-    for (Prediction p : {FLOW_PRED, FLUX_FLOW_PRED, FLUX2_FLOW_PRED}) {
+    for (Prediction p : {FLOW_PRED, FLUX_FLOW_PRED}) {
         auto d = make_denoiser(p, 1.5f);
         EXPECT_TRUE(d->is_flow());
         const Scalings sc = d->scalings(0.4f);
@@ -97,6 +97,9 @@ TEST(Denoiser, PredictionOverrideAndBadInput) {
     EXPECT_EQ(resolve_prediction(V_PRED, EPS_PRED), V_PRED);
     EXPECT_THROW(resolve_prediction(static_cast<Prediction>(42), EPS_PRED), Error);
     EXPECT_THROW(make_denoiser(PREDICTION_COUNT), Error);
+    // Flow variants of models this build does not have.
+    EXPECT_THROW(make_denoiser(SEFI_FLOW_PRED), Error);
+    EXPECT_THROW(make_denoiser(MINIT2I_FLOW_PRED), Error);
     EXPECT_THROW(make_denoiser(FLOW_PRED, -1.0f), Error);
     auto d = make_denoiser(EPS_PRED);
     EXPECT_THROW(d->denoised(Tensor::zeros({2}), Tensor::zeros({3}), 1.0f), Error);

@@ -245,13 +245,73 @@ TEST(Schedulers, Ltx2) {
     }
 }
 
+// Values computed independently in Python (not from these formulas' C++): logit_normal with
+// statistics.NormalDist().inv_cdf; beta's timesteps with the Beta(0.6, 0.6) quantile found by
+// integrating its density numerically (x = sin^2 theta, 200k trapezoids) and interpolating;
+// flux / flux2 from BFL's get_schedule / compute_empirical_mu in double precision.
+TEST(Schedulers, LogitNormal) {
+    expect_sigmas(logit_normal_sigmas(4, 0.0f, 1.75f),
+                  {0.999447221, 0.765011999, 0.5, 0.234988001, 0}, 1e-6, "logit_normal 4");
+    expect_sigmas(logit_normal_sigmas(10, 0.0f, 1.75f),
+                  {0.999447221, 0.904020312, 0.813488237, 0.714573416, 0.609058748, 0.5,
+                   0.390941252, 0.285426584, 0.186511763, 0.0959796883, 0},
+                  1e-6, "logit_normal 10");
+    expect_sigmas(logit_normal_sigmas(6, 0.5f, 1.5f),
+                  {0.999447221, 0.721342846, 0.536457918, 0.377540669, 0.241203811, 0.12442994, 0},
+                  1e-6, "logit_normal mu 0.5 std 1.5");
+    SchedulerOptions opt;  // the defaults are Ideogram's 20-step values, mu 0 and std 1.75
+    EXPECT_EQ(scheduler_sigmas(LOGIT_NORMAL_SCHEDULER, 4, ddpm(), opt),
+              logit_normal_sigmas(4, 0.0f, 1.75f));
+    EXPECT_THROW(logit_normal_sigmas(4, 0.0f, 0.0f), Error);
+    const double p[] = {1e-6, 0.01, 0.3, 0.5, 0.975, 0.999999};
+    const double z[] = {-4.753424308823, -2.326347874041, -0.524400512708, 0.0,
+                        1.959963984540,  4.753424308817};
+    for (int i = 0; i < 6; ++i) EXPECT_NEAR(inverse_normal_cdf(p[i]), z[i], 1e-9) << p[i];
+    EXPECT_THROW(inverse_normal_cdf(0.0), Error);
+}
+
+TEST(Schedulers, Beta) {
+    const double p[] = {0.1, 0.25, 0.5, 0.9};
+    const double q[] = {0.0395844127, 0.1756803863, 0.5, 0.9604155874};
+    for (int i = 0; i < 4; ++i) EXPECT_NEAR(beta_quantile(p[i], 0.6, 0.6), q[i], 2e-8) << p[i];
+    const std::vector<std::pair<int, std::vector<int>>> cases = {
+        {3, {999, 724, 275}},
+        {10, {999, 959, 876, 765, 637, 500, 362, 234, 123, 40}},
+        {25, {999, 990, 972, 946, 913, 876, 835, 789, 741, 690, 637, 582, 527,
+              472, 417, 362, 309, 258, 210, 164, 123, 86,  53,  27,  9}},
+    };
+    for (const auto& [n, ts] : cases) {
+        std::vector<double> want;
+        for (int t : ts) want.push_back(ddpm().t_to_sigma(static_cast<float>(t)));
+        want.push_back(0.0);
+        expect_sigmas(beta_sigmas(n, ddpm()), want, 1e-6, "beta");
+    }
+    // Very many steps repeat timesteps; the reference skips the repeats.
+    EXPECT_LT(beta_sigmas(2000, ddpm()).size(), 2001u);
+}
+
+TEST(Schedulers, FluxAndFlux2) {
+    expect_sigmas(flux_sigmas(4, 1024), {1, 0.849234831, 0.652489462, 0.384944749, 0}, 2e-6,
+                  "flux 1024 tokens");
+    expect_sigmas(flux_sigmas(5, 4096), {1, 0.926647345, 0.825701662, 0.677986715, 0.441199748, 0},
+                  2e-6, "flux 4096 tokens");
+    expect_sigmas(flux2_sigmas(4, 1024), {1, 0.958085372, 0.883981832, 0.717496559, 0}, 2e-6,
+                  "flux2 1024 tokens");
+    expect_sigmas(flux2_sigmas(3, 6000), {1, 0.897102229, 0.685494622, 0}, 2e-6,
+                  "flux2 6000 tokens");
+    SchedulerOptions opt;
+    opt.image_tokens = 1024;
+    EXPECT_EQ(scheduler_sigmas(FLUX_SCHEDULER, 4, ddpm(), opt), flux_sigmas(4, 1024));
+    EXPECT_EQ(scheduler_sigmas(FLUX2_SCHEDULER, 4, ddpm(), opt), flux2_sigmas(4, 1024));
+}
+
 TEST(Schedulers, EveryKindEndsAtZeroAndDescends) {
     SchedulerOptions opt;
     for (int k = 0; k < SCHEDULER_COUNT; ++k) {
         for (int n : {2, 3, 10, 40}) {
             const std::vector<float> s =
                 scheduler_sigmas(static_cast<Scheduler>(k), n, ddpm(), opt);
-            ASSERT_EQ(s.size(), static_cast<size_t>(n) + 1) << k;
+            ASSERT_EQ(s.size(), static_cast<size_t>(n) + 1) << k;  // beta: fewer only past ~500
             EXPECT_EQ(s.back(), 0.0f) << k;
             for (int i = 0; i < n; ++i)
                 EXPECT_GE(s[i], s[i + 1]) << "scheduler " << k << " steps " << n << " at " << i;

@@ -34,7 +34,8 @@ TEST(ServerNameMaps, ReadsSchedulerNames) {
     EXPECT_EQ(scheduler_from_name("SGM Uniform"), SGM_UNIFORM_SCHEDULER);
     EXPECT_EQ(scheduler_from_name("Automatic"), SCHEDULER_COUNT);
     EXPECT_EQ(scheduler_from_name("Normal"), DISCRETE_SCHEDULER);
-    EXPECT_FALSE(scheduler_from_name("Beta"));
+    EXPECT_EQ(scheduler_from_name("Beta"), BETA_SCHEDULER);
+    EXPECT_FALSE(scheduler_from_name("Bogus"));
 }
 
 TEST(ServerNameMaps, EveryNativeNameReadsBack) {

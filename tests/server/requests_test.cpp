@@ -299,7 +299,7 @@ TEST_F(ServerRequests, SdapiImg2imgReadsImagesAndStrength) {
 TEST_F(ServerRequests, SdapiNamesEachWrongField) {
     auto parse = [&](const char* text) { parse_sdapi_request(json::parse(text), false, ctx); };
     expect_field_error([&] { parse(R"({"sampler_name": "string"})"); }, "sampler_name");
-    expect_field_error([&] { parse(R"({"scheduler": "Beta"})"); }, "scheduler");
+    expect_field_error([&] { parse(R"({"scheduler": "Bogus"})"); }, "scheduler");
     expect_field_error([&] { parse(R"({"steps": -1})"); }, "steps");
     expect_field_error([&] { parse(R"({"steps": 151})"); }, "steps");
     expect_field_error([&] { parse(R"({"cfg_scale": "7"})"); }, "cfg_scale");

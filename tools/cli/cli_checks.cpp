@@ -81,7 +81,6 @@ void check_outputs(const CliParams& p) {
     require(p.upscale_repeats > 0, "--upscale-repeats", p.upscale_repeats, "must be at least 1");
     require(p.upscale_tile_size > 0, "--upscale-tile-size", p.upscale_tile_size,
             "must be positive");
-    require(p.max_vram >= 0, "--max-vram", p.max_vram, "must not be negative");
 }
 
 void check_video(const CliParams& p) {

@@ -144,7 +144,7 @@ std::string from_list(const std::string& v, const std::vector<std::string>& allo
     return v;
 }
 
-// --model-args key=value,... into the model-specific context switches.
+// --model-args key=value,...: checked here for an early error, read by the library.
 void apply_model_args(CliParams& p, const std::string& v) {
     for (const std::string& item : split(v, ',')) {
         if (trim(item).empty()) continue;
@@ -156,18 +156,18 @@ void apply_model_args(CliParams& p, const std::string& v) {
             if (s == "0" || s == "false") return false;
             throw BadValue{"'" + key + "' takes true or false"};
         };
-        if (key == "chroma_use_dit_mask") {
-            p.chroma_use_dit_mask = to_bool(value);
-        } else if (key == "chroma_use_t5_mask") {
-            p.chroma_use_t5_mask = to_bool(value);
+        if (key == "chroma_use_dit_mask" || key == "chroma_use_t5_mask" ||
+            key == "qwen_image_zero_cond_t") {
+            to_bool(value);
         } else if (key == "chroma_t5_mask_pad") {
-            p.chroma_t5_mask_pad = to_int(value);
-        } else if (key == "qwen_image_zero_cond_t") {
-            p.qwen_image_zero_cond_t = to_bool(value);
+            to_int(value);
+        } else if (key == "compute_type") {
+            p.compute_type =
+                from_list(value, {"f32", "bf16"}) == "bf16" ? SD_TYPE_BF16 : SD_TYPE_F32;
         } else {
             throw BadValue{"unknown key '" + key +
                            "' (known: chroma_use_dit_mask, chroma_use_t5_mask, "
-                           "chroma_t5_mask_pad, qwen_image_zero_cond_t)"};
+                           "chroma_t5_mask_pad, qwen_image_zero_cond_t, compute_type)"};
         }
     }
     p.model_args = v;
@@ -353,7 +353,7 @@ std::vector<OptionSpec> model_file_options() {
              "path to the PuLID weights", "PuLID"),
         make("", "--model-args", G, Arg::String, "<string>", "none",
              "model-specific switches key=value,...: chroma_use_dit_mask, chroma_use_t5_mask, "
-             "chroma_t5_mask_pad, qwen_image_zero_cond_t",
+             "chroma_t5_mask_pad, qwen_image_zero_cond_t, compute_type (as --compute-type)",
              apply_model_args),
     };
 }
@@ -403,11 +403,15 @@ std::vector<OptionSpec> runtime_options() {
                      std::find(vae_formats.begin(), vae_formats.end(), v) - vae_formats.begin() -
                      1);
              }),
-        number("", "--max-vram", G, &CliParams::max_vram, "0 (no limit)",
-               "GiB budget for weights on the compute device"),
-        text("", "--backend", G, &CliParams::backend, "cpu", "compute device(s), e.g. cpu"),
+        text("", "--max-vram", G, &CliParams::max_vram, "none (no limit)",
+             "GiB budget for weights on a device: 3.2, -1 (auto) or DEVICE=GiB,... (no effect "
+             "on the CPU)"),
+        text("", "--backend", G, &CliParams::backend, "cpu",
+             "compute device for all (cpu) or per component (te=cpu,vae=cpu,diffusion=cpu); "
+             "--list-devices shows the devices"),
         text("", "--params-backend", G, &CliParams::params_backend, "where they compute",
-             "where weights live: cpu (RAM) or disk (mapped, released after use)"),
+             "where weights live, for all or per component (*=cpu, diffusion=disk): cpu (RAM) "
+             "or disk (read from the file for each layer, released after use)"),
         make("", "--compute-type", G, Arg::Choice, "{f32, bf16}", "f32",
              "arithmetic of linear / conv layers: bf16 rounds their inputs to bf16 and uses "
              "AVX512-BF16 dot products (f32 accumulation); f32 where the CPU has none",

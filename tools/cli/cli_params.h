@@ -93,16 +93,11 @@ struct CliParams {
     bool stream_layers = false;
     bool auto_fit = false;
     bool eager_load = false;
-    float max_vram = 0.f;
+    std::string max_vram;  // GiB, "3.2", "-1" or "DEVICE=GiB,..." (as the reference)
     std::string backend;
     std::string params_backend;
     std::string split_mode;
-    sd_type_t compute_type = SD_TYPE_F32;
-    // Set through --model-args.
-    bool chroma_use_dit_mask = true;
-    bool chroma_use_t5_mask = false;
-    int chroma_t5_mask_pad = 1;
-    bool qwen_image_zero_cond_t = false;
+    sd_type_t compute_type = SD_TYPE_F32;  // reaches the library as model_args compute_type=
 
     // Generation.
     std::string prompt;

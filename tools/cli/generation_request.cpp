@@ -310,6 +310,42 @@ GenerationRequest resolve_request(const CliParams& p) {
     return r;
 }
 
+namespace {
+
+void append_item(std::string& list, const std::string& item) {
+    if (!list.empty()) list += ",";
+    list += item;
+}
+
+}  // namespace
+
+std::string backend_spec(const CliParams& p) {
+    std::string spec = p.backend;
+    if (p.clip_on_cpu) append_item(spec, "te=cpu");
+    if (p.vae_on_cpu) append_item(spec, "vae=cpu");
+    if (p.control_net_cpu) append_item(spec, "controlnet=cpu");
+    return spec;
+}
+
+std::string params_backend_spec(const CliParams& p) {
+    if (p.params_backend.empty() && p.offload_to_cpu) return "*=cpu";
+    return p.params_backend;  // an explicit placement wins over --offload-to-cpu
+}
+
+std::string model_args_spec(const CliParams& p) {
+    std::string spec = p.model_args;
+    if (p.compute_type == SD_TYPE_BF16 && spec.find("compute_type") == std::string::npos)
+        append_item(spec, "compute_type=bf16");
+    return spec;
+}
+
+std::string ref_image_args_spec(const CliParams& p) {
+    std::string spec = p.ref_image_args;
+    if (p.increase_ref_index) append_item(spec, "increase_ref_index=true");
+    if (!p.auto_resize_ref_image) append_item(spec, "auto_resize_ref_image=false");
+    return spec;
+}
+
 sd_ctx_params_t make_ctx_params(const CliParams& p, GenerationRequest& r) {
     r.embedding_views.clear();
     for (const auto& [name, path] : r.embeddings)
@@ -331,6 +367,9 @@ sd_ctx_params_t make_ctx_params(const CliParams& p, GenerationRequest& r) {
     c.audio_vae_path = c_str_or_null(p.audio_vae_path);
     c.taesd_path = c_str_or_null(p.taesd_path);
     c.control_net_path = c_str_or_null(p.control_net_path);
+    c.ip_adapter_path = c_str_or_null(p.ip_adapter_path);
+    c.motion_module_path = c_str_or_null(p.motion_module_path);
+    c.pulid_weights_path = c_str_or_null(p.pulid_weights_path);
     c.embeddings = r.embedding_views.empty() ? nullptr : r.embedding_views.data();
     c.embedding_count = static_cast<uint32_t>(r.embedding_views.size());
     c.photo_maker_path = c_str_or_null(p.photo_maker_path);
@@ -341,29 +380,25 @@ sd_ctx_params_t make_ctx_params(const CliParams& p, GenerationRequest& r) {
     c.sampler_rng_type = p.sampler_rng_type;
     c.prediction = p.prediction;
     c.lora_apply_mode = p.lora_apply_mode;
-    c.offload_params_to_cpu = p.offload_to_cpu;
     c.enable_mmap = p.enable_mmap;
-    c.keep_clip_on_cpu = p.clip_on_cpu;
-    c.keep_control_net_on_cpu = p.control_net_cpu;
-    c.keep_vae_on_cpu = p.vae_on_cpu;
     c.flash_attn = p.flash_attn;
     c.diffusion_flash_attn = p.diffusion_flash_attn;
     c.tae_preview_only = p.taesd_preview_only;
     c.diffusion_conv_direct = p.diffusion_conv_direct;
     c.vae_conv_direct = p.vae_conv_direct;
-    c.circular_x = p.circular || p.circular_x;
-    c.circular_y = p.circular || p.circular_y;
     c.force_sdxl_vae_conv_scale = p.force_sdxl_vae_conv_scale;
-    c.chroma_use_dit_mask = p.chroma_use_dit_mask;
-    c.chroma_use_t5_mask = p.chroma_use_t5_mask;
-    c.chroma_t5_mask_pad = p.chroma_t5_mask_pad;
-    c.qwen_image_zero_cond_t = p.qwen_image_zero_cond_t;
     c.vae_format = p.vae_format;
-    c.max_vram = p.max_vram;
+    c.max_vram = c_str_or_null(p.max_vram);
     c.stream_layers = p.stream_layers;
-    c.backend = c_str_or_null(p.backend);
-    c.params_backend = c_str_or_null(p.params_backend);
-    c.compute_type = p.compute_type;
+    c.eager_load = p.eager_load;
+    c.auto_fit = p.auto_fit;
+    r.backend = backend_spec(p);
+    r.params_backend = params_backend_spec(p);
+    r.model_args = model_args_spec(p);
+    c.backend = c_str_or_null(r.backend);
+    c.params_backend = c_str_or_null(r.params_backend);
+    c.split_mode = c_str_or_null(p.split_mode);
+    c.model_args = c_str_or_null(r.model_args);
     return c;
 }
 
@@ -379,8 +414,8 @@ sd_img_gen_params_t make_img_gen_params(const CliParams& p, GenerationRequest& r
     g.init_image = image_view(r.init_image);
     g.ref_images = r.ref_views.empty() ? nullptr : r.ref_views.data();
     g.ref_images_count = static_cast<int>(r.ref_views.size());
-    g.auto_resize_ref_image = p.auto_resize_ref_image;
-    g.increase_ref_index = p.increase_ref_index;
+    r.ref_image_args = ref_image_args_spec(p);
+    g.ref_image_args = r.ref_image_args.c_str();
     g.mask_image = image_view(r.mask_image, 1);
     g.width = r.width;
     g.height = r.height;
@@ -391,9 +426,13 @@ sd_img_gen_params_t make_img_gen_params(const CliParams& p, GenerationRequest& r
     g.batch_count = p.batch_count;
     g.control_image = image_view(r.control_image);
     g.control_strength = p.control_strength;
+    g.ip_adapter_strength = p.ip_adapter_strength;
+    g.circular_x = p.circular || p.circular_x;
+    g.circular_y = p.circular || p.circular_y;
     g.pm_params = {r.pm_views.empty() ? nullptr : r.pm_views.data(),
                    static_cast<int>(r.pm_views.size()), c_str_or_null(p.pm_id_embed_path),
                    p.pm_style_strength};
+    g.pulid_params = {c_str_or_null(p.pulid_id_embedding), p.pulid_id_weight};
     g.vae_tiling_params = tiling_view(p);
     g.cache = r.cache;
     g.hires = hires_view(p, r);
@@ -428,6 +467,8 @@ sd_vid_gen_params_t make_vid_gen_params(const CliParams& p, GenerationRequest& r
     v.vae_tiling_params = tiling_view(p);
     v.cache = r.cache;
     v.hires = hires_view(p, r);
+    v.circular_x = p.circular || p.circular_x;
+    v.circular_y = p.circular || p.circular_y;
     return v;
 }
 

@@ -50,6 +50,8 @@ struct GenerationRequest {
     std::vector<int> high_noise_skip_layers;
     std::vector<float> custom_sigmas;
     std::vector<float> hires_sigmas;
+    std::string backend, params_backend, model_args;  // the placement strings sent
+    std::string ref_image_args;
 };
 
 // Everything but the images. Throws UsageError (unreadable prompt file, bad --cache-option,
@@ -64,6 +66,16 @@ sd_cache_params_t make_cache_params(const CliParams& params);
 sd_ctx_params_t make_ctx_params(const CliParams& params, GenerationRequest& request);
 sd_img_gen_params_t make_img_gen_params(const CliParams& params, GenerationRequest& request);
 sd_vid_gen_params_t make_vid_gen_params(const CliParams& params, GenerationRequest& request);
+
+// The reference's placement strings from our flags: --backend plus te=cpu (--clip-on-cpu),
+// vae=cpu (--vae-on-cpu) and controlnet=cpu (--control-net-cpu); --params-backend, or *=cpu
+// for --offload-to-cpu; --model-args plus compute_type=bf16 (--compute-type bf16).
+std::string backend_spec(const CliParams& params);
+std::string params_backend_spec(const CliParams& params);
+std::string model_args_spec(const CliParams& params);
+// --ref-image-args plus increase_ref_index=true / auto_resize_ref_image=false for
+// --increase-ref-index / --disable-auto-resize-ref-image.
+std::string ref_image_args_spec(const CliParams& params);
 
 // A C view of an image (empty -> no pixels, `channels` channels).
 sd_image_t image_view(sd::image::Image& image, uint32_t channels = 3);

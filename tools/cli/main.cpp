@@ -21,7 +21,9 @@ std::string version_string() {
 
 int list_devices() {
     std::printf("List of available devices:\nName\tDescription\n-------------------\n");
-    std::printf("CPU\t%d physical cores; %s", sd_get_num_physical_cores(), sd_get_system_info());
+    std::string devices(sd_list_devices(nullptr, 0) + 1, '\0');
+    devices.resize(sd_list_devices(devices.data(), devices.size()));
+    std::printf("%s", devices.c_str());
     return 0;
 }
 

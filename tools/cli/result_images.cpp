@@ -5,6 +5,7 @@
 #include <memory>
 #include <new>
 
+#include "generation_request.h"
 #include "log_output.h"
 
 namespace cli {
@@ -57,11 +58,12 @@ ImageList ImageList::copy_of(const sd::image::Image& image) {
 
 bool upscale_results(const CliParams& p, ImageList& images) {
     if (p.esrgan_path.empty() || p.upscale_repeats < 1) return true;
+    const std::string backend = backend_spec(p), params_backend = params_backend_spec(p);
     std::unique_ptr<upscaler_ctx_t, UpscalerDeleter> ctx(
-        new_upscaler_ctx(p.esrgan_path.c_str(), p.offload_to_cpu, p.diffusion_conv_direct,
+        new_upscaler_ctx(p.esrgan_path.c_str(), p.diffusion_conv_direct,
                          p.n_threads > 0 ? p.n_threads : sd_get_num_physical_cores(),
-                         p.upscale_tile_size, p.backend.empty() ? nullptr : p.backend.c_str(),
-                         p.params_backend.empty() ? nullptr : p.params_backend.c_str()));
+                         p.upscale_tile_size, backend.empty() ? nullptr : backend.c_str(),
+                         params_backend.empty() ? nullptr : params_backend.c_str()));
     if (!ctx) {
         log_error("new_upscaler_ctx failed for '%s'", p.esrgan_path.c_str());
         return false;

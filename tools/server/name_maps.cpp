@@ -19,6 +19,8 @@ const SamplerLabel kSamplerLabels[] = {
     {DPM2_SAMPLE_METHOD, "DPM2", "k_dpm_2"},
     {DPMPP2S_A_SAMPLE_METHOD, "DPM++ 2S a", "k_dpmpp_2s_a"},
     {DPMPP2M_SAMPLE_METHOD, "DPM++ 2M", "k_dpmpp_2m"},
+    {DPMPP2M_SDE_SAMPLE_METHOD, "DPM++ 2M SDE", "k_dpmpp_2m_sde"},
+    {LMS_SAMPLE_METHOD, "LMS", "k_lms"},
     {LCM_SAMPLE_METHOD, "LCM", "k_lcm"},
     {DDIM_TRAILING_SAMPLE_METHOD, "DDIM", "ddim"},
     {TCD_SAMPLE_METHOD, "TCD", "tcd"},
@@ -45,6 +47,7 @@ const SchedulerLabel kSchedulerLabels[] = {
     {SGM_UNIFORM_SCHEDULER, "SGM Uniform"},
     {SIMPLE_SCHEDULER, "Simple"},
     {KL_OPTIMAL_SCHEDULER, "KL Optimal"},
+    {BETA_SCHEDULER, "Beta"},
     {GITS_SCHEDULER, "Align Your Steps GITS"},
 };
 

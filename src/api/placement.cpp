@@ -1,0 +1,212 @@
+// backend / params_backend / max_vram / model_args: the reference's strings, read for a
+// build whose one device is the CPU. Weights "on the CPU" are the mmapped files (Resident);
+// "disk" reads each layer from the file for its forward (Streamed).
+#include "api/placement.h"
+
+#include <unistd.h>
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+
+#include "base/cpu_features.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "base/strfmt.h"
+
+namespace sd::api {
+namespace {
+
+// The reference's component names (SDBackendModule), "clip"/"llm" as aliases of "te".
+const char* const kComponents[] = {"diffusion",   "te",      "clip",       "llm",
+                                   "clip_vision", "vae",     "controlnet", "photomaker",
+                                   "upscaler",    "detector"};
+
+std::string lower(std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+}
+
+std::string trim(const std::string& s) {
+    const size_t b = s.find_first_not_of(" \t");
+    if (b == std::string::npos) return "";
+    return s.substr(b, s.find_last_not_of(" \t") - b + 1);
+}
+
+bool known_component(const std::string& c) {
+    return std::find(std::begin(kComponents), std::end(kComponents), c) != std::end(kComponents);
+}
+
+bool is_text_encoder(const std::string& c) {
+    return c == "te" || c == "clip" || c == "llm";
+}
+
+std::string cpu_model_name() {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind("model name", 0) == 0) {
+            const size_t colon = line.find(':');
+            if (colon != std::string::npos) return trim(line.substr(colon + 1));
+        }
+    }
+    return "CPU";
+}
+
+double ram_gib() {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    if (pages <= 0 || page <= 0) return 0.0;
+    return static_cast<double>(pages) * static_cast<double>(page) / (1024.0 * 1024.0 * 1024.0);
+}
+
+std::string device_names() {
+    std::string out;
+    for (const Device& d : list_devices()) out += (out.empty() ? "" : ", ") + d.name;
+    return out;
+}
+
+void require_device(const std::string& name, const char* option) {
+    if (!is_cpu_device(name))
+        fail("%s: device '%s' does not exist in this build (devices: %s)", option, name.c_str(),
+             device_names().c_str());
+}
+
+// params_backend values: a device, or "disk" (weights stay in the file).
+bool is_disk(const std::string& value, const char* option) {
+    if (lower(value) == "disk") return true;
+    require_device(value, option);
+    return false;
+}
+
+bool to_bool(const std::string& key, const std::string& v) {
+    if (v == "1" || v == "true") return true;
+    if (v == "0" || v == "false") return false;
+    fail("model_args: '%s' takes true or false, not '%s'", key.c_str(), v.c_str());
+}
+
+void read_max_vram(const char* spec) {
+    for (const SpecEntry& e : parse_spec(spec, "max_vram")) {
+        // A bare number applies to every device; "cpu=3.2" names one.
+        std::string number = e.value;
+        const size_t eq = number.find('=');
+        if (e.component != "*" || eq != std::string::npos) {
+            std::string device = e.component != "*" ? e.component : trim(number.substr(0, eq));
+            if (e.component == "*") number = trim(number.substr(eq + 1));
+            require_device(device, "max_vram");
+        }
+        errno = 0;
+        char* end = nullptr;
+        std::strtod(number.c_str(), &end);
+        if (number.empty() || errno != 0 || *end != '\0')
+            fail("max_vram: '%s' is not a number of GiB", number.c_str());
+    }
+    if (spec && *spec)
+        SD_LOG_DEBUG("max_vram '%s': no effect on the CPU, whose weights stay in RAM or on disk",
+                     spec);
+}
+
+ComputeType read_model_args(const char* args) {
+    ComputeType type = ComputeType::F32;
+    if (!args) return type;
+    for (const std::string& raw : split_list(args)) {
+        const std::string item = trim(raw);
+        if (item.empty()) continue;
+        const size_t eq = item.find('=');
+        if (eq == std::string::npos) fail("model_args: '%s' is not key=value", item.c_str());
+        const std::string key = trim(item.substr(0, eq)), value = trim(item.substr(eq + 1));
+        if (key == "compute_type") {
+            if (!parse_compute_type(value, &type))
+                fail("model_args: compute_type '%s': expected f32 or bf16", value.c_str());
+        } else if (key == "chroma_use_dit_mask" || key == "chroma_use_t5_mask" ||
+                   key == "qwen_image_zero_cond_t") {
+            to_bool(key, value);  // Chroma / Qwen-Image switches: no effect on SD 1.x / 2.x
+        } else if (key == "chroma_t5_mask_pad") {
+            char* end = nullptr;
+            std::strtol(value.c_str(), &end, 10);
+            if (value.empty() || *end != '\0')
+                fail("model_args: chroma_t5_mask_pad takes an integer, not '%s'", value.c_str());
+        } else {
+            fail(
+                "model_args: unknown key '%s' (known: compute_type, chroma_use_dit_mask, "
+                "chroma_use_t5_mask, chroma_t5_mask_pad, qwen_image_zero_cond_t)",
+                key.c_str());
+        }
+    }
+    return type;
+}
+
+}  // namespace
+
+std::vector<std::string> split_list(const std::string& s) {
+    std::vector<std::string> out;
+    size_t start = 0;
+    while (true) {
+        const size_t comma = s.find(',', start);
+        out.push_back(s.substr(start, comma - start));
+        if (comma == std::string::npos) return out;
+        start = comma + 1;
+    }
+}
+
+std::vector<Device> list_devices() {
+    const CpuFeatures& f = cpu_features();
+    return {{"CPU", strfmt("%s (%s, %d cores, %.1f GiB RAM)", cpu_model_name().c_str(),
+                           isa_name(best_supported_isa()), f.physical_cores, ram_gib())}};
+}
+
+bool is_cpu_device(const std::string& name) {
+    const std::string n = lower(trim(name));
+    return n == "cpu" || n == "default" || n == "auto";
+}
+
+std::vector<SpecEntry> parse_spec(const char* spec, const char* option) {
+    std::vector<SpecEntry> out;
+    if (!spec || !*spec) return out;
+    for (const std::string& raw : split_list(spec)) {
+        const std::string item = trim(raw);
+        SD_CHECK(!item.empty(), "%s '%s': empty entry", option, spec);
+        const size_t eq = item.find('=');
+        SpecEntry e{"*", item};
+        if (eq != std::string::npos && std::string(option) != "max_vram") {
+            e.component = lower(trim(item.substr(0, eq)));
+            e.value = trim(item.substr(eq + 1));
+            if (e.component == "all") e.component = "*";
+            SD_CHECK(e.component == "*" || known_component(e.component),
+                     "%s '%s': unknown component '%s' (known: *, all, diffusion, te, clip_vision, "
+                     "vae, controlnet, photomaker, upscaler, detector)",
+                     option, spec, e.component.c_str());
+        }
+        SD_CHECK(!e.value.empty(), "%s '%s': '%s' has no value", option, spec, item.c_str());
+        out.push_back(e);
+    }
+    return out;
+}
+
+Placement read_placement(const sd_ctx_params_t& p) {
+    Placement out;
+    for (const SpecEntry& e : parse_spec(p.backend, "backend")) {
+        require_device(e.value, "backend");
+        if (is_text_encoder(e.component)) out.keep_text_encoder = true;
+        if (e.component == "vae") out.keep_vae = true;
+    }
+    std::vector<std::string> on_disk;
+    for (const SpecEntry& e : parse_spec(p.params_backend, "params_backend")) {
+        if (is_disk(e.value, "params_backend")) {
+            on_disk.push_back(e.component);
+        } else {
+            if (is_text_encoder(e.component)) out.keep_text_encoder = true;
+            if (e.component == "vae") out.keep_vae = true;
+        }
+    }
+    if (!on_disk.empty() || p.stream_layers) out.residency = Residency::Streamed;
+    // Residency is one setting for all the networks of a model here.
+    if (!on_disk.empty() && on_disk.front() != "*")
+        SD_LOG_INFO("params_backend %s=disk: this build streams every network from disk",
+                    on_disk.front().c_str());
+    read_max_vram(p.max_vram);
+    out.compute_type = read_model_args(p.model_args);
+    return out;
+}
+
+}  // namespace sd::api

@@ -1,0 +1,47 @@
+// The reference's placement strings (backend, params_backend, max_vram) and its
+// model_args extension string, read into what this CPU build can do with them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "nn/weights.h"
+#include "ops/compute_type.h"
+#include "stable-diffusion.h"
+
+namespace sd::api {
+
+// The devices of this build, as sd_list_devices names them ("CPU").
+struct Device {
+    std::string name;
+    std::string description;
+};
+std::vector<Device> list_devices();
+
+// "a,b,c" -> {"a", "b", "c"} (empty items kept).
+std::vector<std::string> split_list(const std::string& s);
+
+// "cpu", "CPU", "default", "auto" -> true; any other name -> false.
+bool is_cpu_device(const std::string& name);
+
+// One "component=value" entry of a spec; component "*" for a bare value, "*=" or "all=".
+struct SpecEntry {
+    std::string component;
+    std::string value;
+};
+// Splits "cpu" / "te=cpu,vae=cpu" / "*=disk". Throws sd::Error naming `option` for an
+// empty entry, an unknown component or an empty value.
+std::vector<SpecEntry> parse_spec(const char* spec, const char* option);
+
+struct Placement {
+    Residency residency = Residency::Resident;
+    bool keep_text_encoder = false;  // te placed explicitly on the CPU (--clip-on-cpu)
+    bool keep_vae = false;           // vae placed explicitly on the CPU (--vae-on-cpu)
+    ComputeType compute_type = ComputeType::F32;
+};
+
+// Reads backend, params_backend, max_vram, stream_layers and model_args. Throws sd::Error for
+// a device that does not exist, a malformed spec or number, or an unknown model_args key.
+Placement read_placement(const sd_ctx_params_t& p);
+
+}  // namespace sd::api

@@ -1,0 +1,104 @@
+// backend / params_backend / max_vram / model_args as the reference's programs send them,
+// read for this CPU build: accepted and mapped onto the residency modes, an error only for a
+// device that does not exist or a malformed string.
+#include <gtest/gtest.h>
+
+#include "api/placement.h"
+#include "base/error.h"
+#include "stable-diffusion.h"
+
+namespace sd::api {
+namespace {
+
+sd_ctx_params_t params(const char* backend, const char* params_backend,
+                       const char* max_vram = nullptr, const char* model_args = nullptr) {
+    sd_ctx_params_t p;
+    sd_ctx_params_init(&p);
+    p.backend = backend;
+    p.params_backend = params_backend;
+    p.max_vram = max_vram;
+    p.model_args = model_args;
+    return p;
+}
+
+TEST(Placement, DefaultsKeepWeightsResident) {
+    const Placement out = read_placement(params(nullptr, nullptr));
+    EXPECT_EQ(out.residency, Residency::Resident);
+    EXPECT_FALSE(out.keep_text_encoder);
+    EXPECT_FALSE(out.keep_vae);
+    EXPECT_EQ(out.compute_type, ComputeType::F32);
+}
+
+TEST(Placement, ReferenceCliStringsAreAccepted) {
+    // --clip-on-cpu --vae-on-cpu --control-net-cpu --offload-to-cpu, as the reference sends them.
+    Placement out = read_placement(params("te=cpu,vae=cpu,controlnet=cpu", "*=cpu"));
+    EXPECT_EQ(out.residency, Residency::Resident);
+    EXPECT_TRUE(out.keep_text_encoder);
+    EXPECT_TRUE(out.keep_vae);
+    out = read_placement(params("CPU", "cpu"));
+    EXPECT_FALSE(out.keep_text_encoder);
+    out = read_placement(params("all=cpu", "all=cpu"));
+    EXPECT_FALSE(out.keep_vae);
+    out = read_placement(params("diffusion=cpu,vae=cpu,te=cpu", nullptr));
+    EXPECT_TRUE(out.keep_vae);
+}
+
+TEST(Placement, DiskMeansStreamed) {
+    EXPECT_EQ(read_placement(params(nullptr, "disk")).residency, Residency::Streamed);
+    EXPECT_EQ(read_placement(params(nullptr, "*=disk")).residency, Residency::Streamed);
+    EXPECT_EQ(read_placement(params(nullptr, "diffusion=disk,te=cpu")).residency,
+              Residency::Streamed);
+    sd_ctx_params_t p = params(nullptr, nullptr);
+    p.stream_layers = true;
+    EXPECT_EQ(read_placement(p).residency, Residency::Streamed);
+}
+
+TEST(Placement, MaxVramIsTextAndChecked) {
+    EXPECT_NO_THROW(read_placement(params(nullptr, nullptr, "3.2")));
+    EXPECT_NO_THROW(read_placement(params(nullptr, nullptr, "-1")));
+    EXPECT_NO_THROW(read_placement(params(nullptr, nullptr, "-0.75")));
+    EXPECT_NO_THROW(read_placement(params(nullptr, nullptr, "cpu=3.2")));
+    EXPECT_THROW(read_placement(params(nullptr, nullptr, "lots")), Error);
+    EXPECT_THROW(read_placement(params(nullptr, nullptr, "vulkan0=3.2")), Error);
+}
+
+TEST(Placement, OnlyMissingDevicesAreErrors) {
+    try {
+        read_placement(params("diffusion=cuda0,vae=cpu", nullptr));
+        FAIL() << "cuda0 accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("device 'cuda0' does not exist"), std::string::npos)
+            << e.what();
+        EXPECT_NE(std::string(e.what()).find("CPU"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(read_placement(params("vulkan0", nullptr)), Error);
+    EXPECT_THROW(read_placement(params(nullptr, "gpu")), Error);
+    EXPECT_THROW(read_placement(params("unet=cpu", nullptr)), Error);  // unknown component
+    EXPECT_THROW(read_placement(params("te=", nullptr)), Error);
+    EXPECT_THROW(read_placement(params("cpu,,cpu", nullptr)), Error);
+}
+
+TEST(Placement, ModelArgsCarryTheComputeType) {
+    EXPECT_EQ(read_placement(params(nullptr, nullptr, nullptr, "compute_type=bf16")).compute_type,
+              ComputeType::BF16);
+    EXPECT_EQ(read_placement(
+                  params(nullptr, nullptr, nullptr, "chroma_use_dit_mask=false,compute_type=f32"))
+                  .compute_type,
+              ComputeType::F32);
+    EXPECT_NO_THROW(read_placement(params(nullptr, nullptr, nullptr, "chroma_t5_mask_pad=2")));
+    EXPECT_THROW(read_placement(params(nullptr, nullptr, nullptr, "compute_type=fp8")), Error);
+    EXPECT_THROW(read_placement(params(nullptr, nullptr, nullptr, "bogus=1")), Error);
+    EXPECT_THROW(read_placement(params(nullptr, nullptr, nullptr, "compute_type")), Error);
+}
+
+TEST(Placement, DevicesListTheCpu) {
+    const std::vector<Device> devices = list_devices();
+    ASSERT_EQ(devices.size(), 1u);
+    EXPECT_EQ(devices[0].name, "CPU");
+    EXPECT_TRUE(is_cpu_device("cpu"));
+    EXPECT_TRUE(is_cpu_device("CPU"));
+    EXPECT_FALSE(is_cpu_device("cuda0"));
+}
+
+}  // namespace
+}  // namespace sd::api
