@@ -71,8 +71,6 @@ sd_ctx_t* create(const sd_ctx_params_t& p) {
     // backend / params_backend / max_vram / model_args (api/placement.h).
     const sd::api::Placement placement = sd::api::read_placement(p);
     sd::set_num_threads(p.n_threads);
-    // Process-wide, like the thread count: the latest context sets it.
-    sd::set_compute_type(placement.compute_type);
     auto ctx = std::make_unique<sd_ctx_t>();
     if (has(p.model_path)) ctx->files.add(p.model_path, sd::ModelRole::Checkpoint);
     if (has(p.diffusion_model_path))
@@ -86,6 +84,9 @@ sd_ctx_t* create(const sd_ctx_params_t& p) {
     options.memory.residency = placement.residency;
     options.memory.keep_text_encoder = placement.keep_text_encoder;
     options.memory.keep_vae = placement.keep_vae;
+    // The context's own: applied to the generating thread only (ScopedComputeType).
+    options.memory.compute = sd::supported_compute_type(placement.compute_type);
+    options.tokenizer_dir = placement.tokenizer_dir;
     for (uint32_t i = 0; i < p.embedding_count && p.embeddings; ++i) {
         SD_CHECK(has(p.embeddings[i].path), "embedding %u has no path", i);
         options.embeddings.push_back(

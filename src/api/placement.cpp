@@ -106,9 +106,8 @@ void read_max_vram(const char* spec) {
                      spec);
 }
 
-ComputeType read_model_args(const char* args) {
-    ComputeType type = ComputeType::F32;
-    if (!args) return type;
+void read_model_args(const char* args, Placement& out) {
+    if (!args) return;
     for (const std::string& raw : split_list(args)) {
         const std::string item = trim(raw);
         if (item.empty()) continue;
@@ -116,8 +115,10 @@ ComputeType read_model_args(const char* args) {
         if (eq == std::string::npos) fail("model_args: '%s' is not key=value", item.c_str());
         const std::string key = trim(item.substr(0, eq)), value = trim(item.substr(eq + 1));
         if (key == "compute_type") {
-            if (!parse_compute_type(value, &type))
+            if (!parse_compute_type(value, &out.compute_type))
                 fail("model_args: compute_type '%s': expected f32 or bf16", value.c_str());
+        } else if (key == "tokenizer_dir") {
+            out.tokenizer_dir = value;
         } else if (key == "chroma_use_dit_mask" || key == "chroma_use_t5_mask" ||
                    key == "qwen_image_zero_cond_t") {
             to_bool(key, value);  // Chroma / Qwen-Image switches: no effect on SD 1.x / 2.x
@@ -128,12 +129,12 @@ ComputeType read_model_args(const char* args) {
                 fail("model_args: chroma_t5_mask_pad takes an integer, not '%s'", value.c_str());
         } else {
             fail(
-                "model_args: unknown key '%s' (known: compute_type, chroma_use_dit_mask, "
+                "model_args: unknown key '%s' (known: compute_type, tokenizer_dir, "
+                "chroma_use_dit_mask, "
                 "chroma_use_t5_mask, chroma_t5_mask_pad, qwen_image_zero_cond_t)",
                 key.c_str());
         }
     }
-    return type;
 }
 
 }  // namespace
@@ -205,7 +206,7 @@ Placement read_placement(const sd_ctx_params_t& p) {
         SD_LOG_INFO("params_backend %s=disk: this build streams every network from disk",
                     on_disk.front().c_str());
     read_max_vram(p.max_vram);
-    out.compute_type = read_model_args(p.model_args);
+    read_model_args(p.model_args, out);
     return out;
 }
 

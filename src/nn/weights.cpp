@@ -18,37 +18,33 @@ void WeightPages::add(const Tensor& t) {
 }
 
 namespace {
-std::mutex stream_mutex;
-std::shared_ptr<Storage> stream_buffer;  // read_streamed's scratch
+// read_streamed's scratch: one a thread, so contexts generating on their own threads each
+// stream through their own buffer.
+thread_local std::shared_ptr<Storage> stream_buffer;
 }  // namespace
 
 void WeightPages::release() const {
     for (const auto& s : storages_) s->release_pages();
-    std::lock_guard<std::mutex> lock(stream_mutex);
     stream_buffer.reset();  // a model going idle leaves no scratch behind
 }
 
 // Residency::Streamed: the weight's bytes read from the file (the page cache) into one
-// scratch buffer, reused by every layer's forward (it grows to the largest weight), so the
-// mapping's pages never enter RSS and nothing is faulted in and dropped again. Layers run
-// one at a time on the calling thread, so one buffer serves them all. A weight the file
-// does not hold contiguously is used in place, its pages mapped in at once and dropped
-// after.
+// scratch buffer of the calling thread, reused by every layer's forward (it grows to the
+// largest weight), so the mapping's pages never enter RSS and nothing is faulted in and
+// dropped again. Layers run one at a time on the calling thread, so one buffer serves them. A
+// weight the file does not hold contiguously is used in place, its pages mapped in at once and
+// dropped after.
 Tensor read_streamed(const Tensor& w) {
     const std::shared_ptr<Storage>& s = w.storage();
     if (!s || !s->file() || !w.is_contiguous()) {
         if (s) s->populate_pages();
         return w;
     }
-    std::shared_ptr<Storage> buffer;
-    {
-        std::lock_guard<std::mutex> lock(stream_mutex);
-        std::shared_ptr<Storage>& scratch = stream_buffer;
-        // A buffer still in use elsewhere (another thread's forward) is not shared.
-        if (!scratch || scratch->size() < w.nbytes() || scratch.use_count() > 1)
-            scratch = Storage::allocate(std::max(w.nbytes(), scratch ? scratch->size() : 0));
-        buffer = scratch;
-    }
+    std::shared_ptr<Storage>& scratch = stream_buffer;
+    // A buffer still held by an earlier result is not overwritten.
+    if (!scratch || scratch->size() < w.nbytes() || scratch.use_count() > 1)
+        scratch = Storage::allocate(std::max(w.nbytes(), scratch ? scratch->size() : 0));
+    std::shared_ptr<Storage> buffer = scratch;
     Tensor copy = Tensor::from_storage(buffer, 0, w.shape(), w.dtype());
     const auto* at = static_cast<const uint8_t*>(w.data_ptr());
     s->file()->read(static_cast<size_t>(at - s->file()->data()), copy.data_ptr(), w.nbytes());

@@ -13,6 +13,9 @@ std::atomic<int>& compute_type_slot() {
     return slot;
 }
 
+// -1: no override on this thread.
+thread_local int thread_override = -1;
+
 }  // namespace
 
 bool bf16_compute_supported() {
@@ -23,7 +26,7 @@ bool bf16_compute_supported() {
 #endif
 }
 
-ComputeType set_compute_type(ComputeType type) {
+ComputeType supported_compute_type(ComputeType type) {
     if (type == ComputeType::BF16 && !bf16_compute_supported()) {
         static std::atomic<bool> warned{false};
         if (!warned.exchange(true)) {
@@ -33,12 +36,26 @@ ComputeType set_compute_type(ComputeType type) {
         }
         type = ComputeType::F32;
     }
+    return type;
+}
+
+ComputeType set_compute_type(ComputeType type) {
+    type = supported_compute_type(type);
     compute_type_slot() = static_cast<int>(type);
     return type;
 }
 
 ComputeType compute_type() {
+    if (thread_override >= 0) return static_cast<ComputeType>(thread_override);
     return static_cast<ComputeType>(compute_type_slot().load(std::memory_order_relaxed));
+}
+
+ScopedComputeType::ScopedComputeType(ComputeType type) : previous_(thread_override) {
+    thread_override = static_cast<int>(supported_compute_type(type));
+}
+
+ScopedComputeType::~ScopedComputeType() {
+    thread_override = previous_;
 }
 
 const char* compute_type_name(ComputeType type) {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "nn/weights.h"
+#include "ops/compute_type.h"
 #include "sampling/denoiser.h"
 #include "sampling/rng.h"
 #include "sampling/schedulers.h"
@@ -76,11 +77,14 @@ struct LatentFormat {
     float shift = 0.0f;
 };
 
-// When a phase's weights and scratch leave memory (see Residency).
+// How a context computes and when a phase's weights and scratch leave memory (see
+// Residency). It belongs to the context: the generation loop applies it to its own thread
+// (compute type) and its own allocator budget, so contexts in one process do not fight.
 struct MemoryPolicy {
     Residency residency = Residency::Resident;
     bool keep_text_encoder = false;  // keep_clip_on_cpu: stays in RSS between generations
     bool keep_vae = false;           // keep_vae_on_cpu
+    ComputeType compute = ComputeType::F32;
 };
 
 // A loaded model: what the generation loop needs, built by a family.

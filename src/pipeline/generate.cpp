@@ -82,16 +82,16 @@ Tensor dilate(const Tensor& mask) {
     return out;
 }
 
-// The allocator's cache (see CachingAllocator) sized to each phase. Streaming: 256 MiB
+// The allocator's cache (see CachingAllocator, CacheBudget) sized to each phase. Streaming: 256 MiB
 // while sampling, where the diffusion model's activations churn (a step then stays within
 // ~5% of the default mode's), 64 MiB for the decode, whose activations of 100s of MiB would
 // otherwise stay cached past the low-memory budget. Default mode: 512 MiB while sampling
 // (the weights are resident then), 1 GiB for the decode, which has the memory to itself
 // and would otherwise map and fill a fresh block for most of its large activations.
-void size_cache_for(const ModelComponents& m, bool decoding) {
+size_t cache_bytes_for(const ModelComponents& m, bool decoding) {
     const bool streamed = m.memory.residency == Residency::Streamed;
     const size_t mib = decoding ? (streamed ? 64 : 1024) : (streamed ? 256 : 512);
-    CachingAllocator::instance().set_cache_limit(mib << 20);
+    return mib << 20;
 }
 
 struct Conditions {
@@ -181,7 +181,7 @@ CancelMode cancel_state(const GenerationHooks& hooks) {
 }
 
 Image8 generate_one(const ModelComponents& m, const ImageRequest& r, const Conditions& c,
-                    int64_t seed, const GenerationHooks& hooks) {
+                    int64_t seed, const GenerationHooks& hooks, CacheBudget& cache) {
     ImageRngs rngs(r.rng, r.sampler_rng, static_cast<uint64_t>(seed));
     Tensor noise = randn_tensor(rngs.noise(), c.init_latent.shape());
     Tensor x = m.denoiser->noise_scaling(c.sigmas.front(), noise, c.init_latent);
@@ -197,12 +197,12 @@ Image8 generate_one(const ModelComponents& m, const ImageRequest& r, const Condi
     DenoiseFn fn = [&](const Tensor& xt, const DenoiseCall& call) {
         return denoise(m, r, c, xt, call);
     };
-    size_cache_for(m, /*decoding=*/false);
+    cache.set(cache_bytes_for(m, /*decoding=*/false));
     x = sample(r.method, fn, x, c.sigmas, rngs.sampler(), options);
     x = m.denoiser->inverse_noise_scaling(c.sigmas.back(), x);
     Tensor z = to_codec_latent(m.latent, x);
     m.diffusion->release_weights();  // the decode's activations take their place
-    size_cache_for(m, /*decoding=*/true);
+    cache.set(cache_bytes_for(m, /*decoding=*/true));
     CachingAllocator::instance().trim();
     Tensor image = m.codec->decode(z, r.vae_tiling);
     if (!m.memory.keep_vae) m.codec->release_weights();
@@ -227,6 +227,8 @@ struct IdleAfterGeneration {
 std::vector<Image8> generate_images(const ModelComponents& m, const ImageRequest& r,
                                     const GenerationHooks& hooks) {
     check_request(m, r);
+    const ScopedComputeType compute(m.memory.compute);
+    CacheBudget cache(cache_bytes_for(m, /*decoding=*/false));
     const IdleAfterGeneration idle{m};
     Conditions c = prepare(m, r);
     std::vector<Image8> images;
@@ -236,7 +238,7 @@ std::vector<Image8> generate_images(const ModelComponents& m, const ImageRequest
         SD_LOG_INFO("generating image %d/%d, seed %lld", b + 1, r.batch_count,
                     static_cast<long long>(seed));
         const double t0 = now_seconds();
-        images.push_back(generate_one(m, r, c, seed, hooks));
+        images.push_back(generate_one(m, r, c, seed, hooks, cache));
         SD_LOG_INFO("image %d done in %.2f s", b + 1, now_seconds() - t0);
     }
     return images;

@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -22,7 +23,9 @@ struct State {
     std::map<size_t, std::vector<void*>> free_lists;  // by size class
     std::unordered_map<void*, size_t> large_in_use;   // large block -> its real class
     AllocatorStats stats;
-    size_t large_limit = size_t{512} << 20;
+    size_t large_limit = size_t{512} << 20;  // the process default
+    std::multiset<size_t> budgets;           // live CacheBudgets
+    size_t effective_limit() const { return budgets.empty() ? large_limit : *budgets.rbegin(); }
 };
 
 State& state() {
@@ -134,7 +137,7 @@ void CachingAllocator::deallocate(void* ptr, size_t bytes) {
     }
     s.stats.bytes_in_use -= cls;
     const bool large = cls >= kLargeBlock;
-    if (!kCache || (large && s.stats.bytes_cached_large + cls > s.large_limit)) {
+    if (!kCache || (large && s.stats.bytes_cached_large + cls > s.effective_limit())) {
         system_free(ptr, cls);
         return;
     }
@@ -163,7 +166,27 @@ void CachingAllocator::set_cache_limit(size_t bytes) {
 size_t CachingAllocator::cache_limit() const {
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
-    return s.large_limit;
+    return s.effective_limit();
+}
+
+CacheBudget::CacheBudget(size_t bytes) : bytes_(bytes) {
+    State& s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.budgets.insert(bytes_);
+}
+
+CacheBudget::~CacheBudget() {
+    State& s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.budgets.erase(s.budgets.find(bytes_));
+}
+
+void CacheBudget::set(size_t bytes) {
+    State& s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.budgets.erase(s.budgets.find(bytes_));
+    bytes_ = bytes;
+    s.budgets.insert(bytes_);
 }
 
 AllocatorStats CachingAllocator::stats() const {

@@ -31,12 +31,28 @@ class CachingAllocator {
     void deallocate(void* ptr, size_t bytes);
     // Frees every cached block back to the system.
     void trim();
-    // Bytes of large blocks the cache may keep (default 512 MiB).
+    // Bytes of large blocks the cache may keep: the largest of the live CacheBudgets, or
+    // this process default (512 MiB) while none is alive.
     void set_cache_limit(size_t bytes);
     size_t cache_limit() const;
     AllocatorStats stats() const;
     // Rounded size a request of `bytes` really takes.
     static size_t size_class(size_t bytes);
+};
+
+// A caller's wish for the cache limit while it lives (a generation, sized per phase). Several
+// contexts generating at once each hold one; the allocator keeps the largest, so none
+// shrinks the cache under another's working set.
+class CacheBudget {
+  public:
+    explicit CacheBudget(size_t bytes);
+    ~CacheBudget();
+    CacheBudget(const CacheBudget&) = delete;
+    CacheBudget& operator=(const CacheBudget&) = delete;
+    void set(size_t bytes);
+
+  private:
+    size_t bytes_;
 };
 
 }  // namespace sd

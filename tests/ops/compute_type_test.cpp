@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "base/cpu_features.h"
 
 namespace sd {
@@ -36,6 +38,24 @@ TEST(ComputeType, DefaultsToF32AndFallsBackWithoutSupport) {
     // A second request gives the same answer (the warning is printed once).
     EXPECT_EQ(set_compute_type(ComputeType::BF16), got);
     EXPECT_EQ(set_compute_type(ComputeType::F32), ComputeType::F32);
+    EXPECT_EQ(compute_type(), ComputeType::F32);
+}
+
+TEST(ComputeType, ScopedOverrideIsPerThreadAndRestored) {
+    ASSERT_EQ(set_compute_type(ComputeType::F32), ComputeType::F32);
+    const ComputeType want = supported_compute_type(ComputeType::BF16);
+    {
+        ScopedComputeType scope(ComputeType::BF16);
+        EXPECT_EQ(compute_type(), want);
+        ComputeType other = ComputeType::BF16;
+        std::thread([&] { other = compute_type(); }).join();
+        EXPECT_EQ(other, ComputeType::F32);  // another context's thread keeps its own
+        {
+            ScopedComputeType inner(ComputeType::F32);
+            EXPECT_EQ(compute_type(), ComputeType::F32);
+        }
+        EXPECT_EQ(compute_type(), want);
+    }
     EXPECT_EQ(compute_type(), ComputeType::F32);
 }
 

@@ -165,6 +165,23 @@ TEST(Tensor, EmptyTensorWithHugeDimensions) {
     EXPECT_EQ(t.contiguous().numel(), 0);
 }
 
+TEST(CachingAllocator, BudgetsKeepTheLargestWish) {
+    CachingAllocator& a = CachingAllocator::instance();
+    const size_t base = a.cache_limit();
+    {
+        CacheBudget small(size_t{64} << 20);
+        EXPECT_EQ(a.cache_limit(), size_t{64} << 20);
+        {
+            CacheBudget large(size_t{1} << 30);
+            EXPECT_EQ(a.cache_limit(), size_t{1} << 30);
+            small.set(size_t{2} << 30);
+            EXPECT_EQ(a.cache_limit(), size_t{2} << 30);
+        }
+        EXPECT_EQ(a.cache_limit(), size_t{2} << 30);
+    }
+    EXPECT_EQ(a.cache_limit(), base);
+}
+
 TEST(CachingAllocator, ReusesFreedBlocks) {
     CachingAllocator& a = CachingAllocator::instance();
     EXPECT_EQ(CachingAllocator::size_class(1), 64u);

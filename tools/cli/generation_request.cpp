@@ -336,6 +336,12 @@ std::string model_args_spec(const CliParams& p) {
     std::string spec = p.model_args;
     if (p.compute_type == SD_TYPE_BF16 && spec.find("compute_type") == std::string::npos)
         append_item(spec, "compute_type=bf16");
+    if (!p.tokenizer_dir.empty()) {
+        if (p.tokenizer_dir.find(',') != std::string::npos)
+            throw UsageError("--tokenizer-dir '" + p.tokenizer_dir +
+                             "': a folder whose path has no comma, please");
+        append_item(spec, "tokenizer_dir=" + p.tokenizer_dir);
+    }
     return spec;
 }
 

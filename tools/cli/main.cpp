@@ -41,8 +41,6 @@ int run_mode(cli::CliParams& p) {
     cli::check_params(p);
     if (p.mode == cli::Mode::Metadata) return run_metadata(p);
     cli::refuse_not_built(p);
-    // The library finds the CLIP vocabulary through SD_TOKENIZER_DIR.
-    if (!p.tokenizer_dir.empty()) ::setenv("SD_TOKENIZER_DIR", p.tokenizer_dir.c_str(), 1);
     cli::log_debug("%s", version_string().c_str());
     cli::log_debug("%s", sd_get_system_info());
     switch (p.mode) {

@@ -143,8 +143,6 @@ int main(int argc, const char* argv[]) {
     }
     cli::set_log_settings({params.verbose, params.color});
     server::install_server_log();
-    if (!params.tokenizer_dir.empty())
-        ::setenv("SD_TOKENIZER_DIR", params.tokenizer_dir.c_str(), 1);
     cli::log_debug("%s", version_string().c_str());
     // Every thread started from here on leaves SIGINT/SIGTERM to sigwait() in serve().
     sigset_t stop_signals;
