@@ -11,6 +11,7 @@
 #include "base/thread_pool.h"
 #include "io/model_convert.h"
 #include "io/model_files.h"
+#include "stable-diffusion-ext.h"
 #include "stable-diffusion.h"
 #include "tokenizer/clip_tokenizer.h"
 
@@ -34,9 +35,11 @@ std::optional<DType> engine_dtype(sd_type_t type) {
 
 // The CLIP vocabulary for a GGUF that holds a CLIP text encoder, when one can be found.
 std::map<std::string, MetadataValue> tokenizer_metadata(const ModelFiles& files,
-                                                        const std::string& model_path) {
+                                                        const std::string& model_path,
+                                                        const std::string& tokenizer_dir) {
     if (!files.has_prefix("cond_stage_model.")) return {};
     ClipTokenizerSearch search;
+    search.tokenizer_dir = tokenizer_dir;
     search.model_path = model_path;
     if (!files.files().empty()) search.model_file = &files.files().front();
     try {
@@ -57,7 +60,7 @@ struct InputFile {
 
 // `inputs` in order; entries with a null or empty path are skipped.
 void run_convert(const std::vector<InputFile>& inputs, const std::string& output, sd_type_t type,
-                 const std::string& rules) {
+                 const std::string& rules, const std::string& tokenizer_dir = "") {
     if (output.empty()) fail("convert: no output path given (-o)");
     ConvertOptions options;
     options.output_path = output;
@@ -71,7 +74,8 @@ void run_convert(const std::vector<InputFile>& inputs, const std::string& output
         files.add(in.path, in.role);
     }
     if (first.empty()) fail("convert: no input model given (-m)");
-    if (is_gguf_path(output)) options.extra_metadata = tokenizer_metadata(files, first);
+    if (is_gguf_path(output))
+        options.extra_metadata = tokenizer_metadata(files, first, tokenizer_dir);
     convert_model(files, options);
 }
 
@@ -95,6 +99,14 @@ extern "C" {
 
 bool convert(const char* input_path, const char* vae_path, const char* output_path,
              enum sd_type_t output_type, const char* tensor_type_rules, bool convert_name) {
+    return sd_convert_with_tokenizer(input_path, vae_path, output_path, output_type,
+                                     tensor_type_rules, convert_name, nullptr);
+}
+
+bool sd_convert_with_tokenizer(const char* input_path, const char* vae_path,
+                               const char* output_path, enum sd_type_t output_type,
+                               const char* tensor_type_rules, bool convert_name,
+                               const char* tokenizer_dir) {
     using sd::ModelRole;
     return sd::api::logged([&] {
         if (!input_path || !*input_path) sd::fail("convert: no input model given (-m)");
@@ -102,7 +114,8 @@ bool convert(const char* input_path, const char* vae_path, const char* output_pa
             SD_LOG_DEBUG("convert: tensors are always written under their canonical names");
         sd::api::run_convert({{input_path, ModelRole::Checkpoint}, {vae_path, ModelRole::Vae}},
                              output_path ? output_path : "", output_type,
-                             tensor_type_rules ? tensor_type_rules : "");
+                             tensor_type_rules ? tensor_type_rules : "",
+                             tokenizer_dir ? tokenizer_dir : "");
     });
 }
 

@@ -1,15 +1,16 @@
 // -M convert: the model (plus --vae) written as one GGUF or safetensors file of --type.
 #include "log_output.h"
 #include "modes.h"
-#include "stable-diffusion.h"
+#include "stable-diffusion-ext.h"
 
 namespace cli {
 
 int run_convert(const CliParams& p) {
-    const bool ok = convert(p.model_path.c_str(), p.vae_path.empty() ? nullptr : p.vae_path.c_str(),
-                            p.output_path.c_str(), p.wtype,
-                            p.tensor_type_rules.empty() ? nullptr : p.tensor_type_rules.c_str(),
-                            p.convert_name);
+    const bool ok = sd_convert_with_tokenizer(
+        p.model_path.c_str(), p.vae_path.empty() ? nullptr : p.vae_path.c_str(),
+        p.output_path.c_str(), p.wtype,
+        p.tensor_type_rules.empty() ? nullptr : p.tensor_type_rules.c_str(), p.convert_name,
+        p.tokenizer_dir.c_str());
     const char* vae = p.vae_path.empty() ? "" : p.vae_path.c_str();
     if (!ok) {
         log_error("convert '%s'/'%s' to '%s' failed", p.model_path.c_str(), vae,

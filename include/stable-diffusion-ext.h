@@ -1,0 +1,24 @@
+/* Functions of this engine that the reference C API has no slot for. Everything in
+ * stable-diffusion.h keeps the reference's exact ABI; what is ours lives here, sd_-prefixed. */
+#ifndef __STABLE_DIFFUSION_EXT_H__
+#define __STABLE_DIFFUSION_EXT_H__
+
+#include "stable-diffusion.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* convert() with the folder of the CLIP tokenizer (DIR/clip/vocab.json, DIR/clip/merges.txt)
+ * to embed in a GGUF output; NULL or "" searches as convert() does (SD_TOKENIZER_DIR, a
+ * tokenizer/ folder beside the model, the model's own GGUF metadata). */
+SD_API bool sd_convert_with_tokenizer(const char* input_path, const char* vae_path,
+                                      const char* output_path, enum sd_type_t output_type,
+                                      const char* tensor_type_rules, bool convert_name,
+                                      const char* tokenizer_dir);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* __STABLE_DIFFUSION_EXT_H__ */
