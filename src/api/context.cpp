@@ -98,16 +98,16 @@ sd_ctx_t* create(const sd_ctx_params_t& p) {
     return ctx.release();
 }
 
-std::optional<sd::Image8> to_image8(const sd_image_t& img, const char* what) {
+std::optional<sd::image::Image> to_image8(const sd_image_t& img, const char* what) {
     if (img.data == nullptr) return std::nullopt;
     SD_CHECK(img.width > 0 && img.height > 0 &&
                  (img.channel == 1 || img.channel == 3 || img.channel == 4),
              "%s of %ux%u with %u channels: expected 1, 3 or 4 channels", what, img.width,
              img.height, img.channel);
-    sd::Image8 out;
-    out.width = static_cast<int>(img.width);
-    out.height = static_cast<int>(img.height);
-    out.channels = static_cast<int>(img.channel);
+    sd::image::Image out;
+    out.width = img.width;
+    out.height = img.height;
+    out.channels = img.channel;
     out.pixels.assign(img.data,
                       img.data + static_cast<size_t>(img.width) * img.height * img.channel);
     return out;
@@ -173,18 +173,18 @@ sd::ImageRequest to_request(const sd_ctx_t& ctx, const sd_img_gen_params_t& p) {
     return r;
 }
 
-sd_image_t* to_c_images(const std::vector<sd::Image8>& images) {
+sd_image_t* to_c_images(const std::vector<sd::image::Image>& images) {
     auto* out = static_cast<sd_image_t*>(std::calloc(images.size(), sizeof(sd_image_t)));
     SD_CHECK(out != nullptr, "out of memory for %zu result images", images.size());
     for (size_t i = 0; i < images.size(); ++i) {
-        const sd::Image8& img = images[i];
-        out[i].width = static_cast<uint32_t>(img.width);
-        out[i].height = static_cast<uint32_t>(img.height);
-        out[i].channel = static_cast<uint32_t>(img.channels);
+        const sd::image::Image& img = images[i];
+        out[i].width = img.width;
+        out[i].height = img.height;
+        out[i].channel = img.channels;
         out[i].data = static_cast<uint8_t*>(std::malloc(img.pixels.size()));
         if (!out[i].data) {
             free_sd_images(out, static_cast<int>(i));
-            sd::fail("out of memory for a %dx%d result image", img.width, img.height);
+            sd::fail("out of memory for a %ux%u result image", img.width, img.height);
         }
         std::copy(img.pixels.begin(), img.pixels.end(), out[i].data);
     }
@@ -254,7 +254,7 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* params, sd_imag
             last = seconds;
         };
         hooks.cancel = &sd_ctx->cancel;
-        std::vector<sd::Image8> images;
+        std::vector<sd::image::Image> images;
         try {
             images = sd::generate_images(sd_ctx->model.components, request, hooks);
         } catch (const sd::Cancelled&) {

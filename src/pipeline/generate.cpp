@@ -24,10 +24,11 @@ void check_request(const ModelComponents& m, const ImageRequest& r) {
     SD_CHECK(r.batch_count >= 1, "batch count must be at least 1 (got %d)", r.batch_count);
     SD_CHECK(std::isfinite(r.cfg_scale), "cfg scale must be a number");
     SD_CHECK(r.strength >= 0.0f && r.strength <= 1.0f, "strength %g is outside [0, 1]", r.strength);
-    auto check_image = [&](const std::optional<Image8>& img, const char* what) {
+    auto check_image = [&](const std::optional<image::Image>& img, const char* what) {
         if (!img) return;
-        SD_CHECK(img->width == r.width && img->height == r.height,
-                 "the %s is %dx%d but the image to generate is %dx%d", what, img->width,
+        SD_CHECK(static_cast<int64_t>(img->width) == r.width &&
+                     static_cast<int64_t>(img->height) == r.height,
+                 "the %s is %ux%u but the image to generate is %dx%d", what, img->width,
                  img->height, r.width, r.height);
     };
     check_image(r.init_image, "init image");
@@ -180,8 +181,8 @@ CancelMode cancel_state(const GenerationHooks& hooks) {
     return hooks.cancel ? static_cast<CancelMode>(hooks.cancel->load()) : CancelMode::None;
 }
 
-Image8 generate_one(const ModelComponents& m, const ImageRequest& r, const Conditions& c,
-                    int64_t seed, const GenerationHooks& hooks, CacheBudget& cache) {
+image::Image generate_one(const ModelComponents& m, const ImageRequest& r, const Conditions& c,
+                          int64_t seed, const GenerationHooks& hooks, CacheBudget& cache) {
     ImageRngs rngs(r.rng, r.sampler_rng, static_cast<uint64_t>(seed));
     Tensor noise = randn_tensor(rngs.noise(), c.init_latent.shape());
     Tensor x = m.denoiser->noise_scaling(c.sigmas.front(), noise, c.init_latent);
@@ -224,14 +225,14 @@ struct IdleAfterGeneration {
 
 }  // namespace
 
-std::vector<Image8> generate_images(const ModelComponents& m, const ImageRequest& r,
-                                    const GenerationHooks& hooks) {
+std::vector<image::Image> generate_images(const ModelComponents& m, const ImageRequest& r,
+                                          const GenerationHooks& hooks) {
     check_request(m, r);
     const ScopedComputeType compute(m.memory.compute);
     CacheBudget cache(cache_bytes_for(m, /*decoding=*/false));
     const IdleAfterGeneration idle{m};
     Conditions c = prepare(m, r);
-    std::vector<Image8> images;
+    std::vector<image::Image> images;
     for (int b = 0; b < r.batch_count; ++b) {
         if (b > 0 && cancel_state(hooks) != CancelMode::None) break;
         const int64_t seed = r.seed + b;

@@ -31,8 +31,8 @@ struct ImageRequest {
     int batch_count = 1;
     RngType rng = CUDA_RNG;
     RngType sampler_rng = RNG_TYPE_COUNT;
-    std::optional<Image8> init_image;  // img2img / inpaint
-    std::optional<Image8> mask_image;  // inpaint: white = repaint
+    std::optional<image::Image> init_image;  // img2img / inpaint
+    std::optional<image::Image> mask_image;  // inpaint: white = repaint
     float strength = 0.75f;
     VaeTiling vae_tiling;
 };
@@ -46,7 +46,7 @@ struct GenerationHooks {
 };
 
 // Throws sd::Error on bad requests and sd::Cancelled when cancelled with CancelMode::All.
-std::vector<Image8> generate_images(const ModelComponents& model, const ImageRequest& request,
-                                    const GenerationHooks& hooks = {});
+std::vector<image::Image> generate_images(const ModelComponents& model, const ImageRequest& request,
+                                          const GenerationHooks& hooks = {});
 
 }  // namespace sd

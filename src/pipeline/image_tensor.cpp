@@ -7,10 +7,10 @@
 
 namespace sd {
 
-Tensor image_to_tensor(const Image8& image) {
+Tensor image_to_tensor(const image::Image& image) {
     const int64_t c = image.channels, h = image.height, w = image.width;
     SD_CHECK(c >= 1 && h > 0 && w > 0 && image.pixels.size() == static_cast<size_t>(c * h * w),
-             "image of %dx%d with %d channels has %zu bytes", image.width, image.height,
+             "image of %ux%u with %u channels has %zu bytes", image.width, image.height,
              image.channels, image.pixels.size());
     Tensor t = Tensor::empty({1, c, h, w});
     float* p = t.data<float>();
@@ -23,14 +23,14 @@ Tensor image_to_tensor(const Image8& image) {
     return t;
 }
 
-Image8 decoded_to_image(const Tensor& x) {
+image::Image decoded_to_image(const Tensor& x) {
     SD_CHECK(x.dim() == 4 && x.size(0) == 1, "decoded image %s is not [1, C, H, W]",
              x.describe().c_str());
     Tensor t = x.contiguous();
-    Image8 image;
-    image.channels = static_cast<int>(t.size(1));
-    image.height = static_cast<int>(t.size(2));
-    image.width = static_cast<int>(t.size(3));
+    image::Image image;
+    image.channels = static_cast<uint32_t>(t.size(1));
+    image.height = static_cast<uint32_t>(t.size(2));
+    image.width = static_cast<uint32_t>(t.size(3));
     const int64_t c = image.channels, h = image.height, w = image.width;
     image.pixels.resize(static_cast<size_t>(c * h * w));
     const float* p = t.data<float>();
@@ -45,7 +45,7 @@ Image8 decoded_to_image(const Tensor& x) {
     return image;
 }
 
-Tensor mask_to_tensor(const Image8& mask) {
+Tensor mask_to_tensor(const image::Image& mask) {
     Tensor t = image_to_tensor(mask);
     const int64_t h = mask.height, w = mask.width;
     Tensor out = Tensor::empty({1, 1, h, w});

@@ -5,22 +5,18 @@
 #include <cstdint>
 #include <vector>
 
+#include "image/image_io.h"
 #include "tensor/tensor.h"
 
 namespace sd {
 
-struct Image8 {
-    int width = 0, height = 0, channels = 3;
-    std::vector<uint8_t> pixels;  // row by row, `channels` bytes a pixel
-};
-
 // [1, channels, H, W] in [0, 1].
-Tensor image_to_tensor(const Image8& image);
+Tensor image_to_tensor(const image::Image& image);
 // From [1, C, H, W] in [-1, 1] (a VAE's output) to bytes.
-Image8 decoded_to_image(const Tensor& x);
+image::Image decoded_to_image(const Tensor& x);
 // A mask image (any channel count; the first channel is used) to [1, 1, H, W] in {0, 1}:
 // >= 0.5 (128 and above) is 1, "repaint here".
-Tensor mask_to_tensor(const Image8& mask);
+Tensor mask_to_tensor(const image::Image& mask);
 // The mask at latent resolution: 1 where any pixel of the 8x8 cell is 1 (nearest-max).
 Tensor latent_mask(const Tensor& mask, int64_t factor);
 

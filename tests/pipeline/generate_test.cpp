@@ -49,17 +49,17 @@ ModelFiles* Sd15Pipeline::files_ = nullptr;
 LoadedModel* Sd15Pipeline::loaded_ = nullptr;
 const ModelComponents* Sd15Pipeline::models_ = nullptr;
 
-Image8 solid(int w, int h, int channels, uint8_t value) {
-    return {w, h, channels, std::vector<uint8_t>(static_cast<size_t>(w * h * channels), value)};
+image::Image solid(uint32_t w, uint32_t h, uint32_t channels, uint8_t value) {
+    return {w, h, channels, std::vector<uint8_t>(static_cast<size_t>(w) * h * channels, value)};
 }
 
 TEST_F(Sd15Pipeline, BatchImagesUseSeedPlusIndex) {
     ImageRequest batch = small(42);
     batch.batch_count = 2;
-    std::vector<Image8> two = generate_images(*models_, batch);
+    std::vector<image::Image> two = generate_images(*models_, batch);
     ASSERT_EQ(two.size(), 2u);
     EXPECT_EQ(two[0].width, 64);
-    std::vector<Image8> second = generate_images(*models_, small(43));
+    std::vector<image::Image> second = generate_images(*models_, small(43));
     EXPECT_EQ(two[1].pixels, second[0].pixels);
     EXPECT_NE(two[0].pixels, two[1].pixels);
 }
@@ -110,7 +110,7 @@ TEST_F(Sd15Pipeline, VaeTilingCoversTheImage) {
     EXPECT_EQ(generate_images(*models_, r)[0].pixels, plain);
     r.vae_tiling.tile_size = 8;
     r.vae_tiling.overlap = 0.5f;
-    Image8 tiled = generate_images(*models_, r)[0];
+    image::Image tiled = generate_images(*models_, r)[0];
     EXPECT_EQ(tiled.width, 128);
     EXPECT_EQ(tiled.height, 64);
     EXPECT_EQ(tiled.pixels.size(), plain.size());
@@ -183,15 +183,15 @@ TEST(Sd15InpaintPipeline, RunsTxt2ImgAndInpaint) {
         r.prompt = "a cat";
         r.width = r.height = 64;
         r.steps = 2;
-        Image8 txt = generate_images(*m, r)[0];
+        image::Image txt = generate_images(*m, r)[0];
         EXPECT_EQ(txt.width, 64);
         r.init_image = txt;
-        Image8 mask = solid(64, 64, 1, 0);
+        image::Image mask = solid(64, 64, 1, 0);
         for (int y = 0; y < 32; ++y) {
             for (int x = 0; x < 64; ++x) mask.pixels[static_cast<size_t>(y * 64 + x)] = 255;
         }
         r.mask_image = mask;
-        Image8 painted = generate_images(*m, r)[0];
+        image::Image painted = generate_images(*m, r)[0];
         EXPECT_EQ(painted.pixels.size(), txt.pixels.size());
         EXPECT_NE(painted.pixels, txt.pixels);
     }
