@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
-#include <ctime>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -154,11 +153,7 @@ sd::ImageRequest to_request(const sd_ctx_t& ctx, const sd_img_gen_params_t& p) {
     r.eta = s.eta;
     if (s.custom_sigmas && s.custom_sigmas_count > 0)
         r.custom_sigmas.assign(s.custom_sigmas, s.custom_sigmas + s.custom_sigmas_count);
-    r.seed = p.seed;
-    if (r.seed < 0) {
-        std::srand(static_cast<unsigned>(std::time(nullptr)));
-        r.seed = std::rand();
-    }
+    r.seed = sd::resolve_seed(p.seed);
     r.batch_count = p.batch_count;
     r.rng = ctx.rng_type;
     r.sampler_rng = ctx.sampler_rng_type;

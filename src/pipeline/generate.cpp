@@ -235,7 +235,7 @@ std::vector<image::Image> generate_images(const ModelComponents& m, const ImageR
     std::vector<image::Image> images;
     for (int b = 0; b < r.batch_count; ++b) {
         if (b > 0 && cancel_state(hooks) != CancelMode::None) break;
-        const int64_t seed = r.seed + b;
+        const int64_t seed = batch_image_seed(r.seed, b);
         SD_LOG_INFO("generating image %d/%d, seed %lld", b + 1, r.batch_count,
                     static_cast<long long>(seed));
         const double t0 = now_seconds();

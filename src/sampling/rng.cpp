@@ -66,4 +66,10 @@ Tensor randn_tensor(Rng& rng, const Shape& shape) {
     return Tensor::from_vector(shape, values);
 }
 
+int64_t resolve_seed(int64_t seed) {
+    if (seed >= 0) return seed;
+    std::random_device device;
+    return static_cast<int64_t>(device() & 0x7FFFFFFF);
+}
+
 }  // namespace sd

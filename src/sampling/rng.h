@@ -81,4 +81,12 @@ class ImageRngs {
 // An f32 tensor of this shape filled with rng.randn(numel) in row-major order.
 Tensor randn_tensor(Rng& rng, const Shape& shape);
 
+// The seed of a request: a negative one draws a random seed in [0, 2^31) (the reference
+// draws rand()); the library, sd-cli and sd-server all settle seeds here.
+int64_t resolve_seed(int64_t seed);
+// The seed of image `index` of a batch: seed + index, as the reference.
+inline int64_t batch_image_seed(int64_t seed, int index) {
+    return seed + index;
+}
+
 }  // namespace sd

@@ -2,13 +2,13 @@
 
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <sstream>
 
 #include <strings.h>
 
 #include "cli_options.h"
 #include "log_output.h"
+#include "sampling/rng.h"
 
 namespace fs = std::filesystem;
 
@@ -110,12 +110,6 @@ std::map<std::string, std::string> find_embeddings(const std::string& dir) {
             if (ext == known) found[entry.path().stem().string()] = entry.path().string();
     }
     return found;
-}
-
-int64_t draw_seed(int64_t seed) {
-    if (seed >= 0) return seed;
-    std::random_device device;
-    return static_cast<int64_t>(device() & 0x7FFFFFFF);
 }
 
 float to_number(const std::string& key, const std::string& value) {
@@ -302,7 +296,7 @@ GenerationRequest resolve_request(const CliParams& p) {
     r.prompt_with_lora = r.prompt;
     if (!p.lora_model_dir.empty()) extract_loras(p.lora_model_dir, r);
     r.embeddings = find_embeddings(p.embedding_dir);
-    r.seed = draw_seed(p.seed);
+    r.seed = sd::resolve_seed(p.seed);
     r.width = p.width > 0 ? p.width : 512;
     r.height = p.height > 0 ? p.height : 512;
     r.cache = make_cache_params(p);
@@ -476,6 +470,16 @@ sd_vid_gen_params_t make_vid_gen_params(const CliParams& p, GenerationRequest& r
     v.circular_x = p.circular || p.circular_x;
     v.circular_y = p.circular || p.circular_y;
     return v;
+}
+
+void resolve_sampling_defaults(sd_ctx_t* ctx, CliParams& p) {
+    if (p.sample_params.sample_method == SAMPLE_METHOD_COUNT)
+        p.sample_params.sample_method = sd_get_default_sample_method(ctx);
+    if (p.high_noise_sample_params.sample_method == SAMPLE_METHOD_COUNT)
+        p.high_noise_sample_params.sample_method = sd_get_default_sample_method(ctx);
+    // Custom sigmas replace the scheduler: none is named then.
+    if (p.sample_params.scheduler == SCHEDULER_COUNT && p.custom_sigmas.empty())
+        p.sample_params.scheduler = sd_get_default_scheduler(ctx, p.sample_params.sample_method);
 }
 
 }  // namespace cli

@@ -80,4 +80,8 @@ std::string ref_image_args_spec(const CliParams& params);
 // A C view of an image (empty -> no pixels, `channels` channels).
 sd_image_t image_view(sd::image::Image& image, uint32_t channels = 3);
 
+// The model's preferred sampler and scheduler where the request left them open (the
+// library's sd_get_default_*), so that the images' parameters name what ran.
+void resolve_sampling_defaults(sd_ctx_t* ctx, CliParams& params);
+
 }  // namespace cli

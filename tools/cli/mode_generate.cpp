@@ -53,15 +53,6 @@ void apply_canny(const CliParams& p, GenerationRequest& r) {
         throw UsageError("--canny: the Canny preprocessor failed");
 }
 
-void resolve_sampling_defaults(sd_ctx_t* ctx, CliParams& p) {
-    if (p.sample_params.sample_method == SAMPLE_METHOD_COUNT)
-        p.sample_params.sample_method = sd_get_default_sample_method(ctx);
-    if (p.high_noise_sample_params.sample_method == SAMPLE_METHOD_COUNT)
-        p.high_noise_sample_params.sample_method = sd_get_default_sample_method(ctx);
-    if (p.sample_params.scheduler == SCHEDULER_COUNT)
-        p.sample_params.scheduler = sd_get_default_scheduler(ctx, p.sample_params.sample_method);
-}
-
 ImageList generate(sd_ctx_t* ctx, const CliParams& p, GenerationRequest& r) {
     sd_image_t* images = nullptr;
     int count = 0;

@@ -1,5 +1,7 @@
 #include "model_runner.h"
 
+#include "sampling/rng.h"
+
 #include <algorithm>
 #include <exception>
 
@@ -12,15 +14,6 @@
 namespace server {
 namespace {
 
-// The model's preferred sampler and scheduler where the request left them open, so the
-// images' parameters name what ran.
-void settle_sampling(sd_ctx_t* ctx, cli::CliParams& p) {
-    sd_sample_params_t& s = p.sample_params;
-    if (s.sample_method == SAMPLE_METHOD_COUNT) s.sample_method = sd_get_default_sample_method(ctx);
-    if (s.scheduler == SCHEDULER_COUNT && p.custom_sigmas.empty())
-        s.scheduler = sd_get_default_scheduler(ctx, s.sample_method);
-}
-
 std::vector<ResultImage> encode_results(const JobSpec& spec, const cli::ImageList& images) {
     std::vector<ResultImage> out;
     const int quality = std::clamp(spec.output.compression, 1, 100);
@@ -28,7 +21,7 @@ std::vector<ResultImage> encode_results(const JobSpec& spec, const cli::ImageLis
         const sd_image_t& view = images[i];
         if (!view.data) continue;
         ResultImage result;
-        result.seed = spec.request.seed + i;
+        result.seed = sd::batch_image_seed(spec.request.seed, i);
         result.parameters = cli::image_parameters(spec.params, spec.request, result.seed);
         result.width = view.width;
         result.height = view.height;
@@ -66,7 +59,7 @@ RunOutcome ModelRunner::run(JobSpec& spec, const RunHooks& hooks) {
     ErrorCapture errors;
     try {
         ProgressRelay::Scope scope(relay_, hooks);
-        settle_sampling(ctx_, spec.params);
+        cli::resolve_sampling_defaults(ctx_, spec.params);
         sd_img_gen_params_t params = cli::make_img_gen_params(spec.params, spec.request);
         sd_image_t* raw = nullptr;
         int count = 0;
