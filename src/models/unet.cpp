@@ -203,26 +203,22 @@ UNet UNet::load(const Weights& w) {
             skips.push_back(ch);
         }
     }
-    // The middle block: ResBlock, SpatialTransformer, ResBlock; SDXL-layout distillations
-    // (Vega) keep only the ResBlocks, some tiny UNets drop the block.
+    // The middle block: ResBlock, SpatialTransformer, ResBlock (middle_block.0/1/2).
+    // SDXL-layout distillations (Vega) drop the transformer but keep the names of the two
+    // ResBlocks; some tiny UNets drop the block.
     if (w.has("middle_block.0.in_layers.0.weight")) {
         UNetBlock res1;
         res1.res = ResBlock::load(w["middle_block"]["0"], ch, ch, emb_dim);
         u.middle_block.push_back(std::move(res1));
-        int next = 1;
         if (w.has("middle_block.1.norm.weight")) {
             UNetBlock attn;
             attn.attention = SpatialTransformer::load(w["middle_block"]["1"], ch, c);
             u.middle_block.push_back(std::move(attn));
-            next = 2;
         }
-        if (w.has("middle_block." + std::to_string(next) + ".in_layers.0.weight")) {
-            UNetBlock res2;
-            res2.res = ResBlock::load(w["middle_block"][next], ch, ch, emb_dim);
-            u.middle_block.push_back(std::move(res2));
-        }
+        UNetBlock res2;
+        res2.res = ResBlock::load(w["middle_block"]["2"], ch, ch, emb_dim);
+        u.middle_block.push_back(std::move(res2));
     }
-
     // Output blocks: per level (deepest first) num_res_blocks + 1 ResBlocks, each on the
     // concatenation with a skip, (+ attention), and an Upsample closing every level but 0.
     index = -1;
@@ -257,6 +253,16 @@ UNet UNet::load(const Weights& w) {
         c.num_res_blocks, (long long)c.context_dim, c.head_channels > 0 ? "64-channel" : "8",
         c.linear_projection ? "linear" : "conv", c.adm_in_channels > 0 ? ", label_emb" : "");
     return u;
+}
+
+std::vector<int> UNet::transformer_depths() const {
+    std::vector<int> out;
+    for (const auto* blocks : {&input_blocks, &middle_block, &output_blocks}) {
+        for (const UNetBlock& b : *blocks) {
+            if (b.attention) out.push_back(static_cast<int>(b.attention->blocks.size()));
+        }
+    }
+    return out;
 }
 
 Tensor UNet::run_block(const UNetBlock& block, Tensor h, const Tensor& emb,

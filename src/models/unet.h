@@ -89,6 +89,9 @@ class UNet {
                    const Tensor& y = {}) const;
 
     const UNetConfig& config() const { return config_; }
+    // The depth of every SpatialTransformer, input blocks, middle block, output blocks in
+    // order (what an SDXL-layout distillation changes).
+    std::vector<int> transformer_depths() const;
     // Drops the weights' file pages from RSS (see Residency); the next forward faults
     // them back in from the page cache.
     void release_weights() const { pages_.release(); }

@@ -3,8 +3,8 @@
 hole (all zeros, no disk blocks): enough to test loading, detection and shape checks of a
 full-size layout without generating its weights.
 
-usage: write_sparse_checkpoint.py MANIFEST.tsv OUT [--drop NAME] [--shape NAME=D0,D1,...]
-       [--rename OLD=NEW]
+usage: write_sparse_checkpoint.py MANIFEST.tsv OUT [--drop NAME] [--drop-prefix PREFIX]
+       [--shape NAME=D0,D1,...] [--rename OLD=NEW]
 """
 import json
 import struct
@@ -15,12 +15,14 @@ SIZES = {"f32": ("F32", 4), "f16": ("F16", 2), "bf16": ("BF16", 2)}
 
 def main(argv):
     manifest, out = argv[1], argv[2]
-    drops, shapes, renames = set(), {}, {}
+    drops, drop_prefixes, shapes, renames = set(), [], {}, {}
     i = 3
     while i < len(argv):
         flag, value = argv[i], argv[i + 1]
         if flag == "--drop":
             drops.add(value)
+        elif flag == "--drop-prefix":
+            drop_prefixes.append(value)
         elif flag == "--shape":
             name, dims = value.split("=")
             shapes[name] = [int(d) for d in dims.split(",")]
@@ -35,6 +37,8 @@ def main(argv):
         for line in f:
             parts = line.rstrip("\n").split("\t")
             if not line.strip() or line.startswith("#") or parts[0] in drops:
+                continue
+            if any(parts[0].startswith(p) for p in drop_prefixes):
                 continue
             name, dtype, dims = parts[0], parts[1], [int(d) for d in parts[2:] if d]
             dims = shapes.get(name, dims)
