@@ -96,6 +96,61 @@ TEST(ModelFiles, Sd15CheckpointIsSd1AndKeepsItsNames) {
     EXPECT_ERROR_CONTAINS(files.get("model.diffusion_model.nope"), "nope");
 }
 
+// A tiny tensor file with the given names (shapes [2, 2]).
+void write_names(const std::string& path, const std::vector<std::string>& names) {
+    std::vector<OutputTensor> tensors;
+    for (const std::string& n : names)
+        tensors.push_back({n, DType::F32, Shape{2, 2}, [] { return Tensor::zeros({2, 2}); }});
+    write_safetensors(path, tensors);
+}
+
+TEST(ModelFiles, SdxlComponentNames) {
+    // A diffusers SDXL folder: text_encoder_2 is bigG (CLIPTextModelWithProjection), the UNet
+    // has add_embedding (label_emb).
+    const std::string dir = test::temp_path("sdxl_diffusers");
+    test::run_or_fail("rm -rf " + dir + " && mkdir -p " + dir + "/unet " + dir + "/text_encoder " +
+                      dir + "/text_encoder_2");
+    std::ofstream(dir + "/model_index.json") << R"({"unet": ["diffusers", "UNet2DConditionModel"],
+               "text_encoder": ["transformers", "CLIPTextModel"],
+               "text_encoder_2": ["transformers", "CLIPTextModelWithProjection"]})";
+    write_names(dir + "/unet/diffusion_pytorch_model.safetensors",
+                {"add_embedding.linear_1.weight", "down_blocks.1.attentions.0.proj_in.weight"});
+    write_names(dir + "/text_encoder/model.safetensors",
+                {"text_model.encoder.layers.0.self_attn.q_proj.weight"});
+    write_names(dir + "/text_encoder_2/model.safetensors",
+                {"text_model.encoder.layers.0.self_attn.q_proj.weight", "text_projection.weight"});
+    ModelFiles files;
+    files.add(dir, ModelRole::Checkpoint);
+    for (const char* name : {"model.diffusion_model.label_emb.0.0.weight",
+                             "model.diffusion_model.input_blocks.4.1.proj_in.weight",
+                             "cond_stage_model.transformer.text_model.encoder.layers.0.self_attn."
+                             "q_proj.weight",
+                             "cond_stage_model.1.transformer.text_model.encoder.layers.0.self_attn."
+                             "q_proj.weight",
+                             "cond_stage_model.1.transformer.text_projection.weight"}) {
+        EXPECT_NE(files.find(name), nullptr) << name;
+    }
+    // The single-file (sgm) names, and --clip_g as a separate OpenCLIP file, map the same way.
+    const std::string ckpt = test::temp_path("sgm_names.safetensors");
+    write_names(ckpt, {"conditioner.embedders.0.transformer.text_model.final_layer_norm.weight",
+                       "conditioner.embedders.1.model.ln_final.weight",
+                       "conditioner.embedders.1.model.text_projection"});
+    ModelFiles sgm;
+    sgm.add(ckpt, ModelRole::Checkpoint);
+    EXPECT_NE(sgm.find("cond_stage_model.transformer.text_model.final_layer_norm.weight"), nullptr);
+    EXPECT_NE(sgm.find("cond_stage_model.1.transformer.text_model.final_layer_norm.weight"),
+              nullptr);
+    EXPECT_NE(sgm.find("cond_stage_model.1.transformer.text_projection.weight"), nullptr);
+    const std::string clip_g = test::temp_path("clip_g.safetensors");
+    write_names(clip_g, {"text_model.final_layer_norm.weight", "text_projection.weight"});
+    ModelFiles separate;
+    separate.add(clip_g, ModelRole::TextEncoder2);
+    EXPECT_NE(separate.find("cond_stage_model.1.transformer.text_model.final_layer_norm.weight"),
+              nullptr);
+    EXPECT_NE(separate.find("cond_stage_model.1.transformer.text_projection.weight"), nullptr);
+    test::run_or_fail("rm -rf " + dir);
+}
+
 TEST(ModelFiles, Sd15DiffusersFolderLoadsToTheSameTensors) {
     std::string ckpt = test::generated_checkpoint("sd15", "f16", 1);
     std::string dir = test::temp_path("sd15_diffusers");
