@@ -341,6 +341,11 @@ std::vector<OptionSpec> model_file_options() {
              "folder of upscaler models --hires-upscaler can name"),
         text("", "--tensor-type-rules", G, &CliParams::tensor_type_rules, "none",
              "weight type per tensor name pattern, e.g. \"^vae\\.=f16,model\\.=q8_0\""),
+        text("", "--imatrix", G, &CliParams::imatrix_out, "none",
+             "collect an importance matrix while generating and write it to this file"),
+        text("", "--imatrix-in", G, &CliParams::imatrix_in, "none",
+             "importance matrix files (comma-separated) for -M convert: importance-weighted "
+             "k-quants and iq4"),
         text("", "--photo-maker", G, &CliParams::photo_maker_path, "none",
              "path to a PhotoMaker model"),
         text("", "--upscale-model", G, &CliParams::esrgan_path, "none",

@@ -65,6 +65,8 @@ struct CliParams {
     std::string lora_model_dir = ".";
     std::string hires_upscalers_dir;
     std::string tensor_type_rules;
+    std::string imatrix_out;  // --imatrix: collect while generating, write here
+    std::string imatrix_in;   // --imatrix-in: comma-separated files for -M convert
     std::string photo_maker_path;
     std::string esrgan_path;
     std::string ip_adapter_path;

@@ -1,4 +1,6 @@
 // -M convert: the model (plus --vae) written as one GGUF or safetensors file of --type.
+#include <string>
+
 #include "log_output.h"
 #include "modes.h"
 #include "stable-diffusion.h"
@@ -6,6 +8,17 @@
 namespace cli {
 
 int run_convert(const CliParams& p) {
+    for (size_t start = 0; !p.imatrix_in.empty() && start <= p.imatrix_in.size();) {
+        size_t end = p.imatrix_in.find(',', start);
+        if (end == std::string::npos) end = p.imatrix_in.size();
+        const std::string file = p.imatrix_in.substr(start, end - start);
+        start = end + 1;
+        if (file.empty()) continue;
+        if (!load_imatrix(file.c_str())) {
+            log_error("--imatrix-in: cannot load '%s'", file.c_str());
+            return 1;
+        }
+    }
     const bool ok = convert(p.model_path.c_str(), p.vae_path.empty() ? nullptr : p.vae_path.c_str(),
                             p.output_path.c_str(), p.wtype,
                             p.tensor_type_rules.empty() ? nullptr : p.tensor_type_rules.c_str(),
