@@ -246,14 +246,14 @@ TEST(CliConvert, DefaultOutputNameAndErrors) {
     EXPECT_NE(bad_type.output.find("iq2_xs"), std::string::npos) << bad_type.output;
 }
 
-// --imatrix collects while generating and writes the file; --imatrix-in feeds convert.
+// --imat-out collects while generating and writes the file; --imat-in feeds convert.
 TEST(CliConvert, ImatrixCollectedThenUsedByConvert) {
     const std::string model = sd::test::generated_checkpoint("sd15", "f16", 1);
     const std::string dir = sd::test::temp_path("imatrix_dir");
     std::filesystem::create_directories(dir);
     const std::string collected = dir + "/sd15.imatrix.dat";
     const RunResult gen = run_cli({"-m", model, "-p", "a cat", "-W", "64", "-H", "64", "--steps",
-                                   "1", "-o", dir + "/out.png", "--imatrix", collected,
+                                   "1", "-o", dir + "/out.png", "--imat-out", collected,
                                    "--tokenizer-dir", fixtures() + "/tokenizers"});
     ASSERT_EQ(gen.exit_code, 0) << gen.output;
     sd::imatrix::clear();
@@ -276,13 +276,13 @@ TEST(CliConvert, ImatrixCollectedThenUsedByConvert) {
     sd::imatrix::clear();
     const RunResult conv =
         run_cli({"-M", "convert", "-m", small_model(), "-o", dir + "/q.gguf", "--type", "q4_K",
-                 "--imatrix-in", collected + "," + small, "-v"});
+                 "--imat-in", collected, "--imat-in", small, "-v"});
     ASSERT_EQ(conv.exit_code, 0) << conv.output;
     EXPECT_NE(conv.output.find("quantized 2 tensors with importance-matrix weights"),
               std::string::npos)
         << conv.output;
     const RunResult bad = run_cli({"-M", "convert", "-m", small_model(), "-o", dir + "/b.gguf",
-                                   "--type", "q4_K", "--imatrix-in", dir + "/missing.dat"});
+                                   "--type", "q4_K", "--imat-in", dir + "/missing.dat"});
     EXPECT_EQ(bad.exit_code, 1);
     EXPECT_NE(bad.output.find(dir + "/missing.dat"), std::string::npos) << bad.output;
 }

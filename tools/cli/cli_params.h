@@ -39,7 +39,7 @@ struct CliParams {
     bool metadata_all = false;
     std::string tokenizer_dir;
     std::string rpc_servers;
-    std::string imat_in;
+    std::vector<std::string> imat_in;  // every --imat-in, in order
     std::string imat_out;
     bool help = false;
     bool list_devices = false;
@@ -65,8 +65,6 @@ struct CliParams {
     std::string lora_model_dir = ".";
     std::string hires_upscalers_dir;
     std::string tensor_type_rules;
-    std::string imatrix_out;  // --imatrix: collect while generating, write here
-    std::string imatrix_in;   // --imatrix-in: comma-separated files for -M convert
     std::string photo_maker_path;
     std::string esrgan_path;
     std::string ip_adapter_path;

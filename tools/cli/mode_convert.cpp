@@ -7,18 +7,18 @@
 
 namespace cli {
 
-int run_convert(const CliParams& p) {
-    for (size_t start = 0; !p.imatrix_in.empty() && start <= p.imatrix_in.size();) {
-        size_t end = p.imatrix_in.find(',', start);
-        if (end == std::string::npos) end = p.imatrix_in.size();
-        const std::string file = p.imatrix_in.substr(start, end - start);
-        start = end + 1;
-        if (file.empty()) continue;
+bool load_imatrix_inputs(const CliParams& p) {
+    for (const std::string& file : p.imat_in) {
         if (!load_imatrix(file.c_str())) {
-            log_error("--imatrix-in: cannot load '%s'", file.c_str());
-            return 1;
+            log_error("--imat-in: cannot load '%s'", file.c_str());
+            return false;
         }
     }
+    return true;
+}
+
+int run_convert(const CliParams& p) {
+    if (!load_imatrix_inputs(p)) return 1;
     const bool ok = convert(p.model_path.c_str(), p.vae_path.empty() ? nullptr : p.vae_path.c_str(),
                             p.output_path.c_str(), p.wtype,
                             p.tensor_type_rules.empty() ? nullptr : p.tensor_type_rules.c_str(),

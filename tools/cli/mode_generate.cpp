@@ -102,18 +102,21 @@ int run_generate(CliParams& p) {
         return 1;
     }
     resolve_sampling_defaults(ctx.get(), p);
-    if (!p.imatrix_out.empty()) enable_imatrix_collection();
+    if (!p.imat_out.empty()) {
+        if (!load_imatrix_inputs(p)) return 1;
+        enable_imatrix_collection();
+    }
     ImageList images = generate(ctx.get(), p, request);
     ctx.reset();
-    if (!p.imatrix_out.empty()) {
+    if (!p.imat_out.empty()) {
         disable_imatrix_collection();
         if (images.size() > 0) {
-            std::remove(p.imatrix_out.c_str());  // save_imatrix reports failure by log only
-            save_imatrix(p.imatrix_out.c_str());
-            if (std::FILE* f = std::fopen(p.imatrix_out.c_str(), "rb")) {
+            std::remove(p.imat_out.c_str());  // save_imatrix reports failure by log only
+            save_imatrix(p.imat_out.c_str());
+            if (std::FILE* f = std::fopen(p.imat_out.c_str(), "rb")) {
                 std::fclose(f);
             } else {
-                log_error("--imatrix: '%s' was not written", p.imatrix_out.c_str());
+                log_error("--imat-out: '%s' was not written", p.imat_out.c_str());
                 return 1;
             }
         }
