@@ -10,6 +10,8 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "io/tensor_file.h"
+#include "io/tensor_writer.h"
 #include "ops/conv.h"
 #include "tensor/tensor.h"
 
@@ -127,23 +129,22 @@ void record_conv2d(const std::string& name, const Tensor& x, const Conv2dOptions
     add(name, sum.data(), C * kh * kw, B * OH * OW);
 }
 
-size_t save(const std::string& path) {
-    Store& s = store();
-    std::lock_guard<std::mutex> lock(s.mutex);
-    std::vector<const std::pair<const std::string, Entry>*> keep;
-    int64_t chunks = 0;
-    for (const auto& kv : s.entries) {
-        bool full = !kv.second.count.empty();
-        for (int64_t c : kv.second.count) full = full && c > 0;
-        if (!full) {
-            SD_LOG_WARN("imatrix: '%s' has columns without data; not saved", kv.first.c_str());
-            continue;
-        }
-        keep.push_back(&kv);
-        chunks = std::max(chunks, kv.second.ncall);
-    }
-    if (keep.empty()) fail("save_imatrix: nothing collected to write to '%s'", path.c_str());
-    const std::string tmp = path + ".tmp";
+namespace {
+
+using Kept = std::vector<const std::pair<const std::string, Entry>*>;
+
+bool ends_with(const std::string& s, const char* suffix) {
+    const size_t n = std::strlen(suffix);
+    return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+// Mean square of column j times the entry's ncall: the legacy file's value.
+float legacy_value(const Entry& e, size_t j) {
+    return static_cast<float>(e.sum_sq[j] / static_cast<double>(e.count[j]) *
+                              static_cast<double>(e.ncall));
+}
+
+void save_legacy(const std::string& tmp, const Kept& keep, int64_t chunks) {
     File f(std::fopen(tmp.c_str(), "wb"));
     if (!f) fail("save_imatrix: cannot create '%s'", tmp.c_str());
     bool ok = true;
@@ -159,15 +160,70 @@ size_t save(const std::string& path) {
         put_i32(e.ncall);
         put_i32(static_cast<int64_t>(e.sum_sq.size()));
         std::vector<float> values(e.sum_sq.size());
-        for (size_t j = 0; j < values.size(); ++j)
-            values[j] = static_cast<float>(e.sum_sq[j] / static_cast<double>(e.count[j]) *
-                                           static_cast<double>(e.ncall));
+        for (size_t j = 0; j < values.size(); ++j) values[j] = legacy_value(e, j);
         ok = ok && std::fwrite(values.data(), 4, values.size(), f.get()) == values.size();
     }
     put_i32(chunks);
     ok = std::fflush(f.get()) == 0 && ok;
-    f.reset();
-    if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    if (!ok) fail("save_imatrix: cannot write '%s'", tmp.c_str());
+}
+
+// llama.cpp's GGUF imatrix: per entry "<name>.in_sum2" f32 [1, n] (sums of squares) and
+// "<name>.counts" f32 [1, 1] (rows seen); general.type "imatrix", imatrix.chunk_count.
+void save_gguf(const std::string& tmp, const Kept& keep, int64_t chunks) {
+    std::vector<OutputTensor> out;
+    for (const auto* kv : keep) {
+        const Entry& e = kv->second;
+        const auto n = static_cast<int64_t>(e.sum_sq.size());
+        const double rows = static_cast<double>(e.count[0]);
+        std::vector<float> sums(e.sum_sq.size());
+        for (size_t j = 0; j < sums.size(); ++j)
+            sums[j] = static_cast<float>(e.sum_sq[j] / static_cast<double>(e.count[j]) * rows);
+        const Tensor in_sum2 = Tensor::from_vector({1, n}, sums);
+        const Tensor counts = Tensor::from_vector({1, 1}, {static_cast<float>(rows)});
+        out.push_back(
+            {kv->first + ".in_sum2", DType::F32, in_sum2.shape(), [in_sum2] { return in_sum2; }});
+        out.push_back(
+            {kv->first + ".counts", DType::F32, counts.shape(), [counts] { return counts; }});
+    }
+    std::map<std::string, MetadataValue> meta;
+    meta["general.type"] = MetadataValue{std::string("imatrix")};
+    meta["imatrix.chunk_count"] = MetadataValue{static_cast<uint64_t>(chunks)};
+    meta["imatrix.chunk_size"] = MetadataValue{uint64_t{1}};
+    meta["imatrix.datasets"] =
+        MetadataValue{MetadataArray{MetadataValue{std::string("generation")}}};
+    write_gguf(tmp, out, meta);
+}
+
+}  // namespace
+
+size_t save(const std::string& path) {
+    Store& s = store();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    Kept keep;
+    int64_t chunks = 0;
+    for (const auto& kv : s.entries) {
+        bool full = !kv.second.count.empty();
+        for (int64_t c : kv.second.count) full = full && c > 0;
+        if (!full) {
+            SD_LOG_WARN("imatrix: '%s' has columns without data; not saved", kv.first.c_str());
+            continue;
+        }
+        keep.push_back(&kv);
+        chunks = std::max(chunks, kv.second.ncall);
+    }
+    if (keep.empty()) fail("save_imatrix: nothing collected to write to '%s'", path.c_str());
+    const std::string tmp = path + ".tmp";
+    try {
+        if (ends_with(path, ".gguf"))
+            save_gguf(tmp, keep, chunks);
+        else
+            save_legacy(tmp, keep, chunks);
+    } catch (...) {
+        std::remove(tmp.c_str());
+        throw;
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
         std::remove(tmp.c_str());
         fail("save_imatrix: cannot write '%s'", path.c_str());
     }
@@ -175,7 +231,9 @@ size_t save(const std::string& path) {
     return keep.size();
 }
 
-size_t load(const std::string& path) {
+namespace {
+
+std::map<std::string, Entry> read_legacy(const std::string& path) {
     File f(std::fopen(path.c_str(), "rb"));
     if (!f) fail("load_imatrix: cannot open '%s'", path.c_str());
     auto get_i32 = [&](const char* what, int index) {
@@ -219,6 +277,67 @@ size_t load(const std::string& path) {
         }
         e.ncall += ncall;
     }
+    return read;
+}
+
+std::map<std::string, Entry> read_gguf_imatrix(const std::string& path) {
+    const TensorFile tf = read_gguf(path);
+    auto type = tf.metadata.find("general.type");
+    const std::string* type_name =
+        type == tf.metadata.end() ? nullptr : std::get_if<std::string>(&type->second.value);
+    if (!type_name || *type_name != "imatrix")
+        fail("load_imatrix: '%s' is a GGUF file but not an imatrix (general.type is %s)",
+             path.c_str(), type_name ? type_name->c_str() : "missing");
+    int64_t chunks = 1;
+    if (auto c = tf.metadata.find("imatrix.chunk_count"); c != tf.metadata.end()) {
+        if (auto* u = std::get_if<uint64_t>(&c->second.value)) chunks = static_cast<int64_t>(*u);
+        if (auto* i = std::get_if<int64_t>(&c->second.value)) chunks = *i;
+    }
+    std::map<std::string, Entry> read;
+    for (const TensorRecord& r : tf.tensors) {
+        if (!ends_with(r.name, ".in_sum2")) continue;
+        const std::string name = r.name.substr(0, r.name.size() - 8);
+        const TensorRecord* c = tf.find(name + ".counts");
+        if (!c)
+            fail("load_imatrix: '%s': '%s' has no '%s.counts'", path.c_str(), r.name.c_str(),
+                 name.c_str());
+        if (r.shape.size() < 1 || r.shape.size() > 2 || c->shape.numel() < 1 ||
+            r.shape.numel() % c->shape.numel() != 0 || r.shape.numel() > kMaxValues)
+            fail("load_imatrix: '%s': '%s' and its counts have shapes that do not fit",
+                 path.c_str(), name.c_str());
+        const std::vector<float> sums = r.load().to_vector();
+        const std::vector<float> counts = c->load().to_vector();
+        const size_t per = sums.size() / counts.size();  // columns per matrix
+        Entry& e = read[name];
+        e.sum_sq.resize(sums.size());
+        e.count.resize(sums.size());
+        e.ncall = std::max<int64_t>(chunks, 1);
+        for (size_t j = 0; j < sums.size(); ++j) {
+            const float n = counts[j / per];
+            if (!std::isfinite(sums[j]) || sums[j] < 0 || !std::isfinite(n) || n < 0)
+                fail("load_imatrix: '%s': entry '%s' has sum %g, count %g at column %zu",
+                     path.c_str(), name.c_str(), sums[j], n, j);
+            // A matrix that saw no input gets importance 1, as llama.cpp's quantizer does.
+            e.sum_sq[j] = n > 0 ? sums[j] : 1.0;
+            e.count[j] = n > 0 ? std::max<int64_t>(1, std::llround(n)) : 1;
+            if (n > 0) e.sum_sq[j] *= static_cast<double>(e.count[j]) / n;
+        }
+    }
+    if (read.empty()) fail("load_imatrix: '%s' holds no imatrix entries (*.in_sum2)", path.c_str());
+    return read;
+}
+
+bool is_gguf_file(const std::string& path) {
+    File f(std::fopen(path.c_str(), "rb"));
+    char magic[4] = {};
+    return f && std::fread(magic, 1, 4, f.get()) == 4 && std::memcmp(magic, "GGUF", 4) == 0;
+}
+
+}  // namespace
+
+size_t load(const std::string& path) {
+    std::map<std::string, Entry> read =
+        is_gguf_file(path) ? read_gguf_imatrix(path) : read_legacy(path);
     Store& s = store();
     std::lock_guard<std::mutex> lock(s.mutex);
     for (auto& [name, e] : read) {

@@ -4,10 +4,12 @@
 // quantization error of each weight column (llama.cpp's quant_weights).
 //
 // One process-wide store, as the reference C API (enable_imatrix_collection, save_imatrix,
-// load_imatrix) has no context to hang it on. Files use the legacy llama.cpp / stable-diffusion.cpp
-// imatrix layout (little-endian): int32 entry count; per entry int32 name length, the name,
-// int32 ncall, int32 value count, float32 values (sum of squares / count * ncall); then int32
-// the number of chunks collected.
+// load_imatrix) has no context to hang it on. Files: the legacy llama.cpp /
+// stable-diffusion.cpp layout (what stable-diffusion.cpp writes; little-endian int32 entry
+// count; per entry int32 name length, the name, int32 ncall, int32 value count, float32 values
+// = sum of squares / count * ncall; then int32 the chunks collected), or, for a path ending in
+// ".gguf", llama.cpp's GGUF imatrix ("<name>.in_sum2" and "<name>.counts" tensors,
+// general.type "imatrix"). load() recognises either by content.
 #pragma once
 
 #include <atomic>

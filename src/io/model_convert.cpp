@@ -4,6 +4,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "base/thread_pool.h"
 #include "io/imatrix.h"
 #include "io/tensor_writer.h"
 #include "ops/convert.h"
@@ -30,9 +31,11 @@ Tensor quantize_weighted(const Tensor& t, DType dtype, const std::vector<float>&
     const float* src = f.data<float>();
     auto* dst = static_cast<uint8_t*>(out.data_ptr());
     const size_t row_size = row_bytes(dtype, row);
-    for (int64_t r = 0; r < rows; ++r)
-        quantize_row_weighted(dtype, src + r * row, dst + static_cast<size_t>(r) * row_size, row,
-                              importance.data());
+    parallel_for(rows, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r)
+            quantize_row_weighted(dtype, src + r * row, dst + static_cast<size_t>(r) * row_size,
+                                  row, importance.data());
+    });
     return out;
 }
 

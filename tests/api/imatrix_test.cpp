@@ -219,6 +219,46 @@ TEST_F(Imatrix, ConvertQuantizesWithTheLoadedImatrix) {
     EXPECT_EQ(read(weighted), round_trip(DType::Q4_K, x, 8, 512, imp.data()));
 }
 
+// The GGUF layout of llama.cpp's imatrix tool: written for a .gguf path, read by content.
+TEST_F(Imatrix, GgufFilesRoundTrip) {
+    std::vector<double> a(256), b(512);
+    for (size_t j = 0; j < a.size(); ++j) a[j] = 1.0 + double(j % 5);
+    for (size_t j = 0; j < b.size(); ++j) b[j] = 0.5 * double(j % 9);
+    imatrix::add("a.weight", a.data(), 256, 4);
+    imatrix::add("a.weight", a.data(), 256, 4);
+    imatrix::add("b.weight", b.data(), 512, 2);
+    const std::vector<float> want_a = imatrix::importance("a.weight");
+    const std::vector<float> want_b = imatrix::importance("b.weight");
+    const std::string file = test::temp_path("round.imatrix.gguf");
+    EXPECT_EQ(imatrix::save(file), 2u);
+    const TensorFile f = open_tensor_file(file);
+    EXPECT_EQ(f.format, "gguf");
+    EXPECT_EQ(std::get<std::string>(f.metadata.at("general.type").value), "imatrix");
+    ASSERT_NE(f.find("a.weight.in_sum2"), nullptr);
+    EXPECT_EQ(f.find("a.weight.in_sum2")->shape, (Shape{1, 256}));
+    EXPECT_EQ(f.find("a.weight.counts")->load().item(), 8.0f);
+    imatrix::clear();
+    EXPECT_EQ(imatrix::load(file), 2u);
+    const std::vector<float> got_a = imatrix::importance("a.weight");
+    const std::vector<float> got_b = imatrix::importance("b.weight");
+    ASSERT_EQ(got_a.size(), want_a.size());
+    ASSERT_EQ(got_b.size(), want_b.size());
+    for (size_t j = 0; j < got_a.size(); ++j) EXPECT_FLOAT_EQ(got_a[j], want_a[j]) << j;
+    for (size_t j = 0; j < got_b.size(); ++j) EXPECT_FLOAT_EQ(got_b[j], want_b[j]) << j;
+
+    // A GGUF that is not an imatrix, and one whose sums have no counts.
+    const std::string model = test::temp_path("not_imatrix.gguf");
+    const Tensor t = test::random_tensor({2, 32}, 3);
+    write_gguf(model, {{"x.in_sum2", t.dtype(), t.shape(), [t] { return t; }}});
+    EXPECT_FALSE(load_imatrix(model.c_str()));
+    EXPECT_NE(log_.text.find("not an imatrix"), std::string::npos) << log_.text;
+    const std::string no_counts = test::temp_path("no_counts.gguf");
+    write_gguf(no_counts, {{"x.in_sum2", t.dtype(), t.shape(), [t] { return t; }}},
+               {{"general.type", MetadataValue{std::string("imatrix")}}});
+    EXPECT_FALSE(load_imatrix(no_counts.c_str()));
+    EXPECT_NE(log_.text.find("x.counts"), std::string::npos) << log_.text;
+}
+
 TEST_F(Imatrix, BadFilesAndCallsFailWithTheirName) {
     EXPECT_FALSE(load_imatrix(nullptr));
     EXPECT_FALSE(load_imatrix("/no/such/file.dat"));
