@@ -1,6 +1,6 @@
 // The C API entry points whose engine parts are not built yet (video generation, the ESRGAN
-// upscaler, the Canny preprocessor, ADetailer, ControlNet hot-swap, importance matrices, ggml
-// graph callbacks): each logs one line naming the feature and fails; none pretends to succeed.
+// upscaler, the Canny preprocessor, ADetailer, ControlNet hot-swap, ggml graph
+// callbacks): each logs one line naming the feature and fails; none pretends to succeed.
 #include "base/log.h"
 #include "stable-diffusion.h"
 
@@ -77,21 +77,6 @@ bool sd_ctx_unload_control_net(sd_ctx_t*) {
 bool sd_ctx_has_control_net(const sd_ctx_t*) {
     return false;
 }
-
-bool load_imatrix(const char*) {
-    not_built("load_imatrix (importance-matrix quantization)");
-    return false;
-}
-
-void save_imatrix(const char*) {
-    not_built("save_imatrix (importance-matrix collection)");
-}
-
-void enable_imatrix_collection(void) {
-    not_built("enable_imatrix_collection (importance-matrix collection)");
-}
-
-void disable_imatrix_collection(void) {}
 
 // The callback sees ggml graph nodes, which this engine does not have; clearing it is fine.
 void sd_set_backend_eval_callback(sd_graph_eval_callback_t cb, void*) {

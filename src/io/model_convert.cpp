@@ -4,8 +4,11 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "base/thread_pool.h"
+#include "io/imatrix.h"
 #include "io/tensor_writer.h"
 #include "ops/convert.h"
+#include "tensor/quant_importance.h"
 
 namespace sd {
 namespace {
@@ -17,6 +20,23 @@ bool ends_with(const std::string& s, const char* suffix) {
 
 bool contains(const std::string& s, const char* part) {
     return s.find(part) != std::string::npos;
+}
+
+// `t` as `dtype`, each row quantized with the importance matrix's column weights.
+Tensor quantize_weighted(const Tensor& t, DType dtype, const std::vector<float>& importance) {
+    Tensor f = t.dtype() == DType::F32 ? t.contiguous() : convert(t, DType::F32).contiguous();
+    const int64_t row = static_cast<int64_t>(importance.size());
+    const int64_t rows = f.numel() / row;
+    Tensor out = Tensor::empty(f.shape(), dtype);
+    const float* src = f.data<float>();
+    auto* dst = static_cast<uint8_t*>(out.data_ptr());
+    const size_t row_size = row_bytes(dtype, row);
+    parallel_for(rows, 1, [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r)
+            quantize_row_weighted(dtype, src + r * row, dst + static_cast<size_t>(r) * row_size,
+                                  row, importance.data());
+    });
+    return out;
 }
 
 // Tensors the reference tool never quantizes: they are small and precision-sensitive.
@@ -97,6 +117,7 @@ void convert_model(const ModelFiles& files, const ConvertOptions& options) {
     const TensorTypeRules rules = parse_tensor_type_rules(options.tensor_type_rules);
     std::vector<OutputTensor> outputs;
     std::map<std::string, size_t> counts;
+    size_t weighted = 0;
     for (const std::string& name : files.names()) {
         const TensorRecord& r = files.get(name);
         DType dtype = output_dtype(name, r.shape, r.dtype, options.type, rules);
@@ -106,8 +127,22 @@ void convert_model(const ModelFiles& files, const ConvertOptions& options) {
         }
         ++counts[dtype_name(dtype)];
         const TensorRecord* record = &r;
-        outputs.push_back({name, dtype, r.shape, [record, dtype] {
+        // The importance matrix's column weights for this tensor, when one is loaded.
+        std::vector<float> importance;
+        if (has_weighted_quantization(dtype) && dtype != r.dtype && r.shape.size() >= 1) {
+            importance = imatrix::importance(name);
+            const int64_t row = r.shape[r.shape.size() - 1];
+            if (!importance.empty() && static_cast<int64_t>(importance.size()) != row) {
+                SD_LOG_WARN("imatrix: '%s' has %zu columns, the tensor's rows %lld; not used",
+                            name.c_str(), importance.size(), static_cast<long long>(row));
+                importance.clear();
+            }
+            if (!importance.empty()) ++weighted;
+        }
+        outputs.push_back({name, dtype, r.shape, [record, dtype, importance] {
                                Tensor t = record->load();
+                               if (!importance.empty())
+                                   return quantize_weighted(t, dtype, importance);
                                if (t.dtype() == dtype) return t.contiguous();
                                // Between two non-f32 types go through f32.
                                if (t.dtype() != DType::F32 && dtype != DType::F32)
@@ -124,6 +159,11 @@ void convert_model(const ModelFiles& files, const ConvertOptions& options) {
     } else {
         write_gguf(options.output_path, outputs, options.extra_metadata);
     }
+    if (weighted > 0)
+        SD_LOG_INFO("quantized %zu tensors with importance-matrix weights", weighted);
+    else if (imatrix::entry_count() > 0 && options.type)
+        SD_LOG_WARN("an importance matrix is loaded but no tensor written as %s matched it",
+                    dtype_name(*options.type));
     std::string summary;
     for (const auto& [type, n] : counts) summary += strfmt(" %s:%zu", type.c_str(), n);
     SD_LOG_INFO("wrote %s: %zu tensors (%s )", options.output_path.c_str(), outputs.size(),

@@ -1,6 +1,7 @@
 #include "nn/layers.h"
 
 #include "base/error.h"
+#include "io/imatrix.h"
 
 namespace sd {
 
@@ -9,10 +10,13 @@ Linear Linear::load(const Weights& w, int64_t in, int64_t out, bool bias) {
     l.weight = w.get("weight", {out, in});
     if (bias) l.bias = w.get("bias", {out});
     l.streamed = w.residency() == Residency::Streamed;
+    l.name = w.prefix() + "weight";
     return l;
 }
 
 Tensor Linear::forward(const Tensor& x) const {
+    if (imatrix::collecting()) [[unlikely]]
+        imatrix::record_linear(name, x);
     if (!streamed) return linear(x, weight, bias);
     Tensor y = linear(x, read_streamed(weight), bias);
     weight.storage()->release_pages();  // in case it was used in place
@@ -28,10 +32,13 @@ Conv2d Conv2d::load(const Weights& w, int64_t in, int64_t out, int kernel, int s
     c.options.stride_h = c.options.stride_w = stride;
     c.options.pad_h = c.options.pad_w = padding;
     c.streamed = w.residency() == Residency::Streamed;
+    c.name = w.prefix() + "weight";
     return c;
 }
 
 Tensor Conv2d::forward(const Tensor& x) const {
+    if (imatrix::collecting()) [[unlikely]]
+        imatrix::record_conv2d(name, x, options, weight.size(2), weight.size(3));
     if (!streamed) return conv2d(x, weight, bias, options);
     Tensor y = conv2d(x, read_streamed(weight), bias, options);
     weight.storage()->release_pages();

@@ -1,8 +1,11 @@
 // The layers every model family shares, as in torch.nn. Each holds its parameters and
 // applies them with forward(); load() binds them to the checkpoint by name and shape.
+// While importance-matrix collection is on (io/imatrix.h), Linear and Conv2d record their
+// inputs under their weight's name; when it is off that costs one atomic load a call.
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "nn/weights.h"
 #include "ops/ops.h"
@@ -13,6 +16,7 @@ struct Linear {
     Tensor weight;          // [out, in], any dtype
     Tensor bias;            // [out] or undefined
     bool streamed = false;  // read the weight from the file for each forward (Residency::Streamed)
+    std::string name;       // the weight's checkpoint name: the importance matrix's key
 
     static Linear load(const Weights& w, int64_t in, int64_t out, bool bias = true);
     Tensor forward(const Tensor& x) const;
@@ -23,6 +27,7 @@ struct Conv2d {
     Tensor bias;    // [out] or undefined
     Conv2dOptions options;
     bool streamed = false;  // as Linear::streamed
+    std::string name;       // as Linear::name
 
     // A square kernel; padding defaults to "same" (k / 2).
     static Conv2d load(const Weights& w, int64_t in, int64_t out, int kernel, int stride = 1,

@@ -16,9 +16,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_options.h"
+#include "fixture_files.h"
 #include "generation_request.h"
 #include "image/image_io.h"
 #include "image_metadata.h"
+#include "io/imatrix.h"
 #include "io/io_test_util.h"
 #include "io/tensor_file.h"
 #include "io/tensor_writer.h"
@@ -242,6 +244,47 @@ TEST(CliConvert, DefaultOutputNameAndErrors) {
         run_cli({"-M", "convert", "-m", small_model(), "--type", "iq2_xs", "-o", dir + "/x.gguf"});
     EXPECT_EQ(bad_type.exit_code, 1);
     EXPECT_NE(bad_type.output.find("iq2_xs"), std::string::npos) << bad_type.output;
+}
+
+// --imat-out collects while generating and writes the file; --imat-in feeds convert.
+TEST(CliConvert, ImatrixCollectedThenUsedByConvert) {
+    const std::string model = sd::test::generated_checkpoint("sd15", "f16", 1);
+    const std::string dir = sd::test::temp_path("imatrix_dir");
+    std::filesystem::create_directories(dir);
+    const std::string collected = dir + "/sd15.imatrix.dat";
+    const RunResult gen = run_cli({"-m", model, "-p", "a cat", "-W", "64", "-H", "64", "--steps",
+                                   "1", "-o", dir + "/out.png", "--imat-out", collected,
+                                   "--tokenizer-dir", fixtures() + "/tokenizers"});
+    ASSERT_EQ(gen.exit_code, 0) << gen.output;
+    sd::imatrix::clear();
+    EXPECT_GT(sd::imatrix::load(collected), 100u);
+    EXPECT_EQ(sd::imatrix::importance("model.diffusion_model.input_blocks.1.1.transformer_blocks.0."
+                                      "attn2.to_k.weight")
+                  .size(),
+              768u);
+
+    // An imatrix for the small model's two matrices; given after the collected one, its entries
+    // replace those of the same names (different sizes).
+    sd::imatrix::clear();
+    std::vector<double> sums(256);
+    for (size_t j = 0; j < sums.size(); ++j) sums[j] = 1.0 + double(j % 7);
+    sd::imatrix::add("model.diffusion_model.middle_block.1.proj_in.weight", sums.data(), 256, 3);
+    sd::imatrix::add("cond_stage_model.transformer.text_model.encoder.layers.0.mlp.fc1.weight",
+                     sums.data(), 256, 3);
+    const std::string small = dir + "/small.imatrix.dat";
+    sd::imatrix::save(small);
+    sd::imatrix::clear();
+    const RunResult conv =
+        run_cli({"-M", "convert", "-m", small_model(), "-o", dir + "/q.gguf", "--type", "q4_K",
+                 "--imat-in", collected, "--imat-in", small, "-v"});
+    ASSERT_EQ(conv.exit_code, 0) << conv.output;
+    EXPECT_NE(conv.output.find("quantized 2 tensors with importance-matrix weights"),
+              std::string::npos)
+        << conv.output;
+    const RunResult bad = run_cli({"-M", "convert", "-m", small_model(), "-o", dir + "/b.gguf",
+                                   "--type", "q4_K", "--imat-in", dir + "/missing.dat"});
+    EXPECT_EQ(bad.exit_code, 1);
+    EXPECT_NE(bad.output.find(dir + "/missing.dat"), std::string::npos) << bad.output;
 }
 
 sd::image::Image test_image(uint32_t w, uint32_t h) {

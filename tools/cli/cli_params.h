@@ -39,7 +39,7 @@ struct CliParams {
     bool metadata_all = false;
     std::string tokenizer_dir;
     std::string rpc_servers;
-    std::string imat_in;
+    std::vector<std::string> imat_in;  // every --imat-in, in order
     std::string imat_out;
     bool help = false;
     bool list_devices = false;

@@ -1,6 +1,7 @@
 // -M img_gen / vid_gen: the reference program's flow. Read the inputs, create the context,
 // settle the sampler and scheduler the model prefers, generate, optionally upscale, and
 // write each result with its parameters.
+#include <cstdio>
 #include <memory>
 
 #include "cli_options.h"
@@ -92,8 +93,25 @@ int run_generate(CliParams& p) {
         return 1;
     }
     resolve_sampling_defaults(ctx.get(), p);
+    if (!p.imat_out.empty()) {
+        if (!load_imatrix_inputs(p)) return 1;
+        enable_imatrix_collection();
+    }
     ImageList images = generate(ctx.get(), p, request);
     ctx.reset();
+    if (!p.imat_out.empty()) {
+        disable_imatrix_collection();
+        if (images.size() > 0) {
+            std::remove(p.imat_out.c_str());  // save_imatrix reports failure by log only
+            save_imatrix(p.imat_out.c_str());
+            if (std::FILE* f = std::fopen(p.imat_out.c_str(), "rb")) {
+                std::fclose(f);
+            } else {
+                log_error("--imat-out: '%s' was not written", p.imat_out.c_str());
+                return 1;
+            }
+        }
+    }
     if (images.size() == 0) {
         log_error("generate failed");
         return 1;

@@ -10,4 +10,8 @@ int run_generate(CliParams& params);  // img_gen and vid_gen
 int run_convert(const CliParams& params);
 int run_upscale(CliParams& params);
 
+// Loads every --imat-in file into the library's importance matrix; false (logged) on the
+// first that fails.
+bool load_imatrix_inputs(const CliParams& params);
+
 }  // namespace cli
