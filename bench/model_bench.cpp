@@ -133,7 +133,7 @@ int run_model_bench(const ModelBenchOptions& o, double peak) {
     reset_flop_counter();
     double d0 = now_seconds();
     c0 = cpu_seconds();
-    model.codec->decode(z, {});
+    model.codec->decode(z, decode_tiling(model, {}, latent[2], latent[3]));
     const double decode_s = now_seconds() - d0, decode_flops = counted_flops();
     const double decode_cpu = cpu_seconds() - c0;
     const double decode_peak = phase_peak_rss_mib();

@@ -45,6 +45,12 @@ struct GenerationHooks {
     const std::atomic<int>* cancel = nullptr;  // a CancelMode value, read between steps
 };
 
+// The decode's tiling: the requested one, or in the streamed (low-memory) mode tiles for an
+// image above 640x640, since an untiled decode holds several full-resolution feature maps
+// (about 2.6 GiB of activations at 1024x1024).
+VaeTiling decode_tiling(const ModelComponents& model, const VaeTiling& requested, int64_t latent_h,
+                        int64_t latent_w);
+
 // Throws sd::Error on bad requests and sd::Cancelled when cancelled with CancelMode::All.
 std::vector<image::Image> generate_images(const ModelComponents& model, const ImageRequest& request,
                                           const GenerationHooks& hooks = {});
