@@ -129,6 +129,7 @@ int run_model_bench(const ModelBenchOptions& o, double peak) {
     const double gen_flops = counted_flops();
 
     Tensor z = Tensor::full(latent, 0.1f);
+    const CacheBudget decode_cache(cache_bytes_for(model, /*decoding=*/true));  // as a generation
     reset_peak_rss(&overall_peak);
     reset_flop_counter();
     double d0 = now_seconds();

@@ -83,17 +83,21 @@ Tensor dilate(const Tensor& mask) {
     return out;
 }
 
-// The allocator's cache (see CachingAllocator, CacheBudget) sized to each phase. Streaming: 256 MiB
-// while sampling, where the diffusion model's activations churn (a step then stays within
-// ~5% of the default mode's), 64 MiB for the decode, whose activations of 100s of MiB would
-// otherwise stay cached past the low-memory budget. Default mode: 512 MiB while sampling
-// (the weights are resident then), 1 GiB for the decode, which has the memory to itself
-// and would otherwise map and fill a fresh block for most of its large activations.
+}  // namespace
+
+// The allocator's cache (see CachingAllocator, CacheBudget) sized to each phase. Streaming:
+// 256 MiB while sampling, where the diffusion model's activations churn (a step then stays
+// within ~5% of the default mode's), 64 MiB for the decode, whose activations of 100s of MiB
+// would otherwise stay cached past the low-memory budget. Default mode: 512 MiB while
+// sampling (the weights are resident then), 1 GiB for the decode, which has the memory to
+// itself and would otherwise map and fill a fresh block for most of its large activations.
 size_t cache_bytes_for(const ModelComponents& m, bool decoding) {
     const bool streamed = m.memory.residency == Residency::Streamed;
     const size_t mib = decoding ? (streamed ? 64 : 1024) : (streamed ? 256 : 512);
     return mib << 20;
 }
+
+namespace {
 
 struct Conditions {
     Conditioning cond, uncond;  // uncond.context undefined: no guidance

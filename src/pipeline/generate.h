@@ -51,6 +51,9 @@ struct GenerationHooks {
 VaeTiling decode_tiling(const ModelComponents& model, const VaeTiling& requested, int64_t latent_h,
                         int64_t latent_w);
 
+// The allocator cache a generation keeps while sampling or decoding (see CacheBudget).
+size_t cache_bytes_for(const ModelComponents& model, bool decoding);
+
 // Throws sd::Error on bad requests and sd::Cancelled when cancelled with CancelMode::All.
 std::vector<image::Image> generate_images(const ModelComponents& model, const ImageRequest& request,
                                           const GenerationHooks& hooks = {});
