@@ -189,22 +189,12 @@ TEST(System, EveryUnbuiltFunctionSaysSo) {
     });
     expect_one_line("ControlNet", [] { return sd_ctx_load_control_net(nullptr, "c.safetensors"); });
     expect_one_line("ControlNet", [] { return sd_ctx_unload_control_net(nullptr); });
-    expect_one_line("importance-matrix", [] { return load_imatrix("m.dat"); });
-    expect_one_line("importance-matrix", [] {
-        save_imatrix("m.dat");
-        return false;
-    });
-    expect_one_line("importance-matrix", [] {
-        enable_imatrix_collection();
-        return false;
-    });
     expect_one_line("ggml graph", [] {
         sd_set_backend_eval_callback([](ggml_tensor*, bool, void*) { return true; }, nullptr);
         return false;
     });
     EXPECT_FALSE(sd_ctx_has_control_net(nullptr));
     free_adetailer_ctx(nullptr);
-    disable_imatrix_collection();
     LogCapture quiet;
     sd_set_backend_eval_callback(nullptr, nullptr);  // clearing it is not an error
     EXPECT_TRUE(quiet.captured.lines.empty());
