@@ -47,11 +47,18 @@ bool is_mapped(size_t cls) {
 
 void* system_allocate(size_t cls) {
     if (is_mapped(cls)) {
-        // Populated at once: a tensor is written whole, and one call that maps every page
-        // costs far less than a page fault each (most of all under virtualisation).
-        void* p = ::mmap(nullptr, cls, PROT_READ | PROT_WRITE,
-                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+        // Backed by transparent huge pages where the kernel offers them (2 MiB pages: a
+        // 1 GiB activation takes 512 TLB entries instead of 262144, and is zeroed in 512
+        // faults), then populated at once: a tensor is written whole, and one call that maps
+        // every page costs far less than a page fault each (most of all under
+        // virtualisation).
+        void* p = ::mmap(nullptr, cls, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) fail("out of memory mapping %zu bytes", cls);
+        ::madvise(p, cls, MADV_HUGEPAGE);
+        if (::madvise(p, cls, MADV_POPULATE_WRITE) != 0) {
+            // Older kernels: fault the pages in one by one (a huge page at a time with THP).
+            for (size_t off = 0; off < cls; off += 4096) static_cast<volatile char*>(p)[off] = 0;
+        }
         return p;
     }
     void* p = std::aligned_alloc(kAlignment, cls);
