@@ -55,7 +55,12 @@ void* system_allocate(size_t cls) {
         void* p = ::mmap(nullptr, cls, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) fail("out of memory mapping %zu bytes", cls);
         ::madvise(p, cls, MADV_HUGEPAGE);
-        if (::madvise(p, cls, MADV_POPULATE_WRITE) != 0) {
+#ifdef MADV_POPULATE_WRITE
+        const bool populated = ::madvise(p, cls, MADV_POPULATE_WRITE) == 0;
+#else
+        const bool populated = false;
+#endif
+        if (!populated) {
             // Older kernels: fault the pages in one by one (a huge page at a time with THP).
             for (size_t off = 0; off < cls; off += 4096) static_cast<volatile char*>(p)[off] = 0;
         }
