@@ -28,7 +28,6 @@ ModelComponents assemble(const ModelFiles& files, const LoadOptions& options) {
     add_unet_and_vae(m, load_unet(files, options), files, options, "SD 1.x");
     m.denoiser = make_denoiser(resolve_prediction(options.prediction, EPS_PRED));
     m.ays_table = AysTable::Sd15;
-    m.memory = options.memory;
     return m;
 }
 

@@ -49,7 +49,6 @@ ModelComponents assemble(const ModelFiles& files, const LoadOptions& options) {
     add_unet_and_vae(m, std::move(unet), files, options, "SD 2.x");
     m.denoiser = make_denoiser(prediction);
     m.ays_table = AysTable::Sd15;  // the reference has no SD 2.x table and uses SD 1.5's
-    m.memory = options.memory;
     return m;
 }
 

@@ -86,7 +86,6 @@ ModelComponents assemble(const ModelFiles& files, const LoadOptions& options) {
     add_unet_and_vae(m, std::move(unet), files, options, "SDXL");
     m.denoiser = make_denoiser(resolve_prediction(options.prediction, EPS_PRED));
     m.ays_table = AysTable::Sdxl;
-    m.memory = options.memory;
     return m;
 }
 

@@ -98,7 +98,7 @@ struct ModelComponents {
     // Inpaint checkpoints take [mask, masked-image latent] as extra input channels.
     bool inpaint = false;
     AysTable ays_table = AysTable::Sd15;
-    MemoryPolicy memory;
+    MemoryPolicy memory;  // the context's (set by load_model)
 };
 
 }  // namespace sd

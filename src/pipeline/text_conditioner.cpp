@@ -142,16 +142,23 @@ void TextConditioner::tokenize(const std::string& prompt, std::vector<int32_t>& 
 }
 
 // Every encoder's states of one window, concatenated along the width: [1, 77, sum of widths].
+// One window's ids as encoder `b` reads them: i32 [1, 77], 0 after the first end token
+// where the branch asks for it.
+Tensor TextConditioner::branch_tokens(const ClipBranch& b, const std::vector<int32_t>& ids) const {
+    Tensor tokens = Tensor::empty({1, static_cast<int64_t>(kWindow)}, DType::I32);
+    int32_t* t = tokens.data<int32_t>();
+    std::copy(ids.begin(), ids.end(), t);
+    if (b.zero_after_end) {
+        int32_t* end = std::find(t, t + kWindow, tokenizer_.eos_id());
+        if (end != t + kWindow) std::fill(end + 1, t + kWindow, 0);
+    }
+    return tokens;
+}
+
 Tensor TextConditioner::encode_window(const std::vector<int32_t>& ids, int clip_skip) const {
     std::vector<Tensor> states;
     for (const ClipBranch& b : encoders_) {
-        Tensor tokens = Tensor::empty({1, static_cast<int64_t>(kWindow)}, DType::I32);
-        int32_t* t = tokens.data<int32_t>();
-        std::copy(ids.begin(), ids.end(), t);
-        if (b.zero_after_end) {
-            auto end = std::find(t, t + kWindow, tokenizer_.eos_id());
-            if (end != t + kWindow) std::fill(end + 1, t + kWindow, 0);
-        }
+        Tensor tokens = branch_tokens(b, ids);
         const Tensor& extra = &b == &encoders_.front() ? custom_vectors_ : Tensor();
         states.push_back(b.encoder.forward(tokens, clip_skip, extra, b.final_norm));
     }
@@ -186,11 +193,7 @@ TextEncoding TextConditioner::encode(const std::string& prompt, int clip_skip) c
             auto end = std::find(window.begin(), window.end(), tokenizer_.eos_id());
             const int64_t index =
                 std::min<int64_t>(end - window.begin(), static_cast<int64_t>(kWindow) - 1);
-            Tensor tokens = Tensor::empty({1, static_cast<int64_t>(kWindow)}, DType::I32);
-            std::copy(window.begin(), window.end(), tokens.data<int32_t>());
-            if (b.zero_after_end && end != window.end())
-                std::fill(tokens.data<int32_t>() + index + 1, tokens.data<int32_t>() + kWindow, 0);
-            out.pooled = b.encoder.pooled(tokens, index);
+            out.pooled = b.encoder.pooled(branch_tokens(b, window), index);
         }
     }
     out.context = parts.size() == 1 ? parts[0] : concat(parts, 1);

@@ -71,6 +71,7 @@ class TextConditioner {
     void append_piece(const std::string& text, float weight, std::vector<int32_t>& ids,
                       std::vector<float>& weights) const;
 
+    Tensor branch_tokens(const ClipBranch& b, const std::vector<int32_t>& ids) const;
     Tensor encode_window(const std::vector<int32_t>& ids, int clip_skip) const;
 
     ClipTokenizer tokenizer_;
