@@ -225,8 +225,11 @@ enum sample_method_t sd_get_default_sample_method(const sd_ctx_t* sd_ctx) {
     return EULER_A_SAMPLE_METHOD;
 }
 
-enum scheduler_t sd_get_default_scheduler(const sd_ctx_t*, enum sample_method_t sample_method) {
-    return sample_method == LCM_SAMPLE_METHOD ? LCM_SCHEDULER : DISCRETE_SCHEDULER;
+enum scheduler_t sd_get_default_scheduler(const sd_ctx_t* sd_ctx,
+                                          enum sample_method_t sample_method) {
+    if (sample_method == LCM_SAMPLE_METHOD) return LCM_SCHEDULER;
+    if (sd_ctx && sd_ctx->model.family) return sd_ctx->model.family->defaults.scheduler;
+    return DISCRETE_SCHEDULER;
 }
 
 bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* params, sd_image_t** images_out,

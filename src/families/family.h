@@ -23,11 +23,11 @@ struct LoadOptions {
     MemoryPolicy memory;
 };
 
-// What a family uses when a request leaves a choice open.
+// What a family uses when a request leaves a choice open (sd_get_default_sample_method /
+// sd_get_default_scheduler; LCM always takes the LCM scheduler).
 struct FamilyDefaults {
     SampleMethod method = EULER_A_SAMPLE_METHOD;
     Scheduler scheduler = DISCRETE_SCHEDULER;
-    int width = 512, height = 512;
 };
 
 struct Family {
