@@ -17,13 +17,14 @@
 #include "tensor/caching_allocator.h"
 
 namespace sd::bench {
-namespace {
 
 double peak_rss_mib() {
     struct rusage usage {};
     getrusage(RUSAGE_SELF, &usage);
     return static_cast<double>(usage.ru_maxrss) / 1024.0;
 }
+
+namespace {
 
 // Peak RSS since the last reset_peak_rss() (VmHWM), in MiB.
 double phase_peak_rss_mib() {
@@ -47,6 +48,8 @@ void reset_peak_rss(double* overall) {
     }
 }
 
+}  // namespace
+
 double current_rss_mib() {
     long pages = 0, resident = 0;
     if (FILE* f = std::fopen("/proc/self/statm", "r")) {
@@ -56,7 +59,6 @@ double current_rss_mib() {
     return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / 1048576.0;
 }
 
-// User + system CPU seconds of the whole process so far.
 double cpu_seconds() {
     struct rusage usage {};
     getrusage(RUSAGE_SELF, &usage);
@@ -64,9 +66,6 @@ double cpu_seconds() {
     return sec(usage.ru_utime) + sec(usage.ru_stime);
 }
 
-// Wall-clock figures, then the same work per CPU-second against one thread's share of the
-// peak: on a machine shared with other work the second stays meaningful (threads waiting
-// on each other count against it, time taken by other processes does not).
 void print_row(const char* what, double seconds, double cpu, double flops, double peak) {
     const double gflops = flops / seconds * 1e-9;
     const double per_thread_peak = peak / num_threads();
@@ -74,8 +73,6 @@ void print_row(const char* what, double seconds, double cpu, double flops, doubl
                 what, seconds, flops * 1e-9, gflops, 100.0 * gflops / peak, cpu,
                 100.0 * flops * 1e-9 / cpu / per_thread_peak);
 }
-
-}  // namespace
 
 int run_model_bench(const ModelBenchOptions& o, double peak) {
     double t0 = now_seconds();

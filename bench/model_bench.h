@@ -17,4 +17,14 @@ struct ModelBenchOptions {
 
 int run_model_bench(const ModelBenchOptions& options, double peak_gflops);
 
+// The process's peak RSS (getrusage) and current RSS, in MiB.
+double peak_rss_mib();
+double current_rss_mib();
+// User + system CPU seconds of the whole process so far.
+double cpu_seconds();
+// One table row: wall-clock figures, then the same work per CPU-second against one thread's
+// share of the peak: on a machine shared with other work the second stays meaningful
+// (threads waiting on each other count against it, time taken by other processes does not).
+void print_row(const char* what, double seconds, double cpu, double flops, double peak);
+
 }  // namespace sd::bench

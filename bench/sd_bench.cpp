@@ -27,6 +27,7 @@
 #include "ops/ops.h"
 #include "peak_flops.h"
 #include "tensor/caching_allocator.h"
+#include "upscale_bench.h"
 
 namespace sd::bench {
 namespace {
@@ -73,14 +74,19 @@ Case linear_case(int64_t m, int64_t n, int64_t k, DType wtype) {
             2.0 * m * n * k, 0, [=] { linear(x, w, b); }};
 }
 
-Case conv3x3_case() {
-    Tensor x = random_f32({1, 320, 64, 64}, 4);
-    Tensor w = convert(scale(random_f32({320, 320, 3, 3}, 5), 0.02f), DType::F16);
-    Tensor b = random_f32({320}, 6);
+// A 3x3 convolution, padding 1: the UNet's 320 -> 320 at 64x64 by default; ESRGAN's dense
+// blocks run 64 -> 32 up to 192 -> 64 at the tile size (128x128).
+Case conv3x3_case(int64_t in = 320, int64_t out = 320, int64_t hw = 64,
+                  const char* name = "conv2d 3x3 f16") {
+    Tensor x = random_f32({1, in, hw, hw}, 4);
+    Tensor w = convert(scale(random_f32({out, in, 3, 3}, 5), 0.02f), DType::F16);
+    Tensor b = random_f32({out}, 6);
     Conv2dOptions o;
     o.pad_h = o.pad_w = 1;
-    return {"conv2d 3x3 f16", "320->320, 64x64", 2.0 * 64 * 64 * 320 * 320 * 9, 0,
-            [=] { conv2d(x, w, b, o); }};
+    return {name,
+            strfmt("%lld->%lld, %lldx%lld", (long long)in, (long long)out, (long long)hw,
+                   (long long)hw),
+            2.0 * hw * hw * out * in * 9, 0, [=] { conv2d(x, w, b, o); }};
 }
 
 // A case run in bf16 mode.
@@ -102,6 +108,8 @@ std::vector<Case> make_cases(bool bf16) {
     }
     cases.push_back(linear_case(77, 768, 768, DType::F16));
     cases.push_back(conv3x3_case());
+    cases.push_back(conv3x3_case(64, 32, 128, "conv2d RRDB first"));
+    cases.push_back(conv3x3_case(192, 64, 128, "conv2d RRDB last"));
     if (bf16) cases.push_back(bf16_compute(conv3x3_case(), "conv2d bf16-compute"));
     {
         Tensor q = random_f32({1, 8, 4096, 40}, 7);
@@ -126,9 +134,11 @@ void usage() {
         "usage: sd-bench [-t THREADS] [--min-time SECONDS] [--isa generic|avx2|avx512]\n"
         "       sd-bench --model FILE [--tokenizer-dir DIR] [-W 512] [-H 512] [--steps 3] [-t N]\n"
         "                [--params-backend cpu|disk]\n"
+        "       sd-bench --upscale-model FILE [-W 128] [-H 128] [--upscale-tile-size 128] [-t N]\n"
         "  -t THREADS        threads (default: physical cores)\n"
         "  --model FILE      time a whole model instead of single kernels: UNet pass, step, VAE\n"
         "  --params-backend  disk: the streaming low-memory mode (each layer's pages dropped)\n"
+        "  --upscale-model F time the ESRGAN upscaler on a W x H image (default 128x128)\n"
         "  --min-time S      seconds each case repeats for (default 2)\n"
         "  --isa NAME        kernel family to use (default: the best this CPU has)\n"
         "  --compute-type T  f32 (default) or bf16: AVX512-BF16 products (table: extra rows)\n");
@@ -138,6 +148,7 @@ int run(int argc, char** argv) {
     int threads = 0;
     double min_time = 2.0;
     ModelBenchOptions model;
+    UpscaleBenchOptions upscale;
     ComputeType compute = ComputeType::F32;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
@@ -167,12 +178,16 @@ int run(int argc, char** argv) {
                 fail("--compute-type: expected f32 or bf16, not '%s'", v.c_str());
         } else if (a == "--model") {
             model.model = value();
+        } else if (a == "--upscale-model") {
+            upscale.model = value();
+        } else if (a == "--upscale-tile-size") {
+            upscale.tile_size = std::atoi(value().c_str());
         } else if (a == "--tokenizer-dir") {
             model.tokenizer_dir = value();
         } else if (a == "-W" || a == "--width") {
-            model.width = std::atoi(value().c_str());
+            model.width = upscale.width = std::atoi(value().c_str());
         } else if (a == "-H" || a == "--height") {
-            model.height = std::atoi(value().c_str());
+            model.height = upscale.height = std::atoi(value().c_str());
         } else if (a == "--steps") {
             model.steps = std::atoi(value().c_str());
             SD_CHECK(model.steps > 0, "--steps must be positive");
@@ -207,6 +222,7 @@ int run(int argc, char** argv) {
     }
     std::printf("\n");
     if (!model.model.empty()) return run_model_bench(model, peak);
+    if (!upscale.model.empty()) return run_upscale_bench(upscale, peak);
     set_compute_type(ComputeType::F32);
     std::printf("%-20s %-30s %10s %10s %8s %9s\n", "case", "shape", "ms", "GFLOP/s", "% peak",
                 "GB/s");

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "api/c_images.h"
 #include "api/callbacks.h"
 #include "api/placement.h"
 #include "base/error.h"
@@ -97,21 +98,6 @@ sd_ctx_t* create(const sd_ctx_params_t& p) {
     return ctx.release();
 }
 
-std::optional<sd::image::Image> to_image8(const sd_image_t& img, const char* what) {
-    if (img.data == nullptr) return std::nullopt;
-    SD_CHECK(img.width > 0 && img.height > 0 &&
-                 (img.channel == 1 || img.channel == 3 || img.channel == 4),
-             "%s of %ux%u with %u channels: expected 1, 3 or 4 channels", what, img.width,
-             img.height, img.channel);
-    sd::image::Image out;
-    out.width = img.width;
-    out.height = img.height;
-    out.channels = img.channel;
-    out.pixels.assign(img.data,
-                      img.data + static_cast<size_t>(img.width) * img.height * img.channel);
-    return out;
-}
-
 void reject_unbuilt(const sd_img_gen_params_t& p) {
     if (p.lora_count > 0) sd::fail("LoRA is not supported by this build yet");
     if (p.ref_images_count > 0)
@@ -157,8 +143,8 @@ sd::ImageRequest to_request(const sd_ctx_t& ctx, const sd_img_gen_params_t& p) {
     r.batch_count = p.batch_count;
     r.rng = ctx.rng_type;
     r.sampler_rng = ctx.sampler_rng_type;
-    r.init_image = to_image8(p.init_image, "init image");
-    r.mask_image = to_image8(p.mask_image, "mask image");
+    r.init_image = sd::api::to_image8(p.init_image, "init image");
+    r.mask_image = sd::api::to_image8(p.mask_image, "mask image");
     r.strength = p.strength;
     r.vae_tiling.enabled = p.vae_tiling_params.enabled;
     if (p.vae_tiling_params.tile_size_x > 0)
@@ -166,24 +152,6 @@ sd::ImageRequest to_request(const sd_ctx_t& ctx, const sd_img_gen_params_t& p) {
     if (p.vae_tiling_params.target_overlap > 0)
         r.vae_tiling.overlap = p.vae_tiling_params.target_overlap;
     return r;
-}
-
-sd_image_t* to_c_images(const std::vector<sd::image::Image>& images) {
-    auto* out = static_cast<sd_image_t*>(std::calloc(images.size(), sizeof(sd_image_t)));
-    SD_CHECK(out != nullptr, "out of memory for %zu result images", images.size());
-    for (size_t i = 0; i < images.size(); ++i) {
-        const sd::image::Image& img = images[i];
-        out[i].width = img.width;
-        out[i].height = img.height;
-        out[i].channel = img.channels;
-        out[i].data = static_cast<uint8_t*>(std::malloc(img.pixels.size()));
-        if (!out[i].data) {
-            free_sd_images(out, static_cast<int>(i));
-            sd::fail("out of memory for a %ux%u result image", img.width, img.height);
-        }
-        std::copy(img.pixels.begin(), img.pixels.end(), out[i].data);
-    }
-    return out;
 }
 
 sd::CancelMode to_cancel_mode(int c_mode) {
@@ -259,7 +227,7 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* params, sd_imag
             SD_LOG_WARN("generation cancelled");
             return false;
         }
-        *images_out = to_c_images(images);
+        *images_out = sd::api::to_c_images(images);
         *num_images_out = static_cast<int>(images.size());
         return true;
     } catch (const std::exception& e) {

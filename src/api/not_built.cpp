@@ -1,5 +1,5 @@
-// The C API entry points whose engine parts are not built yet (video generation, the ESRGAN
-// upscaler, the Canny preprocessor, ADetailer, ControlNet hot-swap, ggml graph
+// The C API entry points whose engine parts are not built yet (video generation, the Canny
+// preprocessor, ADetailer, ControlNet hot-swap, ggml graph
 // callbacks): each logs one line naming the feature and fails; none pretends to succeed.
 #include "base/log.h"
 #include "stable-diffusion.h"
@@ -25,23 +25,6 @@ bool generate_video(sd_ctx_t*, const sd_vid_gen_params_t*, sd_image_t** frames_o
     if (audio_out) *audio_out = nullptr;
     not_built("generate_video (video generation)");
     return false;
-}
-
-upscaler_ctx_t* new_upscaler_ctx(const char*, bool, int, int, const char*, const char*) {
-    not_built("new_upscaler_ctx (ESRGAN upscaling)");
-    return nullptr;
-}
-
-void free_upscaler_ctx(upscaler_ctx_t*) {}
-
-bool upscale(upscaler_ctx_t*, sd_image_t, uint32_t, sd_image_t** images_out, int* num_images_out) {
-    clear_outputs(images_out, num_images_out);
-    not_built("upscale (ESRGAN upscaling)");
-    return false;
-}
-
-int get_upscale_factor(upscaler_ctx_t*) {
-    return 1;
 }
 
 bool preprocess_canny(sd_image_t, float, float, float, float, bool) {

@@ -210,4 +210,15 @@ Placement read_placement(const sd_ctx_params_t& p) {
     return out;
 }
 
+Residency read_upscaler_placement(const char* backend, const char* params_backend) {
+    for (const SpecEntry& e : parse_spec(backend, "backend")) require_device(e.value, "backend");
+    Residency residency = Residency::Resident;
+    for (const SpecEntry& e : parse_spec(params_backend, "params_backend")) {
+        const bool disk = is_disk(e.value, "params_backend");
+        if (disk && (e.component == "*" || e.component == "upscaler"))
+            residency = Residency::Streamed;
+    }
+    return residency;
+}
+
 }  // namespace sd::api

@@ -45,4 +45,8 @@ struct Placement {
 // a device that does not exist, a malformed spec or number, or an unknown model_args key.
 Placement read_placement(const sd_ctx_params_t& p);
 
+// new_upscaler_ctx's backend / params_backend: every device named must exist; the weights
+// stream from disk when params_backend places the upscaler ("*" or "upscaler") on "disk".
+Residency read_upscaler_placement(const char* backend, const char* params_backend);
+
 }  // namespace sd::api

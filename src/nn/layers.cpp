@@ -45,6 +45,14 @@ Tensor Conv2d::forward(const Tensor& x) const {
     return y;
 }
 
+void Conv2d::forward_into(const Tensor& x, const Tensor& out) const {
+    if (imatrix::collecting()) [[unlikely]]
+        imatrix::record_conv2d(name, x, options, weight.size(2), weight.size(3));
+    if (!streamed) return conv2d_into(x, weight, bias, options, out);
+    conv2d_into(x, read_streamed(weight), bias, options, out);
+    weight.storage()->release_pages();
+}
+
 GroupNorm GroupNorm::load(const Weights& w, int64_t groups, int64_t channels, float eps) {
     GroupNorm g;
     g.weight = w.get("weight", {channels});

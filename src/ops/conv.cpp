@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/thread_pool.h"
 #include "ops/cpu/gemm.h"
 #include "ops/flop_counter.h"
 
@@ -89,13 +90,14 @@ void copy_upsampled(const float* row, int64_t w, int64_t iw0, float* d, int64_t 
     for (; t < n; ++t) d[t] = 0.0f;
 }
 
-// Row (c, kh, kw) of the patch matrix for output pixels [p0, p0 + np): d[i] is the input
-// value under kernel tap (kh, kw) of channel c for output pixel p0 + i, 0 in the padding.
+// Row (c, kh, kw) of the patch matrix for output pixels [p0, p0 + np), where p0 is output
+// pixel (oh0, ow0): d[i] is the input value under kernel tap (kh, kw) of channel c for
+// output pixel p0 + i, 0 in the padding.
 void patch_row(const ConvGeometry& g, const cpu::GemmKernels& ks, int64_t c, int64_t kh, int64_t kw,
-               int64_t p0, int np, float* d) {
+               int64_t oh0, int64_t ow0, int np, float* d) {
     const int64_t sw = g.up2 ? g.w / 2 : g.w;  // the stored row length
     const float* plane = g.x + c * (g.up2 ? g.h / 2 : g.h) * sw;
-    int64_t oh = p0 / g.ow, ow = p0 % g.ow;
+    int64_t oh = oh0, ow = ow0;
     for (int64_t i = 0; i < np; ow = 0, ++oh) {
         // The pixels of output row oh from column ow on.
         const int64_t seg = std::min<int64_t>(np - i, g.ow - ow);
@@ -121,9 +123,10 @@ void pack_patches(const cpu::PanelSource& src, const cpu::GemmKernels& ks, int64
                   int64_t k0, int64_t kc, float* dst, int R) {
     const auto& g = *static_cast<const ConvGeometry*>(src.ctx);
     int64_t c = k0 / (g.kh * g.kw), kh = k0 / g.kw % g.kh, kw = k0 % g.kw;
+    const int64_t oh0 = p0 / g.ow, ow0 = p0 % g.ow;  // once: a division costs as much as a copy
     for (int64_t k = 0; k < kc; ++k) {
         float* d = dst + k * R;
-        patch_row(g, ks, c, kh, kw, p0, np, d);
+        patch_row(g, ks, c, kh, kw, oh0, ow0, np, d);
         std::fill(d + np, d + R, 0.0f);
         if (++kw == g.kw) {
             kw = 0;
@@ -135,19 +138,29 @@ void pack_patches(const cpu::PanelSource& src, const cpu::GemmKernels& ks, int64
     }
 }
 
-}  // namespace
+// The output size of conv2d on x (H, W doubled first with upsample2x).
+std::pair<int64_t, int64_t> output_size(const Tensor& x, const Tensor& weight,
+                                        const Conv2dOptions& opt) {
+    const int up = opt.upsample2x ? 2 : 1;
+    const int64_t oh = (x.size(2) * up + 2 * opt.pad_h - weight.size(2)) / opt.stride_h + 1;
+    const int64_t ow = (x.size(3) * up + 2 * opt.pad_w - weight.size(3)) / opt.stride_w + 1;
+    return {oh, ow};
+}
 
-Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
-              const Conv2dOptions& options) {
-    check_conv(x, weight, bias, options);
+// x < 0 -> x * slope over `n` values, split over the pool.
+void leaky_relu_inplace(float* p, int64_t n, float slope) {
+    parallel_for(n, 1 << 16, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) p[i] = p[i] < 0.0f ? p[i] * slope : p[i];
+    });
+}
+
+// The product for every image of x into out (contiguous [B, O, OH, OW]).
+void run_conv(const Tensor& x, const Tensor& weight, const Tensor& bias,
+              const Conv2dOptions& options, float* out) {
     const int up = options.upsample2x ? 2 : 1;
     const int64_t batch = x.size(0), channels = x.size(1), h = x.size(2) * up, w = x.size(3) * up;
     const int64_t out_ch = weight.size(0), kh = weight.size(2), kw = weight.size(3);
-    const int64_t oh = (h + 2 * options.pad_h - kh) / options.stride_h + 1;
-    const int64_t ow = (w + 2 * options.pad_w - kw) / options.stride_w + 1;
-    Tensor out = Tensor::empty({batch, out_ch, oh, ow});
-    if (out.numel() == 0) return out;
-
+    const auto [oh, ow] = output_size(x, weight, options);
     const Tensor xs = x.contiguous();
     const Tensor ws = weight.contiguous();
     const std::vector<float> b = bias.defined() ? bias.to_vector() : std::vector<float>{};
@@ -182,12 +195,43 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
             pr.b.pack = pack_patches;
             pr.b.ctx = &g;
         }
-        pr.c = out.data<float>() + i * out_ch * pixels;
+        pr.c = out + i * out_ch * pixels;
         pr.ldc = pixels;
         pr.bias_m = b.empty() ? nullptr : b.data();
         cpu::gemm(pr);
     }
+    if (options.leaky_relu)
+        leaky_relu_inplace(out, batch * out_ch * pixels, options.negative_slope);
+}
+
+}  // namespace
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
+              const Conv2dOptions& options) {
+    check_conv(x, weight, bias, options);
+    const auto [oh, ow] = output_size(x, weight, options);
+    Tensor out = Tensor::empty({x.size(0), weight.size(0), oh, ow});
+    if (out.numel() > 0) run_conv(x, weight, bias, options, out.data<float>());
     return out;
+}
+
+void conv2d_into(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                 const Conv2dOptions& options, const Tensor& out) {
+    check_conv(x, weight, bias, options);
+    const auto [oh, ow] = output_size(x, weight, options);
+    const Shape want{x.size(0), weight.size(0), oh, ow};
+    SD_CHECK(
+        out.defined() && out.dtype() == DType::F32 && out.shape() == want && out.is_contiguous(),
+        "conv2d_into: output %s must be a contiguous f32 [%lld, %lld, %lld, %lld]",
+        out.describe().c_str(), (long long)want[0], (long long)want[1], (long long)want[2],
+        (long long)want[3]);
+    // A strided input is copied before the product; a contiguous one is read in place.
+    const bool overlap = out.storage() == x.storage() && x.is_contiguous() &&
+                         x.offset() < out.offset() + out.numel() &&
+                         out.offset() < x.offset() + x.numel();
+    SD_CHECK(!overlap, "conv2d_into: the output %s overlaps the input %s", out.describe().c_str(),
+             x.describe().c_str());
+    if (out.numel() > 0) run_conv(x, weight, bias, options, out.data<float>());
 }
 
 }  // namespace sd

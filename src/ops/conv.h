@@ -13,6 +13,10 @@ struct Conv2dOptions {
     // The input is read upsampled 2x by nearest neighbour (an Upsample block's interpolate
     // then conv) without building the upsampled tensor; stride 1 only.
     bool upsample2x = false;
+    // LeakyReLU on the result in the same call: values below 0 are multiplied by
+    // negative_slope (ESRGAN's convolutions are each followed by one).
+    bool leaky_relu = false;
+    float negative_slope = 0.01f;
 };
 
 // x: f32 [B, C, H, W] (any strides); weight: [O, C, KH, KW] in f32, f16 or bf16 (the
@@ -21,6 +25,12 @@ struct Conv2dOptions {
 // (H, W doubled first with upsample2x).
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = {},
               const Conv2dOptions& options = {});
+
+// conv2d writing its result into `out`, a contiguous f32 tensor of the result's shape,
+// instead of a new tensor: e.g. a channel range of a batch-1 buffer, so that a dense block
+// builds its concatenated features in place. `out` must not overlap x.
+void conv2d_into(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                 const Conv2dOptions& options, const Tensor& out);
 
 namespace ref {
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = {},

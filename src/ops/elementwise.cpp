@@ -139,4 +139,20 @@ Tensor add_scalar(const Tensor& x, float s) {
     return scalar_op(BinaryKind::Add, x, s, "add_scalar");
 }
 
+void add_scaled_into(const Tensor& a, const Tensor& b, float s, const Tensor& out) {
+    cpu::require_f32(a, "add_scaled_into", "a");
+    cpu::require_f32(b, "add_scaled_into", "b");
+    cpu::require_output(out, a.shape(), "add_scaled_into");
+    SD_CHECK(b.shape() == a.shape(), "add_scaled_into: %s and %s differ in shape",
+             a.describe().c_str(), b.describe().c_str());
+    const Tensor ac = cpu::readable_beside(a, out, "add_scaled_into");
+    const Tensor bc = cpu::readable_beside(b, out, "add_scaled_into");
+    const float* pa = ac.data<float>();
+    const float* pb = bc.data<float>();
+    float* po = out.data<float>();
+    parallel_for(out.numel(), cpu::kGrainCompute, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) po[i] = pa[i] + s * pb[i];
+    });
+}
+
 }  // namespace sd

@@ -13,6 +13,11 @@ Tensor div(const Tensor& a, const Tensor& b);
 Tensor scale(const Tensor& x, float s);       // x * s
 Tensor add_scalar(const Tensor& x, float s);  // x + s
 
+// Writes a + s * b into `out`: a, b and out of one shape, out contiguous f32 (e.g. a channel
+// range of a batch-1 buffer). out may be a or b itself (each element is read before it is
+// written), but must not partly overlap them. For residual sums built in place.
+void add_scaled_into(const Tensor& a, const Tensor& b, float s, const Tensor& out);
+
 // The broadcast shape of a and b; throws naming both shapes when they do not broadcast.
 Shape broadcast_shapes(const Shape& a, const Shape& b);
 

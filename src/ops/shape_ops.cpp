@@ -109,6 +109,18 @@ void widen_row(const float* s, int64_t step, int64_t w, float* o) {
 
 }  // namespace
 
+void copy_into(const Tensor& src, const Tensor& dst) {
+    cpu::require_f32(src, "copy_into", "src");
+    cpu::require_output(dst, src.shape(), "copy_into");
+    const Tensor s = cpu::readable_beside(src, dst, "copy_into");
+    if (s.data_ptr() == dst.data_ptr()) return;
+    const float* from = s.data<float>();
+    float* to = dst.data<float>();
+    parallel_for(dst.numel(), cpu::kGrainMemory, [&](int64_t begin, int64_t end) {
+        std::memcpy(to + begin, from + begin, static_cast<size_t>(end - begin) * sizeof(float));
+    });
+}
+
 Tensor concat(const std::vector<Tensor>& tensors, int dim) {
     SD_CHECK(!tensors.empty(), "concat: no tensors");
     const Tensor& first = tensors[0];

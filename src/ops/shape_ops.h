@@ -11,6 +11,9 @@ namespace sd {
 
 // Joins tensors of one dtype (plain dtypes) along dim; other dims must agree.
 Tensor concat(const std::vector<Tensor>& tensors, int dim);
+// Copies src into dst (same shape; dst contiguous f32, e.g. a channel range of a buffer).
+void copy_into(const Tensor& src, const Tensor& dst);
+
 // Splits dim into `chunks` views, as torch.chunk (the last may be smaller).
 std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int dim);
 // Packed copy of a permuted view: permute(order).contiguous().

@@ -23,8 +23,12 @@ Tensor image_to_tensor(const image::Image& image) {
     return t;
 }
 
-image::Image decoded_to_image(const Tensor& x) {
-    SD_CHECK(x.dim() == 4 && x.size(0) == 1, "decoded image %s is not [1, C, H, W]",
+namespace {
+
+// Bytes from [1, C, H, W]: round(clamp(to_unit(x), 0, 1) * 255).
+template <class ToUnit>
+image::Image tensor_to_bytes(const Tensor& x, const char* what, ToUnit to_unit) {
+    SD_CHECK(x.dim() == 4 && x.size(0) == 1, "%s %s is not [1, C, H, W]", what,
              x.describe().c_str());
     Tensor t = x.contiguous();
     image::Image image;
@@ -37,12 +41,22 @@ image::Image decoded_to_image(const Tensor& x) {
     for (int64_t k = 0; k < c; ++k) {
         for (int64_t y = 0; y < h; ++y) {
             for (int64_t xx = 0; xx < w; ++xx) {
-                float v = std::clamp((p[(k * h + y) * w + xx] + 1.0f) * 0.5f, 0.0f, 1.0f);
+                float v = std::clamp(to_unit(p[(k * h + y) * w + xx]), 0.0f, 1.0f);
                 image.pixels[(y * w + xx) * c + k] = static_cast<uint8_t>(std::lround(v * 255.0f));
             }
         }
     }
     return image;
+}
+
+}  // namespace
+
+image::Image decoded_to_image(const Tensor& x) {
+    return tensor_to_bytes(x, "decoded image", [](float v) { return (v + 1.0f) * 0.5f; });
+}
+
+image::Image unit_to_image(const Tensor& x) {
+    return tensor_to_bytes(x, "image", [](float v) { return v; });
 }
 
 Tensor mask_to_tensor(const image::Image& mask) {

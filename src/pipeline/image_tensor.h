@@ -14,6 +14,8 @@ namespace sd {
 Tensor image_to_tensor(const image::Image& image);
 // From [1, C, H, W] in [-1, 1] (a VAE's output) to bytes.
 image::Image decoded_to_image(const Tensor& x);
+// From [1, C, H, W] in [0, 1] (an upscaler's output) to bytes.
+image::Image unit_to_image(const Tensor& x);
 // A mask image (any channel count; the first channel is used) to [1, 1, H, W] in {0, 1}:
 // >= 0.5 (128 and above) is 1, "repaint here".
 Tensor mask_to_tensor(const image::Image& mask);

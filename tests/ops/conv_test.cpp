@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "base/error.h"
 #include "ops/conv.h"
@@ -172,6 +173,55 @@ TEST(Conv2d, UpsampledInput) {
     Tensor w = test::random_tensor({4, 3, 3, 3}, 2);
     EXPECT_THROW(conv2d(x, w, Tensor(), strided_up), Error);
     EXPECT_THROW(ref::conv2d(x, w, Tensor(), strided_up), Error);
+}
+
+// The LeakyReLU epilogue: the ref applies it by hand-checked rule, the kernels match the ref.
+TEST(Conv2d, LeakyReluEpilogue) {
+    Tensor x = Tensor::from_vector({1, 1, 1, 2}, {1.0f, -2.0f});
+    Tensor w = Tensor::from_vector({2, 1, 1, 1}, {1.0f, -1.0f});
+    Conv2dOptions leaky;
+    leaky.leaky_relu = true;
+    leaky.negative_slope = 0.2f;
+    // Channel 0 is x, channel 1 is -x; negatives are scaled by 0.2.
+    Tensor want = Tensor::from_vector({1, 2, 1, 2}, {1.0f, -0.4f, -0.2f, 2.0f});
+    test::expect_close(ref::conv2d(x, w, Tensor(), leaky), want, 0, 0);
+    test::expect_close(conv2d(x, w, Tensor(), leaky), want, 1e-7, 0);
+    Tensor xs = test::random_tensor({2, 12, 9, 11}, 51);
+    Tensor ws = make_weight(20, 12, 3, 3, DType::F16, 52);
+    Tensor bs = test::random_tensor({20}, 53);
+    leaky.pad_h = leaky.pad_w = 1;
+    const Tensor ref_out = ref::conv2d(xs, ws, bs, leaky);
+    for (Isa isa : test::available_isas()) {
+        test::IsaScope scope(isa);
+        test::expect_close(conv2d(xs, ws, bs, leaky), ref_out, kAtolPerK * 108, kRtol,
+                           std::string("leaky relu ") + isa_name(isa));
+    }
+}
+
+// conv2d_into writes into a channel range of a larger buffer, reading another range of the
+// same buffer (a dense block's concatenation), and leaves the rest of the buffer alone.
+TEST(Conv2d, IntoChannelRangeOfABuffer) {
+    Tensor buf = test::random_tensor({1, 12, 7, 9}, 61);
+    const std::vector<float> before = buf.to_vector();
+    Tensor w = make_weight(4, 6, 3, 3, DType::F16, 62);
+    Tensor b = test::random_tensor({4}, 63);
+    Conv2dOptions opt;
+    opt.pad_h = opt.pad_w = 1;
+    const Tensor input = buf.narrow(1, 0, 6);
+    const Tensor want = ref::conv2d(input.clone(), w, b, opt);
+    conv2d_into(input, w, b, opt, buf.narrow(1, 6, 4));
+    test::expect_close(buf.narrow(1, 6, 4), want, kAtolPerK * 54, kRtol, "conv2d_into");
+    const std::vector<float> after = buf.to_vector();
+    const size_t plane = 7 * 9;
+    for (size_t i = 0; i < after.size(); ++i) {
+        if (i >= 6 * plane && i < 10 * plane) continue;
+        ASSERT_EQ(after[i], before[i]) << "element " << i << " outside the output changed";
+    }
+    // Overlapping output, wrong shape, non-contiguous output: errors.
+    EXPECT_THROW(conv2d_into(input, w, b, opt, buf.narrow(1, 2, 4)), Error);
+    EXPECT_THROW(conv2d_into(input, w, b, opt, buf.narrow(1, 6, 3)), Error);
+    Tensor wide = Tensor::zeros({1, 4, 7, 18});
+    EXPECT_THROW(conv2d_into(input, w, b, opt, wide.narrow(3, 0, 9)), Error);
 }
 
 TEST(Conv2d, BadArgumentsThrow) {

@@ -174,6 +174,25 @@ TEST(Elementwise, RejectsBadInput) {
     EXPECT_THROW(ref::add(Tensor::zeros({2, 3}), Tensor::zeros({4})), Error);
 }
 
+// add_scaled_into: a + s * b into a channel range of a buffer, in place over a, from a
+// strided operand; partial overlap and wrong shapes are errors.
+TEST(Elementwise, AddScaledInto) {
+    Tensor a = rnd({1, 3, 5, 7}, 50), b = rnd({1, 3, 5, 7}, 51);
+    const Tensor want = ref::add(a, ref::scale(b, 0.2f));
+    Tensor buf = Tensor::zeros({1, 8, 5, 7});
+    add_scaled_into(a, test::non_contiguous_copy(b), 0.2f, buf.narrow(1, 2, 3));
+    test::expect_close(buf.narrow(1, 2, 3), want, 0, 0, "into a buffer");
+    EXPECT_EQ(buf.narrow(1, 0, 2).to_vector(), std::vector<float>(70, 0.0f));
+    EXPECT_EQ(buf.narrow(1, 5, 3).to_vector(), std::vector<float>(105, 0.0f));
+    Tensor in_place = a.clone();
+    add_scaled_into(in_place, b, 0.2f, in_place);
+    test::expect_close(in_place, want, 0, 0, "in place");
+    EXPECT_THROW(add_scaled_into(buf.narrow(1, 0, 3), b, 1.0f, buf.narrow(1, 1, 3)), Error);
+    EXPECT_THROW(add_scaled_into(a, rnd({1, 3, 5, 6}, 52), 1.0f, Tensor::zeros({1, 3, 5, 7})),
+                 Error);
+    EXPECT_THROW(add_scaled_into(a, b, 1.0f, Tensor::zeros({1, 3, 7, 5})), Error);
+}
+
 TEST(Elementwise, Multithreaded) {
     set_num_threads(4);
     Tensor x = rnd({2, 64, 32, 32}, 40);  // 4 tasks of at least 32768 elements

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "base/error.h"
 #include "base/thread_pool.h"
@@ -227,6 +228,18 @@ TEST(TimestepEmbedding, MatchesReferenceAndClosedForm) {
     EXPECT_THROW(timestep_embedding(Tensor::zeros({2, 2}), 8), Error);
     EXPECT_THROW(timestep_embedding(t, 0), Error);
     EXPECT_THROW(timestep_embedding(Tensor::zeros({2}, DType::I32), 8), Error);
+}
+
+// copy_into: a strided source into a channel range of a buffer, nothing else touched.
+TEST(CopyInto, IntoAChannelRange) {
+    Tensor src = rnd({1, 2, 3, 4}, 70);
+    Tensor buf = Tensor::zeros({1, 5, 3, 4});
+    copy_into(test::non_contiguous_copy(src), buf.narrow(1, 1, 2));
+    EXPECT_EQ(buf.narrow(1, 1, 2).to_vector(), src.to_vector());
+    EXPECT_EQ(buf.narrow(1, 0, 1).to_vector(), std::vector<float>(12, 0.0f));
+    EXPECT_EQ(buf.narrow(1, 3, 2).to_vector(), std::vector<float>(24, 0.0f));
+    EXPECT_THROW(copy_into(src, Tensor::zeros({1, 2, 4, 3})), Error);
+    EXPECT_THROW(copy_into(buf.narrow(1, 0, 2), buf.narrow(1, 1, 2)), Error);
 }
 
 }  // namespace

@@ -20,6 +20,28 @@ inline void require_f32(const Tensor& t, const char* op, const char* arg) {
     SD_CHECK(t.device() == Device::CPU, "%s: %s is not in host memory", op, arg);
 }
 
+// For ops that write into a given tensor: throws unless `out` is a contiguous f32 tensor
+// of `shape` in host memory.
+inline void require_output(const Tensor& out, const Shape& shape, const char* op) {
+    require_f32(out, op, "the output");
+    SD_CHECK(out.shape() == shape && out.is_contiguous(),
+             "%s: the output %s must be contiguous and of the input's shape", op,
+             out.describe().c_str());
+}
+
+// `in` packed for reading element by element beside the writes to `out`: a strided input
+// is copied first; a packed one is read in place, which is safe when it is `out` itself or
+// does not overlap it (partial overlap throws).
+inline Tensor readable_beside(const Tensor& in, const Tensor& out, const char* op) {
+    if (!in.is_contiguous()) return in.contiguous();
+    const bool partial = in.storage() == out.storage() && in.offset() != out.offset() &&
+                         in.offset() < out.offset() + out.numel() &&
+                         out.offset() < in.offset() + in.numel();
+    SD_CHECK(!partial, "%s: the output %s overlaps the input %s", op, out.describe().c_str(),
+             in.describe().c_str());
+    return in;
+}
+
 // Offset (in elements) of the element with row-major flat index `flat` of a view.
 inline int64_t strided_offset(const Shape& shape, const Strides& strides, int64_t flat) {
     int64_t off = 0;

@@ -101,7 +101,9 @@ Tensor conv2d(const Tensor& x_in, const Tensor& weight, const Tensor& bias,
                             }
                         }
                     }
-                    op[((b * o + f) * oh + y) * ow + z] = static_cast<float>(acc + bv);
+                    float v = static_cast<float>(acc + bv);
+                    if (opt.leaky_relu && v < 0.0f) v *= opt.negative_slope;
+                    op[((b * o + f) * oh + y) * ow + z] = v;
                 }
             }
         }
