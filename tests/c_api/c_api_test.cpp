@@ -3,6 +3,7 @@
 // minimal_binding.c.
 #include <gtest/gtest.h>
 
+#include "esrgan_files.h"
 #include "fixture_files.h"
 #include "test_util.h"
 
@@ -17,13 +18,15 @@ TEST(CApi, C11ProgramGeneratesTheReferenceImage) {
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
 }
 
-// tests/c_api/minimal_binding.c: load, txt2img, img2img from its result, upscale (not built:
-// new_upscaler_ctx must fail with a log line and the binding goes on), free - at 64x64, 2 steps.
+// tests/c_api/minimal_binding.c: load, txt2img, img2img from its result, upscale (with a
+// small 4x ESRGAN; the binding checks the upscaled size), free - at 64x64, 2 steps.
 TEST(CApi, MinimalBindingRunsEndToEnd) {
     std::string model = test::generated_checkpoint("sd15", "f16", 1);
     std::string fx = test::fixtures_dir();
+    const std::string esrgan = testing::TempDir() + "/binding_esrgan.safetensors";
+    test::write_tiny_esrgan(esrgan, test::TinyEsrgan{}, 3);
     std::string cmd = "SD_TOKENIZER_DIR=" + fx + "/tokenizers " + std::string(SD_MINIMAL_BINDING) +
-                      " " + model + " " + testing::TempDir() + "/no-such-esrgan.pth 64 2";
+                      " " + model + " " + esrgan + " 64 2";
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
 }
 

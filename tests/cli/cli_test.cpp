@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_options.h"
+#include "esrgan_files.h"
 #include "fixture_files.h"
 #include "generation_request.h"
 #include "image/image_io.h"
@@ -367,9 +368,62 @@ TEST(CliGenerate, RunsUpToTheEngine) {
     EXPECT_NE(missing.output.find("/nonexistent/init.png"), std::string::npos) << missing.output;
     RunResult upscale = run_cli({"-M", "upscale", "--upscale-model", "x.pth", "-i", odd});
     EXPECT_EQ(upscale.exit_code, 1);
-    EXPECT_NE(upscale.output.find("not built yet"), std::string::npos) << upscale.output;
+    EXPECT_NE(upscale.output.find("x.pth"), std::string::npos) << upscale.output;
     RunResult video = run_cli({"-M", "vid_gen", "-m", small_model()});
     EXPECT_EQ(video.exit_code, 1);
+}
+
+// -M upscale: a 2x model run --upscale-repeats times; a missing model, a file that is no
+// ESRGAN (a checkpoint, a truncated ESRGAN) or an unreadable image: one error naming it.
+TEST(CliUpscale, UpscalesAndRefusesWhatIsNotAnUpscaler) {
+    const std::string model = sd::test::temp_path("cli_esrgan_x2.safetensors");
+    sd::test::TinyEsrgan t;
+    t.upsamples = 1;
+    sd::test::write_tiny_esrgan(model, t, 5);
+    const std::string in = sd::test::temp_path("upscale_in.png");
+    sd::image::write_image(in, test_image(20, 12));
+    const std::string out = sd::test::temp_path("upscale_out.png");
+    RunResult ok = run_cli({"-M", "upscale", "--upscale-model", model, "-i", in, "-o", out,
+                            "--upscale-repeats", "2", "--upscale-tile-size", "16"});
+    ASSERT_EQ(ok.exit_code, 0) << ok.output;
+    const sd::image::Image result = sd::image::read_image(out, 3);
+    EXPECT_EQ(result.width, 80u);
+    EXPECT_EQ(result.height, 48u);
+
+    RunResult no_model = run_cli({"-M", "upscale", "-i", in});
+    EXPECT_EQ(no_model.exit_code, 1);
+    EXPECT_NE(no_model.output.find("--upscale-model"), std::string::npos) << no_model.output;
+    RunResult checkpoint = run_cli({"-M", "upscale", "--upscale-model", small_model(), "-i", in});
+    EXPECT_EQ(checkpoint.exit_code, 1);
+    EXPECT_NE(checkpoint.output.find("not an ESRGAN"), std::string::npos) << checkpoint.output;
+    std::string bytes;
+    {
+        std::ifstream f(model, std::ios::binary);
+        bytes.assign(std::istreambuf_iterator<char>(f), {});
+    }
+    const std::string cut =
+        sd::test::write_temp("cut_esrgan.safetensors", bytes.substr(0, bytes.size() / 2));
+    RunResult truncated = run_cli({"-M", "upscale", "--upscale-model", cut, "-i", in});
+    EXPECT_EQ(truncated.exit_code, 1);
+    EXPECT_NE(truncated.output.find("cut_esrgan"), std::string::npos) << truncated.output;
+    RunResult bad_image =
+        run_cli({"-M", "upscale", "--upscale-model", model, "-i", "/nonexistent/in.png"});
+    EXPECT_EQ(bad_image.exit_code, 1);
+    EXPECT_NE(bad_image.output.find("/nonexistent/in.png"), std::string::npos) << bad_image.output;
+}
+
+// --upscale-model during img_gen upscales the generated image, as the reference CLI does.
+TEST(CliUpscale, AfterGeneration) {
+    const std::string model = sd::test::temp_path("cli_esrgan_gen.safetensors");
+    sd::test::TinyEsrgan t;
+    t.upsamples = 1;
+    sd::test::write_tiny_esrgan(model, t, 6);
+    const std::string out = sd::test::temp_path("gen_upscaled.png");
+    RunResult r = run_cli({"-m", sd::test::generated_checkpoint("sd15", "f16", 1), "-p", "a cat",
+                           "-W", "64", "-H", "64", "--steps", "1", "--tokenizer-dir",
+                           fixtures() + "/tokenizers", "--upscale-model", model, "-o", out});
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(sd::image::read_image(out, 3).width, 128u);
 }
 
 TEST(CliOutputPaths, ReferenceNaming) {

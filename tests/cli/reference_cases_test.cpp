@@ -35,7 +35,6 @@ struct ReferenceCase {
 // other folder runs: a new family's cases run as soon as its folder appears.
 const std::pair<const char*, const char*> kNotBuiltYet[] = {
     {"controlnet", "ControlNet (adapters issue)"},
-    {"esrgan", "ESRGAN upscaling (adapters issue)"},
     {"lora", "LoRA (adapters issue)"},
     {"taesd", "TAESD (adapters issue)"},
     {"flux", "FLUX.1 (FLUX issue)"},
