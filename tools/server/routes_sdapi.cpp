@@ -4,6 +4,7 @@
 #include <ctime>
 #include <filesystem>
 
+#include "extras.h"
 #include "http_json.h"
 #include "image_metadata.h"
 #include "model_lists.h"
@@ -209,23 +210,31 @@ void register_sdapi_routes(httplib::Server& svr, ServerState& state) {
                                    {"metadata", json::object()}});
                 send_json(res, 200, out);
             }));
-    svr.Get("/sdapi/v1/upscalers",
-            guarded([&state](const httplib::Request&, httplib::Response& res) {
-                json out = json::array();
-                for (const char* name : {"None", "Lanczos", "Nearest"})
-                    out.push_back({{"name", name},
-                                   {"model_name", nullptr},
-                                   {"model_path", nullptr},
-                                   {"model_url", nullptr},
-                                   {"scale", 4}});
-                for (const ModelFile& f : list_upscaler_models(state.defaults.hires_upscalers_dir))
-                    out.push_back({{"name", f.name},
-                                   {"model_name", "ESRGAN"},
-                                   {"model_path", f.path},
-                                   {"model_url", nullptr},
-                                   {"scale", 4}});
-                send_json(res, 200, out);
-            }));
+    svr.Get(
+        "/sdapi/v1/upscalers", guarded([&state](const httplib::Request&, httplib::Response& res) {
+            json out = json::array();
+            for (const char* name : {"None", "Lanczos", "Nearest"})
+                out.push_back({{"name", name},
+                               {"model_name", nullptr},
+                               {"model_path", nullptr},
+                               {"model_url", nullptr},
+                               {"scale", 4}});
+            std::vector<ModelFile> models =
+                list_upscaler_models(state.defaults.hires_upscalers_dir);
+            if (!state.defaults.esrgan_path.empty())  // --upscale-model
+                models.push_back({stem_of(state.defaults.esrgan_path), state.defaults.esrgan_path});
+            for (const ModelFile& f : models)
+                out.push_back({{"name", f.name},
+                               {"model_name", "ESRGAN"},
+                               {"model_path", f.path},
+                               {"model_url", nullptr},
+                               {"scale", 4}});
+            send_json(res, 200, out);
+        }));
+    svr.Post("/sdapi/v1/extra-single-image",
+             guarded([&state](const httplib::Request& req, httplib::Response& res) {
+                 send_json(res, 200, extra_single_image(state, parse_body(req)));
+             }));
     svr.Get("/sdapi/v1/latent-upscale-modes",
             guarded([](const httplib::Request&, httplib::Response& res) {
                 json out = json::array();
