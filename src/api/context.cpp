@@ -110,11 +110,31 @@ void reject_unbuilt(const sd_img_gen_params_t& p) {
     if (has(p.pulid_params.id_embedding_path))
         sd::fail("PuLID (--pulid-id-embedding) is not supported by this build yet");
     if (p.circular_x || p.circular_y) sd::fail("--circular padding is not supported yet");
-    if (p.hires.enabled) sd::fail("--hires is not supported by this build yet");
     if (p.cache.mode != SD_CACHE_DISABLED)
         sd::fail("--cache-mode is not supported by this build yet");
     if (p.sample_params.guidance.slg.scale != 0.0f && p.sample_params.guidance.slg.layer_count > 0)
         sd::fail("skip-layer guidance is not supported by this build yet");
+}
+
+sd::HiresRequest to_hires(const sd_hires_params_t& p, int width, int height,
+                          const sd::ModelComponents& m) {
+    sd::HiresRequest h;
+    h.enabled = true;
+    h.upscaler = p.upscaler;
+    h.model_path = has(p.model_path) ? p.model_path : "";
+    h.target_width = p.target_width;
+    h.target_height = p.target_height;
+    h.steps = p.steps;
+    h.denoising_strength = p.denoising_strength;
+    h.upscale_tile_size = p.upscale_tile_size;
+    if (p.custom_sigmas && p.custom_sigmas_count >= 2)
+        h.custom_sigmas.assign(p.custom_sigmas, p.custom_sigmas + p.custom_sigmas_count);
+    SD_CHECK(p.upscaler >= 0 && p.upscaler < SD_HIRES_UPSCALER_COUNT, "unknown hires upscaler %d",
+             static_cast<int>(p.upscaler));
+    SD_CHECK(p.upscaler != SD_HIRES_UPSCALER_MODEL || !h.model_path.empty(),
+             "hires upscaler Model needs a model file (hires model_path)");
+    sd::resolve_hires_target(h, width, height, p.scale, m.latent.factor);
+    return h;
 }
 
 sd::ImageRequest to_request(const sd_ctx_t& ctx, const sd_img_gen_params_t& p) {
@@ -151,6 +171,7 @@ sd::ImageRequest to_request(const sd_ctx_t& ctx, const sd_img_gen_params_t& p) {
         r.vae_tiling.tile_size = p.vae_tiling_params.tile_size_x;
     if (p.vae_tiling_params.target_overlap > 0)
         r.vae_tiling.overlap = p.vae_tiling_params.target_overlap;
+    if (p.hires.enabled) r.hires = to_hires(p.hires, r.width, r.height, ctx.model.components);
     return r;
 }
 

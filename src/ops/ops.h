@@ -7,6 +7,7 @@
 #include "ops/embedding.h"
 #include "ops/convert.h"
 #include "ops/elementwise.h"
+#include "ops/interpolate.h"
 #include "ops/linear.h"
 #include "ops/norm.h"
 #include "ops/reduce.h"

@@ -33,6 +33,12 @@ void check_request(const ModelComponents& m, const ImageRequest& r) {
     };
     check_image(r.init_image, "init image");
     check_image(r.mask_image, "mask image");
+    // A mask only matters with an init image; a solid one (the CLI's default) repaints all.
+    const bool masked = r.init_image && r.mask_image &&
+                        std::any_of(r.mask_image->pixels.begin(), r.mask_image->pixels.end(),
+                                    [](uint8_t v) { return v < 128; });
+    SD_CHECK(!r.hires.enabled || (!masked && !m.inpaint),
+             "the hires fix does not work with inpainting (a mask or an inpaint model) yet");
 }
 
 std::vector<float> sigma_schedule(const ModelComponents& m, const ImageRequest& r) {
@@ -50,16 +56,6 @@ std::vector<float> img2img_sigmas(const std::vector<float>& sigmas, float streng
     if (t_enc == steps) t_enc--;
     return std::vector<float>(sigmas.begin() + static_cast<std::ptrdiff_t>(steps - t_enc - 1),
                               sigmas.end());
-}
-
-// Codec latents <-> the diffusion model's: (z - shift) * scale and back.
-Tensor to_model_latent(const LatentFormat& f, const Tensor& z) {
-    Tensor out = f.shift != 0.0f ? add_scalar(z, -f.shift) : z;
-    return out * f.scale;
-}
-Tensor to_codec_latent(const LatentFormat& f, const Tensor& x) {
-    Tensor out = x * (1.0f / f.scale);
-    return f.shift != 0.0f ? add_scalar(out, f.shift) : out;
 }
 
 // 3x3 max filter: an inpaint model's denoise mask reaches one latent pixel past the mask.
@@ -84,6 +80,15 @@ Tensor dilate(const Tensor& mask) {
 }
 
 }  // namespace
+
+Tensor to_model_latent(const LatentFormat& f, const Tensor& z) {
+    Tensor out = f.shift != 0.0f ? add_scalar(z, -f.shift) : z;
+    return out * f.scale;
+}
+Tensor to_codec_latent(const LatentFormat& f, const Tensor& x) {
+    Tensor out = x * (1.0f / f.scale);
+    return f.shift != 0.0f ? add_scalar(out, f.shift) : out;
+}
 
 // The allocator's cache (see CachingAllocator, CacheBudget) sized to each phase. Streaming:
 // 256 MiB while sampling, where the diffusion model's activations churn (a step then stays
@@ -205,6 +210,17 @@ image::Image generate_one(const ModelComponents& m, const ImageRequest& r, const
     cache.set(cache_bytes_for(m, /*decoding=*/false));
     x = sample(r.method, fn, x, c.sigmas, rngs.sampler(), options);
     x = m.denoiser->inverse_noise_scaling(c.sigmas.back(), x);
+    if (r.hires.enabled) {  // no mask here (check_request): the whole latent is repainted
+        Conditions hires_c = c;
+        hires_c.denoise_mask = Tensor();
+        DenoiseFn hires_fn = [&](const Tensor& xt, const DenoiseCall& call) {
+            return denoise(m, r, hires_c, xt, call);
+        };
+        x = hires_pass(m, r.hires, r.scheduler, r.steps, r.rng, r.sampler_rng, seed, x,
+                       r.vae_tiling, [&](const Tensor& xt, const std::vector<float>& s, Rng& g) {
+                           return sample(r.method, hires_fn, xt, s, g, options);
+                       });
+    }
     Tensor z = to_codec_latent(m.latent, x);
     m.diffusion->release_weights();  // the decode's activations take their place
     cache.set(cache_bytes_for(m, /*decoding=*/true));

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "pipeline/components.h"
+#include "pipeline/hires.h"
 #include "pipeline/image_tensor.h"
 #include "sampling/samplers.h"
 
@@ -35,6 +36,7 @@ struct ImageRequest {
     std::optional<image::Image> mask_image;  // inpaint: white = repaint
     float strength = 0.75f;
     VaeTiling vae_tiling;
+    HiresRequest hires;  // the hires fix's second pass (pipeline/hires.h)
 };
 
 enum class CancelMode { None, All, AfterCurrentImage };
@@ -50,6 +52,10 @@ struct GenerationHooks {
 // (about 2.6 GiB of activations at 1024x1024).
 VaeTiling decode_tiling(const ModelComponents& model, const VaeTiling& requested, int64_t latent_h,
                         int64_t latent_w);
+
+// Codec latents <-> the diffusion model's: (z - shift) * scale and back.
+Tensor to_model_latent(const LatentFormat& f, const Tensor& z);
+Tensor to_codec_latent(const LatentFormat& f, const Tensor& x);
 
 // The allocator cache a generation keeps while sampling or decoding (see CacheBudget).
 size_t cache_bytes_for(const ModelComponents& model, bool decoding);
