@@ -426,6 +426,56 @@ TEST(CliUpscale, AfterGeneration) {
     EXPECT_EQ(sd::image::read_image(out, 3).width, 128u);
 }
 
+// --hires: the second pass at the target size, from a latent upscaler (an explicit size of
+// another aspect) and from an ESRGAN model named in --hires-upscalers-dir (by the scale).
+TEST(CliHires, OutputHasTheTargetSize) {
+    const std::string model = sd::test::generated_checkpoint("sd15", "f16", 1);
+    const std::vector<std::string> base = {"-m",
+                                           model,
+                                           "-p",
+                                           "a cat",
+                                           "-W",
+                                           "64",
+                                           "-H",
+                                           "64",
+                                           "--steps",
+                                           "1",
+                                           "--tokenizer-dir",
+                                           fixtures() + "/tokenizers",
+                                           "--hires",
+                                           "--hires-steps",
+                                           "1"};
+    auto run_hires = [&](std::vector<std::string> extra, const std::string& out) {
+        std::vector<std::string> args = base;
+        args.insert(args.end(), extra.begin(), extra.end());
+        args.insert(args.end(), {"-o", out});
+        return run_cli(args);
+    };
+    const std::string latent = sd::test::temp_path("hires_latent.png");
+    RunResult a = run_hires(
+        {"--hires-upscaler", "Latent (bicubic)", "--hires-width", "128", "--hires-height", "64"},
+        latent);
+    ASSERT_EQ(a.exit_code, 0) << a.output;
+    const sd::image::Image la = sd::image::read_image(latent, 3);
+    EXPECT_EQ(la.width, 128u);
+    EXPECT_EQ(la.height, 64u);
+
+    const std::string dir = sd::test::temp_path("hires_upscalers");
+    std::filesystem::create_directories(dir);
+    sd::test::TinyEsrgan t;
+    t.upsamples = 1;
+    sd::test::write_tiny_esrgan(dir + "/tiny2x.safetensors", t, 12);
+    const std::string upscaled = sd::test::temp_path("hires_model.png");
+    RunResult b = run_hires(
+        {"--hires-upscalers-dir", dir, "--hires-upscaler", "tiny2x", "--hires-scale", "3"},
+        upscaled);
+    ASSERT_EQ(b.exit_code, 0) << b.output;
+    EXPECT_EQ(sd::image::read_image(upscaled, 3).width, 192u);
+    RunResult none = run_hires({"--hires-upscaler", "None"}, sd::test::temp_path("none.png"));
+    EXPECT_EQ(none.exit_code, 1);
+    EXPECT_NE(none.output.find("None"), std::string::npos) << none.output;
+}
+
 TEST(CliOutputPaths, ReferenceNaming) {
     using V = std::vector<std::string>;
     EXPECT_EQ(output_paths("output.png", 1, -1), V{"output.png"});
