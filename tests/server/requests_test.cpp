@@ -267,6 +267,37 @@ TEST_F(ServerRequests, SdapiTxt2imgReadsWebuiFields) {
     EXPECT_EQ(r.parameters["prompt"], "a dog");
 }
 
+// The webui's hires fields: enable_hr with its scale, upscaler, second-pass steps, the
+// denoising strength and an explicit target size.
+TEST_F(ServerRequests, SdapiTxt2imgReadsHiresFields) {
+    SdapiRequest r = parse_sdapi_request(json::parse(R"J({
+        "prompt": "a dog", "width": 64, "height": 64, "enable_hr": true, "hr_scale": 1.5,
+        "hr_upscaler": "Latent (bicubic)", "hr_second_pass_steps": 4,
+        "denoising_strength": 0.4, "hr_resize_x": 128, "hr_resize_y": 192})J"),
+                                         false, ctx);
+    const cli::CliParams& p = r.spec.params;
+    EXPECT_TRUE(p.hires);
+    EXPECT_FLOAT_EQ(p.hires_scale, 1.5f);
+    EXPECT_EQ(p.hires_steps, 4);
+    EXPECT_FLOAT_EQ(p.hires_denoising_strength, 0.4f);
+    EXPECT_EQ(p.hires_width, 128);
+    EXPECT_EQ(p.hires_height, 192);
+    EXPECT_EQ(r.spec.request.hires_upscaler, SD_HIRES_UPSCALER_LATENT_BICUBIC);
+    // Without enable_hr the fields do not switch the hires fix on.
+    r = parse_sdapi_request(json::parse(R"({"prompt": "a dog", "hr_scale": 2})"), false, ctx);
+    EXPECT_FALSE(r.spec.params.hires);
+    EXPECT_THROW(parse_sdapi_request(
+                     json::parse(R"({"prompt": "x", "enable_hr": true, "hr_upscaler": "Magic"})"),
+                     false, ctx),
+                 RequestError);
+    expect_field_error(
+        [&] {
+            parse_sdapi_request(
+                json::parse(R"({"prompt": "x", "enable_hr": true, "hr_scale": 99})"), false, ctx);
+        },
+        "hr_scale");
+}
+
 TEST_F(ServerRequests, SdapiAcceptsTheWebuiWikiExamplesAsIs) {
     // From the webui wiki's API guide: the basic payload, and the override_settings one.
     SdapiRequest r =
