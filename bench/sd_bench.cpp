@@ -125,10 +125,11 @@ void usage() {
     std::printf(
         "usage: sd-bench [-t THREADS] [--min-time SECONDS] [--isa generic|avx2|avx512]\n"
         "       sd-bench --model FILE [--tokenizer-dir DIR] [-W 512] [-H 512] [--steps 3] [-t N]\n"
-        "                [--params-backend cpu|disk]\n"
+        "                [--params-backend cpu|disk] [--taesd FILE]\n"
         "  -t THREADS        threads (default: physical cores)\n"
         "  --model FILE      time a whole model instead of single kernels: UNet pass, step, VAE\n"
         "  --params-backend  disk: the streaming low-memory mode (each layer's pages dropped)\n"
+        "  --taesd FILE      with --model: also time TAESD's decode of the same latent\n"
         "  --min-time S      seconds each case repeats for (default 2)\n"
         "  --isa NAME        kernel family to use (default: the best this CPU has)\n"
         "  --compute-type T  f32 (default) or bf16: AVX512-BF16 products (table: extra rows)\n");
@@ -167,6 +168,8 @@ int run(int argc, char** argv) {
                 fail("--compute-type: expected f32 or bf16, not '%s'", v.c_str());
         } else if (a == "--model") {
             model.model = value();
+        } else if (a == "--taesd") {
+            model.taesd = value();
         } else if (a == "--tokenizer-dir") {
             model.tokenizer_dir = value();
         } else if (a == "-W" || a == "--width") {
