@@ -23,11 +23,14 @@ Tensor TaesdCodec::decode(const Tensor& latent, const VaeTiling& tiling) const {
 std::unique_ptr<TaesdCodec> load_taesd_codec(const std::string& path, const LatentFormat& format,
                                              Residency residency) {
     ModelFiles files;
-    files.add(path, ModelRole::Checkpoint);
-    const bool with_encoder = files.has_prefix("encoder.layers.");
+    try {
+        files.add(path, ModelRole::Checkpoint);  // its errors name the file
+    } catch (const Error& e) {
+        fail("--taesd: %s", e.what());
+    }
     Taesd tae = [&] {
         try {
-            return Taesd::load(Weights(files, "", residency), with_encoder);
+            return Taesd::load(Weights(files, "", residency), files.has_prefix("encoder.layers."));
         } catch (const Error& e) {
             fail("--taesd %s: %s", path.c_str(), e.what());
         }

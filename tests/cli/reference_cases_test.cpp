@@ -37,7 +37,6 @@ const std::pair<const char*, const char*> kNotBuiltYet[] = {
     {"controlnet", "ControlNet (adapters issue)"},
     {"esrgan", "ESRGAN upscaling (adapters issue)"},
     {"lora", "LoRA (adapters issue)"},
-    {"taesd", "TAESD (adapters issue)"},
     {"flux", "FLUX.1 (FLUX issue)"},
     {"sd3", "SD3 (SD3 issue)"}};
 
