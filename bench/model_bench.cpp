@@ -14,6 +14,7 @@
 #include "ops/flop_counter.h"
 #include "ops/ops.h"
 #include "pipeline/generate.h"
+#include "pipeline/taesd_codec.h"
 #include "tensor/caching_allocator.h"
 
 namespace sd::bench {
@@ -150,6 +151,19 @@ int run_model_bench(const ModelBenchOptions& o, double peak) {
     print_row("UNet pass", pass_s, pass_cpu, pass_flops, peak);
     print_row("sampling step (CFG)", step_s, step_cpu, step_flops, peak);
     print_row("VAE decode", decode_s, decode_cpu, decode_flops, peak);
+    if (!o.taesd.empty()) {
+        // TAESD decodes the same latent; the first run faults its weights in, the second counts.
+        const auto tae = load_taesd_codec(o.taesd, model.latent, options.memory.residency);
+        tae->decode(z, {});
+        reset_flop_counter();
+        d0 = now_seconds();
+        c0 = cpu_seconds();
+        tae->decode(z, {});
+        const double tae_s = now_seconds() - d0;
+        print_row("TAESD decode", tae_s, cpu_seconds() - c0, counted_flops(), peak);
+        std::printf("%-22s %10.1f %% of the VAE decode's time\n", "TAESD / VAE",
+                    100.0 * tae_s / decode_s);
+    }
     std::printf("%-22s %10.3f s (%d steps + decode)\n", "whole generation", total, o.steps);
     std::printf(
         "%-22s %10.1f MiB (whole generation %.1f MiB, VAE decode alone %.1f MiB, "

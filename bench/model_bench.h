@@ -13,6 +13,7 @@ struct ModelBenchOptions {
     int width = 512, height = 512;
     int steps = 3;          // sampling steps timed (plus one VAE decode)
     bool streamed = false;  // --params-backend disk (Residency::Streamed)
+    std::string taesd;      // --taesd FILE: also time its decode of the same latent
 };
 
 int run_model_bench(const ModelBenchOptions& options, double peak_gflops);

@@ -133,11 +133,12 @@ void usage() {
     std::printf(
         "usage: sd-bench [-t THREADS] [--min-time SECONDS] [--isa generic|avx2|avx512]\n"
         "       sd-bench --model FILE [--tokenizer-dir DIR] [-W 512] [-H 512] [--steps 3] [-t N]\n"
-        "                [--params-backend cpu|disk]\n"
+        "                [--params-backend cpu|disk] [--taesd FILE]\n"
         "       sd-bench --upscale-model FILE [-W 128] [-H 128] [--upscale-tile-size 128] [-t N]\n"
         "  -t THREADS        threads (default: physical cores)\n"
         "  --model FILE      time a whole model instead of single kernels: UNet pass, step, VAE\n"
         "  --params-backend  disk: the streaming low-memory mode (each layer's pages dropped)\n"
+        "  --taesd FILE      with --model: also time TAESD's decode of the same latent\n"
         "  --upscale-model F time the ESRGAN upscaler on a W x H image (default 128x128)\n"
         "  --min-time S      seconds each case repeats for (default 2)\n"
         "  --isa NAME        kernel family to use (default: the best this CPU has)\n"
@@ -182,6 +183,8 @@ int run(int argc, char** argv) {
             upscale.model = value();
         } else if (a == "--upscale-tile-size") {
             upscale.tile_size = std::atoi(value().c_str());
+        } else if (a == "--taesd") {
+            model.taesd = value();
         } else if (a == "--tokenizer-dir") {
             model.tokenizer_dir = value();
         } else if (a == "-W" || a == "--width") {

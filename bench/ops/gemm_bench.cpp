@@ -134,6 +134,8 @@ BENCHMARK(BM_Conv2d)
     ->Args({1, 320, 320, 64, 3, 2, kF16, 0})
     ->Args({1, 640, 320, 64, 1, 1, kF16, 0})
     ->Args({1, 4, 320, 64, 3, 1, kF16, 0})
+    ->Args({1, 64, 64, 256, 3, 1, kF32, 0})  // TAESD's convs (decoder at 512x512: 256, 512)
+    ->Args({1, 64, 64, 512, 3, 1, kF32, 0})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -12,17 +12,24 @@
 #include "api/c_images.h"
 #include "api/callbacks.h"
 #include "api/placement.h"
+#include "api/preview_tap.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "base/thread_pool.h"
 #include "families/registry.h"
 #include "ops/compute_type.h"
 #include "pipeline/generate.h"
+#include "pipeline/taesd_codec.h"
 #include "stable-diffusion.h"
 
 struct sd_ctx_t {
     sd::ModelFiles files;
     sd::LoadedModel model;
+    // The codec that does not decode the images: the VAE when --taesd replaces it, or TAESD
+    // kept for previews only (tae_preview_only). tae / vae point at whichever are loaded.
+    std::unique_ptr<sd::LatentCodec> spare_codec;
+    const sd::LatentCodec* tae = nullptr;
+    const sd::LatentCodec* vae = nullptr;
     rng_type_t rng_type = CUDA_RNG;
     rng_type_t sampler_rng_type = RNG_TYPE_COUNT;
     std::atomic<int> cancel{0};
@@ -47,7 +54,6 @@ void reject_unbuilt(const sd_ctx_params_t& p) {
         {p.uncond_diffusion_model_path, "--uncond-diffusion-model"},
         {p.embeddings_connectors_path, "--embeddings-connectors"},
         {p.audio_vae_path, "--audio-vae"},
-        {p.taesd_path, "--taesd (tiny autoencoder)"},
         {p.control_net_path, "--control-net"},
         {p.ip_adapter_path, "--ip-adapter (IP-Adapter)"},
         {p.motion_module_path, "--motion-module (AnimateDiff)"},
@@ -62,6 +68,20 @@ void reject_unbuilt(const sd_ctx_params_t& p) {
     if (p.wtype != SD_TYPE_COUNT)
         sd::fail(
             "--type for image generation is not supported yet; convert the model with -M convert");
+}
+
+// --taesd: TAESD decodes (and encodes) in place of the VAE, or with tae_preview_only serves
+// the previews alone, as the reference.
+void attach_taesd(sd_ctx_t& ctx, const char* path, bool preview_only, sd::Residency residency) {
+    sd::ModelComponents& m = ctx.model.components;
+    std::unique_ptr<sd::LatentCodec> tae = sd::load_taesd_codec(path, m.latent, residency);
+    ctx.tae = tae.get();
+    if (preview_only) {
+        ctx.spare_codec = std::move(tae);
+    } else {
+        ctx.spare_codec = std::move(m.codec);
+        m.codec = std::move(tae);
+    }
 }
 
 sd_ctx_t* create(const sd_ctx_params_t& p) {
@@ -93,6 +113,9 @@ sd_ctx_t* create(const sd_ctx_params_t& p) {
             {has(p.embeddings[i].name) ? p.embeddings[i].name : "", p.embeddings[i].path});
     }
     ctx->model = sd::load_model(ctx->files, options);
+    ctx->vae = ctx->model.components.codec.get();
+    if (has(p.taesd_path))
+        attach_taesd(*ctx, p.taesd_path, p.tae_preview_only, placement.residency);
     ctx->rng_type = p.rng_type;
     ctx->sampler_rng_type = p.sampler_rng_type;
     return ctx.release();
@@ -176,6 +199,15 @@ sd::ImageRequest to_request(const sd_ctx_t& ctx, const sd_img_gen_params_t& p) {
     return r;
 }
 
+// A VAE kept for previews leaves RSS after a generation, as the decoding codec does.
+struct ReleaseSpareCodec {
+    const sd_ctx_t& ctx;
+    ~ReleaseSpareCodec() {
+        if (ctx.spare_codec && !ctx.model.components.memory.keep_vae)
+            ctx.spare_codec->release_weights();
+    }
+};
+
 sd::CancelMode to_cancel_mode(int c_mode) {
     switch (c_mode) {
         case SD_CANCEL_ALL:
@@ -242,7 +274,13 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* params, sd_imag
             last = seconds;
         };
         hooks.cancel = &sd_ctx->cancel;
+        const sd::ModelComponents& m = sd_ctx->model.components;
+        hooks.preview = sd::api::preview_tap(
+            m, sd_ctx->tae, sd_ctx->vae,
+            sd::decode_tiling(m, request.vae_tiling, request.height / m.latent.factor,
+                              request.width / m.latent.factor));
         std::vector<sd::image::Image> images;
+        const ReleaseSpareCodec release_spare{*sd_ctx};
         try {
             images = sd::generate_images(sd_ctx->model.components, request, hooks);
         } catch (const sd::Cancelled&) {

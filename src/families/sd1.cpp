@@ -1,6 +1,7 @@
 // Stable Diffusion 1.x (and its inpaint checkpoints): OpenAI CLIP ViT-L/14 text encoder
 // (context 768, final layer norm, padded with the end token), the LDM UNet predicting eps,
 // the KL VAE at scale 0.18215.
+#include "families/latent_rgb.h"
 #include "families/unet_components.h"
 
 namespace sd {
@@ -33,6 +34,6 @@ ModelComponents assemble(const ModelFiles& files, const LoadOptions& options) {
 
 }  // namespace
 
-extern const Family kSd1Family{"SD 1.x", detect, {}, {4, 8, 0.18215f, 0.0f}, assemble};
+extern const Family kSd1Family{"SD 1.x", detect, {}, {4, 8, 0.18215f, 0.0f, kSdRgb}, assemble};
 
 }  // namespace sd

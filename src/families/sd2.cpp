@@ -3,6 +3,7 @@
 // base) or v (768px) - told apart by probing the network, as the reference does - and the
 // KL VAE at scale 0.18215.
 #include "base/log.h"
+#include "families/latent_rgb.h"
 #include "families/unet_components.h"
 #include "ops/ops.h"
 
@@ -54,6 +55,6 @@ ModelComponents assemble(const ModelFiles& files, const LoadOptions& options) {
 
 }  // namespace
 
-extern const Family kSd2Family{"SD 2.x", detect, {}, {4, 8, 0.18215f, 0.0f}, assemble};
+extern const Family kSd2Family{"SD 2.x", detect, {}, {4, 8, 0.18215f, 0.0f, kSdRgb}, assemble};
 
 }  // namespace sd

@@ -10,6 +10,7 @@
 //   An empty negative prompt gives a zero context (its y is kept), as the reference does.
 //   UNet predicting eps; KL VAE at scale 0.13025.
 #include "base/error.h"
+#include "families/latent_rgb.h"
 #include "families/unet_components.h"
 #include "ops/ops.h"
 
@@ -91,6 +92,6 @@ ModelComponents assemble(const ModelFiles& files, const LoadOptions& options) {
 
 }  // namespace
 
-extern const Family kSdxlFamily{"SDXL", detect, {}, {4, 8, 0.13025f, 0.0f}, assemble};
+extern const Family kSdxlFamily{"SDXL", detect, {}, {4, 8, 0.13025f, 0.0f, kSdxlRgb}, assemble};
 
 }  // namespace sd

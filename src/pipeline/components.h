@@ -5,6 +5,7 @@
 // (pipeline/generate.h) talks to nothing else.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <string>
 
@@ -69,12 +70,20 @@ class LatentCodec {
     virtual void release_weights() const = 0;
 };
 
+// A family's linear latent -> RGB map for quick previews (the reference's latent-preview.h):
+// rgb = sum_c latent[c] * weights[c] + bias on the model's latents, roughly in [-1, 1].
+struct LatentRgbProjection {
+    const float (*weights)[3] = nullptr;  // [channels][3]; nullptr: the family has none
+    std::array<float, 3> bias{};
+};
+
 // How a family's diffusion latents relate to its codec's: model = (codec - shift) * scale.
 struct LatentFormat {
     int64_t channels = 4;
     int64_t factor = 8;  // image pixels per latent pixel
     float scale = 0.18215f;
     float shift = 0.0f;
+    LatentRgbProjection rgb;
 };
 
 // How a context computes and when a phase's weights and scratch leave memory (see

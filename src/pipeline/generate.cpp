@@ -161,10 +161,11 @@ Conditions prepare(const ModelComponents& m, const ImageRequest& r) {
 // The x0 prediction for one evaluation: guidance on the raw model outputs, then the
 // denoiser's scalings; a denoise mask keeps the init latent outside it.
 Denoised denoise(const ModelComponents& m, const ImageRequest& r, const Conditions& c,
-                 const Tensor& x, const DenoiseCall& call) {
+                 const Tensor& x, const DenoiseCall& call, const LatentTap& tap) {
     const Scalings s = m.denoiser->scalings(call.sigma);
     Tensor t = Tensor::full({1}, m.denoiser->sigma_to_t(call.sigma));
     Tensor input = x * s.c_in;
+    if (tap.wants(call.step, /*is_noisy=*/true)) tap.fn(call.step, input, true);
     if (c.concat.defined()) input = concat({input, c.concat}, 1);
     Tensor out_cond = m.diffusion->forward(input, t, c.cond);
     Tensor out = out_cond, out_uncond;
@@ -183,6 +184,7 @@ Denoised denoise(const ModelComponents& m, const ImageRequest& r, const Conditio
     Denoised result;
     result.pred = to_x0(out);
     if (call.need_uncond) result.pred_uncond = to_x0(out_uncond.defined() ? out_uncond : out_cond);
+    if (tap.wants(call.step, /*is_noisy=*/false)) tap.fn(call.step, result.pred, false);
     return result;
 }
 
@@ -205,7 +207,7 @@ image::Image generate_one(const ModelComponents& m, const ImageRequest& r, const
         return cancel_state(hooks) != CancelMode::All;
     };
     DenoiseFn fn = [&](const Tensor& xt, const DenoiseCall& call) {
-        return denoise(m, r, c, xt, call);
+        return denoise(m, r, c, xt, call, hooks.preview);
     };
     cache.set(cache_bytes_for(m, /*decoding=*/false));
     x = sample(r.method, fn, x, c.sigmas, rngs.sampler(), options);

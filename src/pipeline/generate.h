@@ -41,11 +41,30 @@ struct ImageRequest {
 
 enum class CancelMode { None, All, AfterCurrentImage };
 
+// A look at the latents while sampling (previews), as the reference takes it: the model's
+// scaled input x * c_in before an evaluation (noisy) and the denoised prediction after it,
+// on evaluations whose step (DenoiseCall::step) is a multiple of `interval`. Latents are in
+// the model's space, [1, C, h, w]; what to make of them is the callee's business.
+struct LatentTap {
+    std::function<void(int step, const Tensor& latent, bool noisy)> fn;
+    int interval = 1;
+    bool noisy = false;
+    bool denoised = false;
+    bool wants(int step, bool is_noisy) const {
+        return fn && (is_noisy ? noisy : denoised) && interval > 0 && step % interval == 0;
+    }
+};
+
 struct GenerationHooks {
     // Called after every sampling step: (step, steps, seconds since sampling started).
     std::function<void(int step, int steps, float seconds)> progress;
     const std::atomic<int>* cancel = nullptr;  // a CancelMode value, read between steps
+    LatentTap preview;
 };
+
+// Codec latents <-> the diffusion model's: (z - shift) * scale and back.
+Tensor to_model_latent(const LatentFormat& format, const Tensor& z);
+Tensor to_codec_latent(const LatentFormat& format, const Tensor& x);
 
 // The decode's tiling: the requested one, or in the streamed (low-memory) mode tiles for an
 // image above 640x640, since an untiled decode holds several full-resolution feature maps

@@ -34,6 +34,10 @@ float ramp_weight(int64_t p, int64_t begin, int64_t end, int64_t size, int64_t r
 }  // namespace
 
 Tensor decode_tiled(const AutoencoderKL& vae, const Tensor& z, int tile, float overlap) {
+    return decode_tiled([&vae](const Tensor& part) { return vae.decode(part); }, z, tile, overlap);
+}
+
+Tensor decode_tiled(const TileDecoder& decode, const Tensor& z, int tile, float overlap) {
     SD_CHECK(z.dim() == 4 && z.size(0) == 1, "tiled VAE decode of %s: expected [1, C, h, w]",
              z.describe().c_str());
     SD_CHECK(tile >= 8, "--vae-tile-size %d is too small (at least 8 latent pixels)", tile);
@@ -47,7 +51,7 @@ Tensor decode_tiled(const AutoencoderKL& vae, const Tensor& z, int tile, float o
     Tensor out, weight;
     for (int64_t y0 : ys) {
         for (int64_t x0 : xs) {
-            Tensor part = vae.decode(z.narrow(2, y0, th).narrow(3, x0, tw).contiguous());
+            Tensor part = decode(z.narrow(2, y0, th).narrow(3, x0, tw).contiguous());
             if (!out.defined()) {
                 out = Tensor::zeros({1, part.size(1), h * kFactor, w * kFactor});
                 weight = Tensor::zeros({h * kFactor, w * kFactor});

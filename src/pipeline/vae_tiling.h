@@ -3,12 +3,18 @@
 // weights that fall linearly to zero across the overlap, so no seam shows.
 #pragma once
 
+#include <functional>
+
 #include "models/autoencoder_kl.h"
 
 namespace sd {
 
+// Any decoder of latents to images 8x their size (the KL VAE, TAESD).
+using TileDecoder = std::function<Tensor(const Tensor& latent_tile)>;
+
 // z: [1, C, h, w] latents (already divided by the latent scale). tile: tile edge in latent
 // pixels (>= 8); overlap: the fraction of a tile shared with its neighbour, in [0, 0.5].
 Tensor decode_tiled(const AutoencoderKL& vae, const Tensor& z, int tile, float overlap);
+Tensor decode_tiled(const TileDecoder& decode, const Tensor& z, int tile, float overlap);
 
 }  // namespace sd

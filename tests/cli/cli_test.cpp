@@ -172,6 +172,9 @@ TEST(CliErrors, OutOfRangeAndMissingValues) {
         {{"-m", "x", "--upscale-repeats", "0"}, "--upscale-repeats"},
         {{"-m", "x", "--output-begin-idx", "-2"}, "--output-begin-idx"},
         {{"-m", "x", "--preview-interval", "0"}, "--preview-interval"},
+        {{"-m", "x", "--preview", "tae"}, "--taesd"},
+        {{"-m", "x", "--preview", "sometimes"}, "--preview"},
+        {{"-m", "x", "--taesd-preview-only"}, "--taesd"},
         {{"-m", "x", "--vae-tile-overlap", "1"}, "--vae-tile-overlap"},
         {{"-m", "x", "--hires-width", "100"}, "--hires-width"},
         {{"-m", "x", "--hires-denoising-strength", "2"}, "--hires-denoising-strength"},
@@ -484,6 +487,55 @@ TEST(CliErrors, AbsurdThreadCountEndsAtOnce) {
     EXPECT_NE(r.output.find("100000 threads: at most 4096"), std::string::npos) << r.output;
     const RunResult many = run_cli({"-m", small_model(), "-p", "a cat", "-t", "4000"});
     EXPECT_NE(many.output.find("4000 threads asked for"), std::string::npos) << many.output;
+}
+
+// --taesd and the previews on the sd15 fixture at 64x64: each preview mode writes
+// --preview-path (proj at latent size), and a TAESD file that is cut short or is not a TAESD
+// stops the run with its name.
+TEST(CliPreview, WritesThePreviewAndRefusesBadTaesdFiles) {
+    const std::string model = sd::test::generated_checkpoint("sd15", "f16", 1);
+    const std::string taesd = sd::test::generated_checkpoint("taesd", "f32", 5);
+    const std::string dir = sd::test::temp_path("preview");
+    std::filesystem::create_directories(dir);
+    auto run = [&](std::vector<std::string> extra) {
+        std::vector<std::string> args = {"-m",
+                                         model,
+                                         "--tokenizer-dir",
+                                         fixtures() + "/tokenizers",
+                                         "-p",
+                                         "a cat",
+                                         "-W",
+                                         "64",
+                                         "-H",
+                                         "64",
+                                         "--steps",
+                                         "2",
+                                         "-t",
+                                         "2",
+                                         "-o",
+                                         dir + "/out.png"};
+        args.insert(args.end(), extra.begin(), extra.end());
+        return run_cli(args);
+    };
+    for (const auto& [mode, size] : {std::pair{"proj", 8u}, {"tae", 64u}, {"vae", 64u}}) {
+        const std::string preview = dir + "/preview_" + mode + ".png";
+        RunResult r = run({"--taesd", taesd, "--taesd-preview-only", "--preview", mode,
+                           "--preview-path", preview, "--preview-noisy"});
+        ASSERT_EQ(r.exit_code, 0) << r.output;
+        const sd::image::Image img = sd::image::read_image(preview, 3);
+        EXPECT_EQ(img.width, size) << mode;
+        EXPECT_EQ(img.height, size) << mode;
+    }
+    std::ifstream whole(taesd, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(whole)), std::istreambuf_iterator<char>());
+    const std::string cut = dir + "/taesd_cut.safetensors";
+    std::ofstream(cut, std::ios::binary).write(bytes.data(), static_cast<long>(bytes.size() / 2));
+    for (const std::string& bad : {cut, small_model()}) {
+        RunResult r = run({"--taesd", bad});
+        EXPECT_EQ(r.exit_code, 1) << r.output;
+        EXPECT_NE(r.output.find(bad), std::string::npos) << r.output;
+    }
+    EXPECT_NE(run({"--taesd", small_model()}).output.find("TAESD"), std::string::npos);
 }
 
 TEST(CliOutputPaths, ReferenceNaming) {

@@ -165,6 +165,44 @@ TEST(ServerJobQueue, ReportsProgressAcrossTheBatch) {
     EXPECT_EQ((*done.images)[1].seed, 2);
 }
 
+// Hands one preview over at its first step, then waits to be released.
+class PreviewRunner : public JobRunner {
+  public:
+    RunOutcome run(JobSpec& spec, const RunHooks& hooks) override {
+        hooks.on_step(1, 2);
+        hooks.on_preview({1, 0, "cHJldmlldw==", 8, 8});
+        previewed.set_value();
+        release.get_future().wait_for(10s);
+        hooks.on_step(2, 2);
+        RunOutcome out;
+        out.images.push_back({"b64", spec.request.seed, "params", 64, 64});
+        out.ok = true;
+        return out;
+    }
+    void interrupt() override {}
+    std::promise<void> previewed, release;
+};
+
+TEST(ServerJobQueue, AGeneratingJobShowsItsLatestPreview) {
+    PreviewRunner runner;
+    JobQueue queue(runner, {8, 60});
+    queue.start();
+    const std::string id = queue.submit(spec_with_seed(3), "sdcpp", Retention::Timed);
+    ASSERT_EQ(runner.previewed.get_future().wait_for(10s), std::future_status::ready);
+    JobSnapshot during;
+    ASSERT_EQ(queue.find(id, &during), Lookup::Found);
+    EXPECT_EQ(during.status, JobStatus::Generating);
+    ASSERT_TRUE(during.preview);
+    EXPECT_EQ(during.preview->step, 1);
+    EXPECT_EQ(during.preview->image, 0);
+    EXPECT_EQ(during.preview->png_b64, "cHJldmlldw==");
+    EXPECT_EQ(during.preview->width, 8u);
+    runner.release.set_value();
+    const JobSnapshot done = queue.wait(id);
+    EXPECT_EQ(done.status, JobStatus::Completed);
+    EXPECT_FALSE(done.preview);  // the images replace it
+}
+
 TEST(ServerJobQueue, FinishedNativeJobsExpireAndCollectedSyncJobsAreForgotten) {
     FakeRunner runner;
     JobQueue queue(runner, {8, 1});

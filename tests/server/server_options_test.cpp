@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cli_checks.h"
 #include "cli_options.h"
 #include "test_util.h"
 
@@ -73,7 +74,7 @@ TEST(ServerOptions, RefusesBadValuesAndSdCliOnlyOptions) {
                                           {"--max-queue-size", "0"},
                                           {"-o", "out.png"},
                                           {"-M", "convert"},
-                                          {"--preview", "proj"},
+                                          {"--preview-path", "p.png"},
                                           {"--no-such-option"},
                                           {"--steps", "many"},
                                           {"--listen-port"}}) {
@@ -81,6 +82,21 @@ TEST(ServerOptions, RefusesBadValuesAndSdCliOnlyOptions) {
         cli::CliParams params;
         EXPECT_THROW(parse(args, config, params), cli::UsageError) << args[0];
     }
+}
+
+// The job status's step previews: proj unless --preview says otherwise.
+TEST(ServerOptions, PreviewOptionsChooseTheJobPreviews) {
+    ServerConfig config;
+    cli::CliParams params;
+    parse({"-m", "m.safetensors", "--preview", "vae", "--preview-interval", "3", "--preview-noisy"},
+          config, params);
+    EXPECT_EQ(params.preview_method, PREVIEW_VAE);
+    EXPECT_EQ(params.preview_interval, 3);
+    EXPECT_TRUE(params.preview_noisy);
+    EXPECT_TRUE(params.was_given("--preview"));
+    cli::CliParams tae;
+    parse({"-m", "m.safetensors", "--preview", "tae"}, config, tae);
+    EXPECT_THROW(cli::check_params(tae), cli::UsageError);  // needs --taesd
 }
 
 TEST(ServerOptions, AcceptsEveryOptionTheReferenceServerLists) {

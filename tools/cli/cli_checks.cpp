@@ -78,6 +78,11 @@ void check_outputs(const CliParams& p) {
         require(p.output_begin_idx >= 0, "--output-begin-idx", p.output_begin_idx,
                 "must not be negative");
     require(p.preview_interval > 0, "--preview-interval", p.preview_interval, "must be positive");
+    // The reference warns "TAE not found for preview" at every step and previews nothing.
+    require_given(p.preview_method != PREVIEW_TAE || !p.taesd_path.empty(),
+                  "--preview tae needs a TAESD model: --taesd FILE");
+    require_given(!p.taesd_preview_only || !p.taesd_path.empty(),
+                  "--taesd-preview-only needs a TAESD model: --taesd FILE");
     require(p.upscale_repeats > 0, "--upscale-repeats", p.upscale_repeats, "must be at least 1");
     require(p.upscale_tile_size > 0, "--upscale-tile-size", p.upscale_tile_size,
             "must be positive");

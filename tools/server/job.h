@@ -38,6 +38,15 @@ struct JobProgress {
     int images = 0;
 };
 
+// The latest step preview of a generating job (a PNG, base64), shown in the job's status.
+struct JobPreview {
+    int step = 0;   // the sampling step it shows (the reference's numbering)
+    int image = 0;  // the image of the batch (0-based)
+    std::string png_b64;
+    uint32_t width = 0;
+    uint32_t height = 0;
+};
+
 struct JobSnapshot {
     std::string id;
     std::string api;  // "sdcpp", "openai", "sdapi"
@@ -48,6 +57,7 @@ struct JobSnapshot {
     int queue_position = 0;  // 1 = next; 0 when not queued
     JobProgress progress;
     std::shared_ptr<const std::vector<ResultImage>> images;  // set when completed
+    std::shared_ptr<const JobPreview> preview;               // the latest, while generating
     std::string error_code;
     std::string error_message;
     // The request as it ran (sampler and scheduler settled); read it once the job finished.
@@ -57,6 +67,8 @@ struct JobSnapshot {
 struct RunHooks {
     // A sampling step of the current image finished: `step` of `steps` (1-based).
     std::function<void(int step, int steps)> on_step;
+    // A step preview of the current image (image left 0: the queue fills it in).
+    std::function<void(JobPreview preview)> on_preview;
     // Set when the job is cancelled; the runner stops at the next step it can.
     const std::atomic<bool>* cancelled = nullptr;
 };

@@ -26,6 +26,7 @@ struct JobQueue::Job {
     // Written by the worker's step callback, read by snapshots.
     std::atomic<int> step{0}, steps{0}, image{0}, images{0};
     std::shared_ptr<const std::vector<ResultImage>> results;
+    std::shared_ptr<const JobPreview> preview;  // under the queue's mutex
     std::string error_code, error_message;
 };
 
@@ -145,6 +146,7 @@ JobSnapshot JobQueue::snapshot(const Job& job) const {
     }
     s.progress = {job.step.load(), job.steps.load(), job.image.load(), job.images.load()};
     s.images = job.results;
+    if (job.status == JobStatus::Generating) s.preview = job.preview;
     s.error_code = job.error_code;
     s.error_message = job.error_message;
     s.spec = job.spec;
@@ -288,9 +290,16 @@ void JobQueue::run_one(const std::shared_ptr<Job>& job) {
         job->steps = steps * job->images;
         job->step = job->image * steps + step;
     };
+    hooks.on_preview = [this, job](JobPreview preview) {
+        preview.image = job->image;
+        auto shared = std::make_shared<const JobPreview>(std::move(preview));
+        std::lock_guard<std::mutex> lock(mutex_);
+        job->preview = std::move(shared);
+    };
     RunOutcome outcome;
     if (!job->cancel_requested) outcome = runner_.run(*job->spec, hooks);
     std::lock_guard<std::mutex> lock(mutex_);
+    job->preview.reset();
     if (job->cancel_requested) {
         finish(*job, JobStatus::Cancelled, "cancelled", job->cancel_reason);
     } else if (outcome.ok) {

@@ -41,10 +41,15 @@ std::unique_ptr<ModelRunner> ModelRunner::load(const cli::CliParams& params) {
     sd_ctx_params_t ctx_params = cli::make_ctx_params(params, request);
     sd_ctx_t* ctx = new_sd_ctx(&ctx_params);
     if (!ctx) return nullptr;
-    return std::unique_ptr<ModelRunner>(new ModelRunner(ctx));
+    PreviewOptions preview;
+    if (params.was_given("--preview")) preview.mode = params.preview_method;
+    preview.interval = params.preview_interval;
+    preview.noisy = params.preview_noisy;
+    return std::unique_ptr<ModelRunner>(new ModelRunner(ctx, preview));
 }
 
-ModelRunner::ModelRunner(sd_ctx_t* ctx) : ctx_(ctx), relay_(ctx) {}
+ModelRunner::ModelRunner(sd_ctx_t* ctx, const PreviewOptions& preview)
+    : ctx_(ctx), relay_(ctx, preview) {}
 
 ModelRunner::~ModelRunner() {
     free_sd_ctx(ctx_);

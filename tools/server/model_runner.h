@@ -14,7 +14,8 @@ namespace server {
 
 class ModelRunner : public JobRunner {
   public:
-    // Loads the model; nullptr (the library has logged why) when it cannot.
+    // Loads the model; nullptr (the library has logged why) when it cannot. Jobs show step
+    // previews: --preview's mode (proj when not given; --preview none turns them off).
     static std::unique_ptr<ModelRunner> load(const cli::CliParams& params);
     ~ModelRunner() override;
 
@@ -22,7 +23,7 @@ class ModelRunner : public JobRunner {
     void interrupt() override;
 
   private:
-    explicit ModelRunner(sd_ctx_t* ctx);
+    ModelRunner(sd_ctx_t* ctx, const PreviewOptions& preview);
 
     sd_ctx_t* ctx_;
     ProgressRelay relay_;

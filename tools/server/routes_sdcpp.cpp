@@ -102,7 +102,7 @@ json features_json() {
             {"cache", false},
             {"cancel_queued", true},
             {"cancel_generating", true},
-            {"preview", false}};
+            {"preview", true}};
 }
 
 json capabilities_json(const ServerState& state) {
@@ -168,6 +168,14 @@ json job_json(const JobSnapshot& job) {
                                              : 0.0}}},
                 {"result", nullptr},
                 {"error", nullptr}};
+    if (job.preview) {
+        const JobPreview& v = *job.preview;
+        out["preview"] = {{"step", v.step},           {"image", v.image},
+                          {"width", v.width},         {"height", v.height},
+                          {"mime_type", "image/png"}, {"b64_json", v.png_b64}};
+    } else {
+        out["preview"] = nullptr;
+    }
     if (job.status == JobStatus::Completed && job.images) {
         json images = json::array();
         for (size_t i = 0; i < job.images->size(); ++i) {

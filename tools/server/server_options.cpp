@@ -123,23 +123,10 @@ void print_cli_option(std::ostream& out, const cli::OptionSpec& spec) {
 }  // namespace
 
 const std::vector<std::string>& cli_only_options() {
-    static const std::vector<std::string> names = {"--canny",
-                                                   "--convert-name",
-                                                   "--image",
-                                                   "--imat-in",
-                                                   "--imat-out",
-                                                   "--metadata-all",
-                                                   "--metadata-brief",
-                                                   "--metadata-format",
-                                                   "--metadata-raw",
-                                                   "--mode",
-                                                   "--output",
-                                                   "--output-begin-idx",
-                                                   "--preview",
-                                                   "--preview-interval",
-                                                   "--preview-noisy",
-                                                   "--preview-path",
-                                                   "--taesd-preview-only"};
+    static const std::vector<std::string> names = {
+        "--canny",        "--convert-name",     "--image",           "--imat-in",      "--imat-out",
+        "--metadata-all", "--metadata-brief",   "--metadata-format", "--metadata-raw", "--mode",
+        "--output",       "--output-begin-idx", "--preview-path"};
     return names;
 }
 

@@ -1,6 +1,6 @@
 // sd-server's command line: its own options (address, queue, limits) plus every model and
 // default-generation option of sd-cli, parsed by sd-cli's own table (cli_options.h). The
-// options only sd-cli has (-o, -M, --preview, ...) are refused.
+// options only sd-cli has (-o, -M, --preview-path, ...) are refused.
 #pragma once
 
 #include <ostream>

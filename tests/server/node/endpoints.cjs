@@ -172,7 +172,8 @@ async function sdapiWikiBody(base) {
 async function nativeRoutes(base) {
   const caps = await request(base, "GET", "/sdcpp/v1/capabilities");
   check(caps.status === 200 && caps.json.model.name === "sd15_f16_seed1.safetensors" &&
-        caps.json.samplers.includes("euler") && caps.json.limits.max_queue_size > 0,
+        caps.json.samplers.includes("euler") && caps.json.limits.max_queue_size > 0 &&
+        caps.json.features.preview === true,
         "GET /sdcpp/v1/capabilities");
   const submit = await request(base, "POST", "/sdcpp/v1/img_gen", {
     json: { prompt: "a green cube", width: 64, height: 64, seed: 11, batch_count: 2,
@@ -186,14 +187,18 @@ async function nativeRoutes(base) {
   const cancel = await request(base, "POST", `/sdcpp/v1/jobs/${second.json.id}/cancel`);
   check(cancel.status === 200 && cancel.json.status === "cancelled",
         "POST /sdcpp/v1/jobs/{id}/cancel on a queued job", cancel.text);
-  let sawProgress = false;
+  let sawProgress = false, sawPreview = false;
   for (let i = 0; i < 600; i++) {
     const r = await request(base, "GET", "/sdcpp/v1/jobs/" + submit.json.id);
     if (r.json.status === "generating" && r.json.progress.step > 0) sawProgress = true;
+    const p = r.json.preview;  // proj by default: the 8x8 latent as RGB, a PNG
+    if (p && p.width === 8 && p.height === 8 && p.mime_type === "image/png" &&
+        Buffer.from(p.b64_json, "base64").subarray(1, 4).toString() === "PNG") sawPreview = true;
     if (r.json.status === "completed" || r.json.status === "failed") break;
     await sleep(100);
   }
   check(sawProgress, "GET /sdcpp/v1/jobs/{id} shows the steps while generating");
+  check(sawPreview, "GET /sdcpp/v1/jobs/{id} shows a step preview while generating");
   const job = await waitJob(base, submit.json.id);
   check(job.status === "completed" && job.result.images.length === 2,
         "the native job completes with its 2 images", JSON.stringify(job.error));

@@ -168,6 +168,19 @@ function renderResults(e) {
   }
 }
 
+// The job status's latest step preview (sd-server --preview, proj by default), or none.
+function showPreview(preview) {
+  const img = $("preview");
+  if (!preview || !preview.b64_json) {
+    img.hidden = true;
+    img.removeAttribute("src");
+    return;
+  }
+  img.src = "data:" + (preview.mime_type || "image/png") + ";base64," + preview.b64_json;
+  img.title = "step " + preview.step;
+  img.hidden = false;
+}
+
 function renderJob(job) {
   const status = $("job-status");
   status.dataset.status = job.status;
@@ -184,6 +197,7 @@ function renderJob(job) {
     text = job.error.message;
   }
   status.textContent = "Job " + job.id + ": " + job.status;
+  showPreview(job.status === "generating" ? job.preview : null);
   $("progress").value = job.status === "completed" ? 1 : (p.fraction || 0);
   $("progress-text").textContent = text;
   $("cancel").disabled = !(job.status === "queued" || job.status === "generating");
@@ -198,6 +212,7 @@ function showJob(id) {
   status.textContent = "Job " + e.id + ": " + e.status;
   $("progress").value = e.status === "completed" ? 1 : 0;
   $("progress-text").textContent = e.error || (e.images ? "" : "images not kept in this page");
+  showPreview(null);
   $("cancel").disabled = state.active !== id;
   renderResults(e);
 }
