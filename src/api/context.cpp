@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "adapters/lora_apply.h"
 #include "api/callbacks.h"
 #include "api/placement.h"
 #include "base/error.h"
@@ -24,6 +25,8 @@ struct sd_ctx_t {
     sd::LoadedModel model;
     rng_type_t rng_type = CUDA_RNG;
     rng_type_t sampler_rng_type = RNG_TYPE_COUNT;
+    sd::LoraMode lora_mode = sd::LoraMode::Immediately;
+    sd::LoraSet loras;  // the LoRAs of the last generation, kept while the list stays the same
     std::atomic<int> cancel{0};
     std::mutex generating;  // one generation at a time on a context
 };
@@ -94,6 +97,7 @@ sd_ctx_t* create(const sd_ctx_params_t& p) {
     ctx->model = sd::load_model(ctx->files, options);
     ctx->rng_type = p.rng_type;
     ctx->sampler_rng_type = p.sampler_rng_type;
+    ctx->lora_mode = sd::resolve_lora_mode(p.lora_apply_mode, ctx->files);
     return ctx.release();
 }
 
@@ -113,7 +117,6 @@ std::optional<sd::image::Image> to_image8(const sd_image_t& img, const char* wha
 }
 
 void reject_unbuilt(const sd_img_gen_params_t& p) {
-    if (p.lora_count > 0) sd::fail("LoRA is not supported by this build yet");
     if (p.ref_images_count > 0)
         sd::fail("reference images (--ref-image) are not supported by this build yet");
     if (p.control_image.data)
@@ -166,6 +169,24 @@ sd::ImageRequest to_request(const sd_ctx_t& ctx, const sd_img_gen_params_t& p) {
     if (p.vae_tiling_params.target_overlap > 0)
         r.vae_tiling.overlap = p.vae_tiling_params.target_overlap;
     return r;
+}
+
+// The image LoRAs of a request; high-noise ones belong to a video model's second stage.
+std::vector<sd::LoraRequest> lora_requests(const sd_img_gen_params_t& p) {
+    std::vector<sd::LoraRequest> out;
+    for (uint32_t i = 0; i < p.lora_count && p.loras; ++i) {
+        const sd_lora_t& l = p.loras[i];
+        SD_CHECK(has(l.path), "LoRA %u has no path", i);
+        if (l.is_high_noise) {
+            SD_LOG_WARN(
+                "LoRA '%s' is for a high-noise model, which an image model has not; "
+                "ignoring it",
+                l.path);
+            continue;
+        }
+        out.push_back({l.path, l.multiplier});
+    }
+    return out;
 }
 
 sd_image_t* to_c_images(const std::vector<sd::image::Image>& images) {
@@ -252,6 +273,10 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* params, sd_imag
             last = seconds;
         };
         hooks.cancel = &sd_ctx->cancel;
+        const sd::WeightPatches* patches =
+            sd_ctx->loras.update(sd_ctx->files, lora_requests(*params), sd_ctx->lora_mode,
+                                 sd_ctx->model.components.family_name);
+        const sd::ScopedWeightPatches active(patches);
         std::vector<sd::image::Image> images;
         try {
             images = sd::generate_images(sd_ctx->model.components, request, hooks);

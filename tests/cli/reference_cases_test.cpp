@@ -36,7 +36,6 @@ struct ReferenceCase {
 const std::pair<const char*, const char*> kNotBuiltYet[] = {
     {"controlnet", "ControlNet (adapters issue)"},
     {"esrgan", "ESRGAN upscaling (adapters issue)"},
-    {"lora", "LoRA (adapters issue)"},
     {"taesd", "TAESD (adapters issue)"},
     {"flux", "FLUX.1 (FLUX issue)"},
     {"sd3", "SD3 (SD3 issue)"}};
