@@ -28,6 +28,18 @@ void merge(LayerPatch& patch, const TensorRecord& target, const Tensor& delta) {
 void add_module(const LoraModule& m, const TensorRecord& target, float multiplier, LoraMode mode,
                 LayerPatch& patch) {
     const bool plain = m.kind() == LoraKind::LowRank && !m.has("dora_scale");
+    if (plain && !m.has("mid") && target.shape.size() >= 2) {
+        LowRankTerm term = lora_term(m, target.shape, multiplier);
+        if (mode == LoraMode::AtRuntime) {
+            patch.terms.push_back(std::move(term));
+            return;
+        }
+        const Tensor current = patch.weight.defined() ? patch.weight : target.load();
+        if (current.numel() / current.size(0) % block_size(current.dtype()) == 0) {
+            patch.weight = merge_low_rank(current, term);
+            return;
+        }
+    }
     if (mode == LoraMode::AtRuntime && plain && target.shape.size() >= 2) {
         patch.terms.push_back(lora_term(m, target.shape, multiplier));
         return;

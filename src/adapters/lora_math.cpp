@@ -4,7 +4,9 @@
 #include <limits>
 
 #include "base/error.h"
+#include "base/thread_pool.h"
 #include "ops/ops.h"
+#include "tensor/quant.h"
 
 namespace sd {
 namespace {
@@ -129,6 +131,38 @@ float lora_scale(const LoraModule& m) {
     if (m.has("scale")) return scalar(m.part("scale"));
     if (m.has("alpha")) return scalar(m.part("alpha")) / static_cast<float>(m.part("down").size(0));
     return 1.0f;
+}
+
+Tensor merge_low_rank(const Tensor& weight, const LowRankTerm& term) {
+    const Tensor w = weight.contiguous();
+    const int64_t rows = w.size(0), cols = w.numel() / rows;
+    const Tensor down = mat(term.down), up = mat(term.up);
+    const int64_t rank = down.size(0);
+    SD_CHECK(!term.mid.defined() && up.size(0) == rows && up.size(1) == rank &&
+                 down.size(1) == cols && cols % block_size(w.dtype()) == 0,
+             "a LoRA of %s and %s cannot be merged into a weight of %s", up.describe().c_str(),
+             down.describe().c_str(), w.describe().c_str());
+    Tensor out = Tensor::empty(w.shape(), w.dtype());
+    const size_t row_size = row_bytes(w.dtype(), cols);
+    const auto* src = static_cast<const uint8_t*>(w.data_ptr());
+    auto* dst = static_cast<uint8_t*>(out.data_ptr());
+    const float* u = up.data<float>();
+    const float* d = down.data<float>();
+    parallel_for(rows, 4, [&](int64_t begin, int64_t end) {
+        std::vector<float> row(static_cast<size_t>(cols)), delta(static_cast<size_t>(cols));
+        for (int64_t o = begin; o < end; ++o) {
+            dequantize_row(w.dtype(), src + o * row_size, row.data(), cols);
+            std::fill(delta.begin(), delta.end(), 0.0f);
+            for (int64_t r = 0; r < rank; ++r) {
+                const float c = u[o * rank + r];
+                const float* dr = d + r * cols;
+                for (int64_t j = 0; j < cols; ++j) delta[j] += c * dr[j];
+            }
+            for (int64_t j = 0; j < cols; ++j) row[j] += term.scale * delta[j];
+            quantize_row(w.dtype(), row.data(), dst + o * row_size, cols);
+        }
+    });
+    return out;
 }
 
 Tensor kron(const Tensor& a, const Tensor& b) {

@@ -27,6 +27,11 @@ Tensor lora_delta(const LoraModule& m, const Shape& shape, float multiplier, con
 // Linear, 4-d: Conv2d), checked against it.
 LowRankTerm lora_term(const LoraModule& m, const Shape& shape, float multiplier);
 
+// weight + scale * up @ down in the weight's dtype, row by row in one pass over the weight
+// (the merge of a plain LoRA module): weight [rows, ...] contiguous of any dtype whose rows
+// are whole blocks, down [r, cols] and up [rows, r] f32 as lora_term gives them.
+Tensor merge_low_rank(const Tensor& weight, const LowRankTerm& term);
+
 // torch.kron for a 2-d `a` and a 2-d or 4-d `b`: [a0*b0, a1*b1, (kh, kw)].
 Tensor kron(const Tensor& a, const Tensor& b);
 

@@ -129,6 +129,26 @@ TEST(LoraMath, DoraRescalesRowsToTheStoredMagnitude) {
     }
 }
 
+TEST(LoraMath, OnePassMergeEqualsWeightPlusDelta) {
+    const LoraModule m = module({{"down", random_tensor({3, 64}, 1)},
+                                 {"up", random_tensor({7, 3}, 2)},
+                                 {"alpha", scalar_tensor(1.5f)}});
+    const Tensor w32 = random_tensor({7, 64}, 3);
+    const std::pair<DType, float> cases[] = {
+        {DType::F32, 1e-5f}, {DType::F16, 4e-3f}, {DType::Q8_0, 6e-2f}};
+    for (const auto& [dtype, tolerance] : cases) {
+        const Tensor w = convert(w32, dtype);
+        const Tensor merged = merge_low_rank(w, lora_term(m, {7, 64}, 0.7f));
+        EXPECT_EQ(merged.dtype(), dtype);
+        const Tensor want =
+            convert(convert(w, DType::F32) + lora_delta(m, {7, 64}, 0.7f, {}), dtype);
+        EXPECT_LT(max_abs_diff(convert(merged, DType::F32), convert(want, DType::F32)), tolerance)
+            << dtype_name(dtype);
+    }
+    // the weight itself is not written
+    EXPECT_EQ(w32.to_vector(), random_tensor({7, 64}, 3).to_vector());
+}
+
 TEST(LoraMath, SizesThatDoNotFitAreErrors) {
     const LoraModule m =
         module({{"down", random_tensor({4, 6}, 1)}, {"up", random_tensor({5, 4}, 2)}});

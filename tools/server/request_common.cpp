@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "adapters/lora_file.h"
+#include "base/error.h"
 #include "name_maps.h"
 #include "request_error.h"
 
