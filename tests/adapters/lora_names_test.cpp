@@ -45,6 +45,11 @@ TEST(LoraNames, KohyaDiffusersLayoutMapsToLdm) {
                        "model.diffusion_model.output_blocks.2.1.conv.weight"));
     EXPECT_TRUE(offers("lora_unet_up_blocks_1_upsamplers_0_conv",
                        "model.diffusion_model.output_blocks.5.2.conv.weight"));
+    // LCM-LoRA (diffusers names under kohya's prefix) also adapts the resnets' projections
+    EXPECT_EQ(first("lora_unet_down_blocks_1_resnets_0_time_emb_proj"),
+              "model.diffusion_model.input_blocks.4.0.emb_layers.1.weight");
+    EXPECT_EQ(first("lora_unet_down_blocks_1_resnets_0_conv_shortcut"),
+              "model.diffusion_model.input_blocks.4.0.skip_connection.weight");
     EXPECT_EQ(first("lora_unet_conv_in"), "model.diffusion_model.input_blocks.0.0.weight");
     EXPECT_EQ(first("lora_unet_time_embedding_linear_1"),
               "model.diffusion_model.time_embed.0.weight");
