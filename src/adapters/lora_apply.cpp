@@ -31,6 +31,8 @@ void add_module(const LoraModule& m, const TensorRecord& target, float multiplie
     if (plain && !m.has("mid") && target.shape.size() >= 2) {
         LowRankTerm term = lora_term(m, target.shape, multiplier);
         if (mode == LoraMode::AtRuntime) {
+            term.up = term.up * term.scale;  // one pass less over the output in each forward
+            term.scale = 1.0f;
             patch.terms.push_back(std::move(term));
             return;
         }

@@ -11,7 +11,8 @@ thread_local const WeightPatches* active_set = nullptr;
 Tensor low_rank_linear(const LowRankTerm& t, const Tensor& x) {
     Tensor h = linear(x, t.down.view({t.down.size(0), t.down.numel() / t.down.size(0)}));
     if (t.mid.defined()) h = linear(h, t.mid.view({t.mid.size(0), t.mid.numel() / t.mid.size(0)}));
-    return linear(h, t.up.view({t.up.size(0), t.up.numel() / t.up.size(0)})) * t.scale;
+    Tensor y = linear(h, t.up.view({t.up.size(0), t.up.numel() / t.up.size(0)}));
+    return t.scale == 1.0f ? y : y * t.scale;
 }
 
 Tensor low_rank_conv(const LowRankTerm& t, const Tensor& x, const Conv2dOptions& layer) {
@@ -25,7 +26,8 @@ Tensor low_rank_conv(const LowRankTerm& t, const Tensor& x, const Conv2dOptions&
     } else {
         h = conv2d(x, t.down, {}, layer);
     }
-    return conv2d(h, t.up, {}, Conv2dOptions{}) * t.scale;
+    Tensor y = conv2d(h, t.up, {}, Conv2dOptions{});
+    return t.scale == 1.0f ? y : y * t.scale;
 }
 
 }  // namespace
