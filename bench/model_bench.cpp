@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "adapters/lora_apply.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/thread_pool.h"
@@ -88,6 +89,15 @@ int run_model_bench(const ModelBenchOptions& o, double peak) {
     std::printf("model %s (%s) loaded in %.2f s, %s weights\n", o.model.c_str(),
                 model.family_name.c_str(), now_seconds() - t0,
                 o.streamed ? "streamed (--params-backend disk)" : "resident");
+
+    // The LoRA, applied for everything timed below (its own time printed by LoraSet).
+    LoraSet loras;
+    const WeightPatches* patches = nullptr;
+    if (!o.lora.empty()) {
+        patches = loras.update(files, {{o.lora, o.lora_multiplier}},
+                               resolve_lora_mode(o.lora_mode, files), model.family_name);
+    }
+    const ScopedWeightPatches active(patches);
 
     // One diffusion-model pass on a constant latent, after a warm-up pass.
     Conditioning cond = model.conditioner->encode({"a photo of a cat", -1, o.width, o.height});

@@ -3,6 +3,8 @@
 // the measured peak (FLOPs as counted by ops/flop_counter.h), and the process's peak RSS.
 #pragma once
 
+#include "stable-diffusion.h"
+
 #include <string>
 
 namespace sd::bench {
@@ -14,6 +16,9 @@ struct ModelBenchOptions {
     int steps = 3;          // sampling steps timed (plus one VAE decode)
     bool streamed = false;  // --params-backend disk (Residency::Streamed)
     std::string taesd;      // --taesd FILE: also time its decode of the same latent
+    std::string lora;       // --lora FILE[:MULT]: timed with this LoRA applied
+    float lora_multiplier = 1.0f;
+    lora_apply_mode_t lora_mode = LORA_APPLY_AUTO;
 };
 
 int run_model_bench(const ModelBenchOptions& options, double peak_gflops);

@@ -133,12 +133,15 @@ void usage() {
     std::printf(
         "usage: sd-bench [-t THREADS] [--min-time SECONDS] [--isa generic|avx2|avx512]\n"
         "       sd-bench --model FILE [--tokenizer-dir DIR] [-W 512] [-H 512] [--steps 3] [-t N]\n"
-        "                [--params-backend cpu|disk] [--taesd FILE]\n"
+        "                [--params-backend cpu|disk] [--taesd FILE] [--lora FILE[:MULT]]\n"
+        "                [--lora-apply-mode M]\n"
         "       sd-bench --upscale-model FILE [-W 128] [-H 128] [--upscale-tile-size 128] [-t N]\n"
         "  -t THREADS        threads (default: physical cores)\n"
         "  --model FILE      time a whole model instead of single kernels: UNet pass, step, VAE\n"
         "  --params-backend  disk: the streaming low-memory mode (each layer's pages dropped)\n"
         "  --taesd FILE      with --model: also time TAESD's decode of the same latent\n"
+        "  --lora FILE[:M]   time the model with this LoRA (multiplier M, default 1)\n"
+        "  --lora-apply-mode auto, immediately or at_runtime (default auto)\n"
         "  --upscale-model F time the ESRGAN upscaler on a W x H image (default 128x128)\n"
         "  --min-time S      seconds each case repeats for (default 2)\n"
         "  --isa NAME        kernel family to use (default: the best this CPU has)\n"
@@ -199,6 +202,19 @@ int run(int argc, char** argv) {
             SD_CHECK(v == "cpu" || v == "disk", "--params-backend: expected cpu or disk, not '%s'",
                      v.c_str());
             model.streamed = v == "disk";
+        } else if (a == "--lora") {
+            model.lora = value();
+            const size_t colon = model.lora.rfind(':');
+            if (colon != std::string::npos && colon > 0) {
+                model.lora_multiplier = std::strtof(model.lora.c_str() + colon + 1, nullptr);
+                model.lora.resize(colon);
+            }
+        } else if (a == "--lora-apply-mode") {
+            const std::string v = value();
+            model.lora_mode = str_to_lora_apply_mode(v.c_str());
+            SD_CHECK(model.lora_mode != LORA_APPLY_MODE_COUNT,
+                     "--lora-apply-mode: expected auto, immediately or at_runtime, not '%s'",
+                     v.c_str());
         } else if (a == "-h" || a == "--help") {
             usage();
             return 0;

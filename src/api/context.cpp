@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "adapters/lora_apply.h"
 #include "api/c_images.h"
 #include "api/callbacks.h"
 #include "api/placement.h"
@@ -32,6 +33,8 @@ struct sd_ctx_t {
     const sd::LatentCodec* vae = nullptr;
     rng_type_t rng_type = CUDA_RNG;
     rng_type_t sampler_rng_type = RNG_TYPE_COUNT;
+    sd::LoraMode lora_mode = sd::LoraMode::Immediately;
+    sd::LoraSet loras;  // the LoRAs of the last generation, kept while the list stays the same
     std::atomic<int> cancel{0};
     std::mutex generating;  // one generation at a time on a context
 };
@@ -118,11 +121,11 @@ sd_ctx_t* create(const sd_ctx_params_t& p) {
         attach_taesd(*ctx, p.taesd_path, p.tae_preview_only, placement.residency);
     ctx->rng_type = p.rng_type;
     ctx->sampler_rng_type = p.sampler_rng_type;
+    ctx->lora_mode = sd::resolve_lora_mode(p.lora_apply_mode, ctx->files);
     return ctx.release();
 }
 
 void reject_unbuilt(const sd_img_gen_params_t& p) {
-    if (p.lora_count > 0) sd::fail("LoRA is not supported by this build yet");
     if (p.ref_images_count > 0)
         sd::fail("reference images (--ref-image) are not supported by this build yet");
     if (p.control_image.data)
@@ -197,6 +200,24 @@ sd::ImageRequest to_request(const sd_ctx_t& ctx, const sd_img_gen_params_t& p) {
         r.vae_tiling.overlap = p.vae_tiling_params.target_overlap;
     if (p.hires.enabled) r.hires = to_hires(p.hires, r.width, r.height, ctx.model.components);
     return r;
+}
+
+// The image LoRAs of a request; high-noise ones belong to a video model's second stage.
+std::vector<sd::LoraRequest> lora_requests(const sd_img_gen_params_t& p) {
+    std::vector<sd::LoraRequest> out;
+    for (uint32_t i = 0; i < p.lora_count && p.loras; ++i) {
+        const sd_lora_t& l = p.loras[i];
+        SD_CHECK(has(l.path), "LoRA %u has no path", i);
+        if (l.is_high_noise) {
+            SD_LOG_WARN(
+                "LoRA '%s' is for a high-noise model, which an image model has not; "
+                "ignoring it",
+                l.path);
+            continue;
+        }
+        out.push_back({l.path, l.multiplier});
+    }
+    return out;
 }
 
 // A VAE kept for previews leaves RSS after a generation, as the decoding codec does.
@@ -279,6 +300,10 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* params, sd_imag
             m, sd_ctx->tae, sd_ctx->vae,
             sd::decode_tiling(m, request.vae_tiling, request.height / m.latent.factor,
                               request.width / m.latent.factor));
+        const sd::WeightPatches* patches =
+            sd_ctx->loras.update(sd_ctx->files, lora_requests(*params), sd_ctx->lora_mode,
+                                 sd_ctx->model.components.family_name);
+        const sd::ScopedWeightPatches active(patches);
         std::vector<sd::image::Image> images;
         const ReleaseSpareCodec release_spare{*sd_ctx};
         try {

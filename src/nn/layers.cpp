@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 #include "io/imatrix.h"
+#include "nn/weight_patch.h"
 
 namespace sd {
 
@@ -17,6 +18,12 @@ Linear Linear::load(const Weights& w, int64_t in, int64_t out, bool bias) {
 Tensor Linear::forward(const Tensor& x) const {
     if (imatrix::collecting()) [[unlikely]]
         imatrix::record_linear(name, x);
+    if (const LayerPatch* patch = active_patch(name)) [[unlikely]] {
+        if (!streamed || patch->weight.defined()) return patched_linear(*patch, x, weight, bias);
+        Tensor y = patched_linear(*patch, x, read_streamed(weight), bias);
+        weight.storage()->release_pages();
+        return y;
+    }
     if (!streamed) return linear(x, weight, bias);
     Tensor y = linear(x, read_streamed(weight), bias);
     weight.storage()->release_pages();  // in case it was used in place
@@ -39,6 +46,13 @@ Conv2d Conv2d::load(const Weights& w, int64_t in, int64_t out, int kernel, int s
 Tensor Conv2d::forward(const Tensor& x) const {
     if (imatrix::collecting()) [[unlikely]]
         imatrix::record_conv2d(name, x, options, weight.size(2), weight.size(3));
+    if (const LayerPatch* patch = active_patch(name)) [[unlikely]] {
+        if (!streamed || patch->weight.defined())
+            return patched_conv2d(*patch, x, weight, bias, options);
+        Tensor y = patched_conv2d(*patch, x, read_streamed(weight), bias, options);
+        weight.storage()->release_pages();
+        return y;
+    }
     if (!streamed) return conv2d(x, weight, bias, options);
     Tensor y = conv2d(x, read_streamed(weight), bias, options);
     weight.storage()->release_pages();

@@ -2,6 +2,7 @@
 // applies them with forward(); load() binds them to the checkpoint by name and shape.
 // While importance-matrix collection is on (io/imatrix.h), Linear and Conv2d record their
 // inputs under their weight's name; when it is off that costs one atomic load a call.
+// An adapter's patches (nn/weight_patch.h) reach them the same way, by the weight's name.
 #pragma once
 
 #include <cstdint>

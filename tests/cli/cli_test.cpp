@@ -598,8 +598,16 @@ TEST(CliRequest, LoraTagsAndPromptFiles) {
     std::ofstream(dir + "/sub/detail.gguf") << "x";
     CliParams p;
     p.lora_model_dir = dir;
+    // A tag naming no file is an error naming it.
+    p.prompt = "<lora:missing:0.5>a cat";
+    try {
+        resolve_request(p);
+        ADD_FAILURE() << "expected an error";
+    } catch (const UsageError& e) {
+        EXPECT_NE(std::string(e.what()).find("LoRA 'missing'"), std::string::npos) << e.what();
+    }
     p.prompt =
-        "<lora:missing:0.5>a <lora:style:abc>cat <lora:style:0.8><lora:sub/detail:1>, "
+        "a <lora:style:abc>cat <lora:style:0.8><lora:sub/detail:1>, "
         "<lora:|high_noise|style:1.5><lora:style:0.2><lora:bad>";
     GenerationRequest r = resolve_request(p);
     EXPECT_EQ(r.prompt, "a cat , <lora:bad>");

@@ -35,7 +35,6 @@ struct ReferenceCase {
 // other folder runs: a new family's cases run as soon as its folder appears.
 const std::pair<const char*, const char*> kNotBuiltYet[] = {
     {"controlnet", "ControlNet (adapters issue)"},
-    {"lora", "LoRA (adapters issue)"},
     {"flux", "FLUX.1 (FLUX issue)"},
     {"sd3", "SD3 (SD3 issue)"}};
 

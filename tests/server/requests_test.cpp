@@ -9,6 +9,7 @@
 
 #include "base64.h"
 #include "cli_options.h"
+#include "io/tensor_writer.h"
 #include "request_error.h"
 
 namespace server {
@@ -174,7 +175,18 @@ TEST_F(ServerRequests, NativeSizeComesFromTheInitImageWhenNotGiven) {
 TEST_F(ServerRequests, LoraFilesResolveInsideTheLoraFolder) {
     const std::filesystem::path dir = std::filesystem::path(testing::TempDir()) / "server_loras";
     std::filesystem::create_directories(dir / "style");
-    std::ofstream(dir / "style" / "ink.safetensors") << "x";
+    const sd::Tensor t = sd::Tensor::zeros({2, 4});
+    const auto lora_part = [t](const std::string& name) {
+        return sd::OutputTensor{name, sd::DType::F32, t.shape(), [t] { return t; }};
+    };
+    sd::write_safetensors((dir / "style" / "ink.safetensors").string(),
+                          {lora_part("lora_unet_a.lora_down.weight")});
+    sd::write_safetensors((dir / "ink.safetensors").string(),
+                          {lora_part("lora_te_b.lora_up.weight")});
+    sd::write_safetensors((dir / "cut.safetensors").string(),
+                          {lora_part("lora_te_b.lora_up.weight")});
+    std::filesystem::resize_file(dir / "cut.safetensors",
+                                 std::filesystem::file_size(dir / "cut.safetensors") - 8);
     cli::CliParams with_dir = defaults;
     with_dir.lora_model_dir = dir.string();
     ParseContext c{with_dir, ServerLimits{}};
@@ -186,10 +198,19 @@ TEST_F(ServerRequests, LoraFilesResolveInsideTheLoraFolder) {
     expect_field_error(
         [&] { parse_native_request(json::parse(R"({"lora": [{"path": "nope"}]})"), c); },
         "lora[0].path");
-    // Prompt tags are not read by the server APIs.
-    spec = parse_native_request(json::parse(R"({"prompt": "a <lora:ink:1> cat"})"), c);
-    EXPECT_EQ(spec.request.prompt, "a <lora:ink:1> cat");
-    EXPECT_TRUE(spec.request.loras.empty());
+    // A truncated LoRA file is the request's fault (400), not a failed generation.
+    expect_field_error(
+        [&] { parse_native_request(json::parse(R"({"lora": [{"path": "cut"}]})"), c); },
+        "lora[0].path");
+    // Prompt tags (the webui's way) name files of the LoRA folder too.
+    spec = parse_native_request(json::parse(R"({"prompt": "a <lora:ink:0.7> cat"})"), c);
+    EXPECT_EQ(spec.request.prompt, "a  cat");
+    ASSERT_EQ(spec.request.loras.size(), 1u);
+    EXPECT_EQ(spec.request.loras[0].path, (dir / "ink.safetensors").string());
+    EXPECT_FLOAT_EQ(spec.request.loras[0].multiplier, 0.7f);
+    expect_field_error(
+        [&] { parse_native_request(json::parse(R"({"prompt": "<lora:nope:1> cat"})"), c); },
+        "prompt");
 }
 
 TEST_F(ServerRequests, OpenAiGenerationReadsItsFieldsAndExtraArgs) {

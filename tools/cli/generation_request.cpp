@@ -66,31 +66,18 @@ LoraTag find_lora_tag(const std::string& prompt, size_t from) {
     return {};
 }
 
-// Takes the <lora:NAME:WEIGHT> tags out of the prompt and finds their files.
+// Takes the <lora:NAME:WEIGHT> tags out of the prompt and finds their files; a tag naming
+// no file is an error (the reference program only warns and runs without it).
 void extract_loras(const std::string& lora_dir, GenerationRequest& r) {
     std::map<std::string, float> normal, high_noise;
-    for (LoraTag tag = find_lora_tag(r.prompt, 0); tag.begin != std::string::npos;
-         tag = find_lora_tag(r.prompt, tag.begin)) {
-        r.prompt.erase(tag.begin, tag.end - tag.begin);
-        char* end = nullptr;
-        const float multiplier = std::strtof(tag.weight.c_str(), &end);
-        if (end == tag.weight.c_str()) {
-            log_warn("ignoring <lora:%s:%s>: the weight is not a number", tag.name.c_str(),
-                     tag.weight.c_str());
-            continue;
-        }
-        const std::string high_prefix = "|high_noise|";
-        const bool is_high = tag.name.rfind(high_prefix, 0) == 0;
-        if (is_high) tag.name.erase(0, high_prefix.size());
+    for (const PromptLora& tag : take_lora_tags(r.prompt)) {
         const fs::path path =
             fs::path(tag.name).is_absolute() ? fs::path(tag.name) : fs::path(lora_dir) / tag.name;
         const std::string file = existing_model_file(path);
-        if (file.empty()) {
-            log_warn("LoRA '%s' not found (looked for %s with .gguf/.safetensors/.pt); ignoring it",
-                     tag.name.c_str(), path.string().c_str());
-            continue;
-        }
-        (is_high ? high_noise : normal)[file] += multiplier;
+        if (file.empty())
+            throw UsageError("LoRA '" + tag.name + "' of the prompt not found (looked for " +
+                             path.string() + " with .gguf/.safetensors/.pt in --lora-model-dir)");
+        (tag.high_noise ? high_noise : normal)[file] += tag.multiplier;
     }
     for (const auto& [path, mult] : normal) r.loras.push_back({path, mult, false});
     for (const auto& [path, mult] : high_noise) r.loras.push_back({path, mult, true});
@@ -285,6 +272,26 @@ sd_cache_params_t make_cache_params(const CliParams& p) {
     if (c.mode == SD_CACHE_DBCACHE || c.mode == SD_CACHE_TAYLORSEER || c.mode == SD_CACHE_CACHE_DIT)
         c.scm_policy_dynamic = p.scm_policy_dynamic;
     return c;
+}
+
+std::vector<PromptLora> take_lora_tags(std::string& prompt) {
+    std::vector<PromptLora> out;
+    for (LoraTag tag = find_lora_tag(prompt, 0); tag.begin != std::string::npos;
+         tag = find_lora_tag(prompt, tag.begin)) {
+        prompt.erase(tag.begin, tag.end - tag.begin);
+        char* end = nullptr;
+        const float multiplier = std::strtof(tag.weight.c_str(), &end);
+        if (end == tag.weight.c_str()) {
+            log_warn("ignoring <lora:%s:%s>: the weight is not a number", tag.name.c_str(),
+                     tag.weight.c_str());
+            continue;
+        }
+        const std::string high_prefix = "|high_noise|";
+        const bool is_high = tag.name.rfind(high_prefix, 0) == 0;
+        if (is_high) tag.name.erase(0, high_prefix.size());
+        out.push_back({tag.name, multiplier, is_high});
+    }
+    return out;
 }
 
 GenerationRequest resolve_request(const CliParams& p) {

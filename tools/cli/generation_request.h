@@ -54,6 +54,17 @@ struct GenerationRequest {
     std::string ref_image_args;
 };
 
+// A <lora:NAME:WEIGHT> tag of a prompt ("|high_noise|NAME": for a video model's second stage).
+struct PromptLora {
+    std::string name;
+    float multiplier = 1.0f;
+    bool high_noise = false;
+};
+
+// Removes every <lora:NAME:WEIGHT> tag from `prompt` and returns them in order (a tag whose
+// weight is no number is removed with a warning).
+std::vector<PromptLora> take_lora_tags(std::string& prompt);
+
 // Everything but the images. Throws UsageError (unreadable prompt file, bad --cache-option,
 // unknown --hires-upscaler, ...).
 GenerationRequest resolve_request(const CliParams& params);

@@ -4,6 +4,7 @@
 
 #include "cli_options.h"
 #include "image/image_resize.h"
+#include "request_common.h"
 #include "request_error.h"
 
 namespace server {
@@ -37,8 +38,11 @@ void check_side(int value, const std::string& field, const char* what, const Ser
 
 JobSpec finalize_request(cli::CliParams p, RequestInputs in, const OutputOptions& output,
                          const ServerLimits& limits) {
-    // Prompt-embedded <lora:...> tags are not read by the server APIs (LoRAs come as
-    // structured fields), and prompt files and embeddings belong to the command line.
+    // <lora:NAME:WEIGHT> tags of the prompt (the webui's way) name files of the LoRA folder,
+    // as the structured fields do; prompt files and embeddings belong to the command line.
+    for (const cli::PromptLora& tag : cli::take_lora_tags(p.prompt))
+        in.loras.push_back({resolve_lora_path(p.lora_model_dir, tag.name, "prompt"), tag.multiplier,
+                            tag.high_noise});
     p.lora_model_dir.clear();
     p.prompt_file.clear();
     p.negative_prompt_file.clear();

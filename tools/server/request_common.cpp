@@ -3,6 +3,8 @@
 #include <charconv>
 #include <filesystem>
 
+#include "adapters/lora_file.h"
+#include "base/error.h"
 #include "name_maps.h"
 #include "request_error.h"
 
@@ -91,13 +93,21 @@ std::string resolve_lora_path(const std::string& lora_dir, const std::string& na
     if (fs::path(name).is_absolute() || !inside(dir, wanted))
         throw bad_field(field, "'" + name + "' is outside the LoRA folder");
     std::error_code ec;
-    if (fs::is_regular_file(wanted, ec)) return wanted.string();
+    std::string found;
+    if (fs::is_regular_file(wanted, ec)) found = wanted.string();
     for (const char* ext : kLoraExtensions) {
         fs::path candidate = wanted;
         candidate += ext;
-        if (fs::is_regular_file(candidate, ec)) return candidate.string();
+        if (found.empty() && fs::is_regular_file(candidate, ec)) found = candidate.string();
     }
-    throw bad_field(field, "no LoRA '" + name + "' in the LoRA folder (GET /sdapi/v1/loras)");
+    if (found.empty())
+        throw bad_field(field, "no LoRA '" + name + "' in the LoRA folder (GET /sdapi/v1/loras)");
+    try {
+        sd::check_lora_file(found);  // a truncated or foreign file is the request's fault
+    } catch (const sd::Error& e) {
+        throw bad_field(field, e.what());
+    }
+    return found;
 }
 
 std::vector<cli::LoraEntry> read_loras(const FieldReader& f, const std::string& key,

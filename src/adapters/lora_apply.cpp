@@ -1,0 +1,142 @@
+#include "adapters/lora_apply.h"
+
+#include "adapters/lora_file.h"
+#include "adapters/lora_math.h"
+#include "adapters/lora_names.h"
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "ops/ops.h"
+
+namespace sd {
+namespace {
+
+const TensorRecord* find_target(const ModelFiles& model, const LoraModule& m) {
+    for (const std::string& name : lora_target_candidates(m.key)) {
+        if (const TensorRecord* r = model.find(name)) return r;
+    }
+    return nullptr;
+}
+
+// Merges `delta` into the layer's current weight (its own, or an earlier LoRA's merge).
+void merge(LayerPatch& patch, const TensorRecord& target, const Tensor& delta) {
+    const Tensor current = patch.weight.defined() ? patch.weight : target.load();
+    Tensor sum = convert(current, DType::F32).view(delta.shape()) + delta;
+    patch.weight = current.dtype() == DType::F32 ? sum : convert(sum, current.dtype());
+}
+
+void add_module(const LoraModule& m, const TensorRecord& target, float multiplier, LoraMode mode,
+                LayerPatch& patch) {
+    const bool plain = m.kind() == LoraKind::LowRank && !m.has("dora_scale");
+    if (plain && !m.has("mid") && target.shape.size() >= 2) {
+        LowRankTerm term = lora_term(m, target.shape, multiplier);
+        if (mode == LoraMode::AtRuntime) {
+            term.up = term.up * term.scale;  // one pass less over the output in each forward
+            term.scale = 1.0f;
+            patch.terms.push_back(std::move(term));
+            return;
+        }
+        const Tensor current = patch.weight.defined() ? patch.weight : target.load();
+        if (current.numel() / current.size(0) % block_size(current.dtype()) == 0) {
+            patch.weight = merge_low_rank(current, term);
+            return;
+        }
+    }
+    if (mode == LoraMode::AtRuntime && plain && target.shape.size() >= 2) {
+        patch.terms.push_back(lora_term(m, target.shape, multiplier));
+        return;
+    }
+    const Tensor base = m.has("dora_scale") ? target.load() : Tensor{};
+    Tensor delta = lora_delta(m, target.shape, multiplier, base);
+    if (mode == LoraMode::Immediately)
+        merge(patch, target, delta);
+    else
+        patch.deltas.push_back(delta);
+}
+
+void report(const LoraRequest& lora, const LoraStats& s, const std::string& model_name,
+            LoraMode mode) {
+    if (s.applied == 0) {
+        SD_LOG_WARN(
+            "LoRA '%s' matched none of the %s model's weights (%zu tensors, %zu of them named "
+            "for weights of other sizes): it is not a LoRA for this model",
+            lora.path.c_str(), model_name.c_str(), s.tensors, s.misfit);
+        return;
+    }
+    SD_LOG_INFO("LoRA '%s' x%g (%s): %zu of %zu tensors applied to model weights, %zu unmatched",
+                lora.path.c_str(), static_cast<double>(lora.multiplier), lora_mode_name(mode),
+                s.applied, s.tensors, s.unmatched);
+    if (s.misfit > 0)
+        SD_LOG_WARN(
+            "LoRA '%s': %zu tensors are named for %s weights but have other sizes: is it "
+            "for another kind of model?",
+            lora.path.c_str(), s.misfit, model_name.c_str());
+    else if (s.unmatched > 0)
+        SD_LOG_WARN("LoRA '%s': %zu tensors match no weight of the model (names at debug level)",
+                    lora.path.c_str(), s.unmatched);
+}
+
+}  // namespace
+
+LoraMode resolve_lora_mode(lora_apply_mode_t requested, const ModelFiles& model) {
+    if (requested == LORA_APPLY_IMMEDIATELY) return LoraMode::Immediately;
+    if (requested == LORA_APPLY_AT_RUNTIME) return LoraMode::AtRuntime;
+    for (const std::string& name : model.names()) {
+        if (is_quantized(model.find(name)->dtype)) return LoraMode::AtRuntime;
+    }
+    return LoraMode::Immediately;
+}
+
+const char* lora_mode_name(LoraMode mode) {
+    return mode == LoraMode::Immediately ? "merged" : "at run time";
+}
+
+LoraStats add_lora_patches(const ModelFiles& model, const LoraRequest& lora, LoraMode mode,
+                           const std::string& model_name, WeightPatches& patches) {
+    const LoraFile file = read_lora_file(lora.path);
+    LoraStats s;
+    s.tensors = file.tensor_count;
+    s.unmatched = file.unknown.size();
+    for (const std::string& name : file.unknown)
+        SD_LOG_DEBUG("LoRA '%s': tensor '%s' is no LoRA part", lora.path.c_str(), name.c_str());
+    for (const LoraModule& m : file.modules) {
+        const TensorRecord* target =
+            m.kind() == LoraKind::Incomplete ? nullptr : find_target(model, m);
+        if (!target) {
+            s.unmatched += m.tensor_count;
+            SD_LOG_DEBUG("LoRA '%s': '%s' matches no model weight", lora.path.c_str(),
+                         m.key.c_str());
+            continue;
+        }
+        try {
+            add_module(m, *target, lora.multiplier, mode, patches[target->name]);
+            s.applied += m.tensor_count;
+        } catch (const Error& e) {
+            s.unmatched += m.tensor_count;
+            s.misfit += m.tensor_count;
+            SD_LOG_DEBUG("LoRA '%s': %s", lora.path.c_str(), e.what());
+        }
+    }
+    report(lora, s, model_name, mode);
+    return s;
+}
+
+const WeightPatches* LoraSet::update(const ModelFiles& model, const std::vector<LoraRequest>& loras,
+                                     LoraMode mode, const std::string& model_name) {
+    if (loras == current_ && mode == mode_) return current_.empty() ? nullptr : &patches_;
+    patches_.clear();
+    current_.clear();
+    if (loras.empty()) return nullptr;
+    const double start = now_seconds();
+    WeightPatches built;
+    for (const LoraRequest& l : loras) add_lora_patches(model, l, mode, model_name, built);
+    patches_ = std::move(built);
+    current_ = loras;
+    mode_ = mode;
+    SD_LOG_INFO("applied %zu LoRA%s (%s) to %zu weights in %.2f s", loras.size(),
+                loras.size() == 1 ? "" : "s", lora_mode_name(mode), patches_.size(),
+                now_seconds() - start);
+    return &patches_;
+}
+
+}  // namespace sd

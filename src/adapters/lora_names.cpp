@@ -1,0 +1,161 @@
+#include "adapters/lora_names.h"
+
+#include <algorithm>
+#include <string_view>
+
+#include "io/name_conversion.h"
+
+namespace sd {
+namespace {
+
+constexpr std::string_view kUnet = "model.diffusion_model.";
+constexpr std::string_view kText = "cond_stage_model.transformer.";
+constexpr std::string_view kText2 = "cond_stage_model.1.transformer.";
+
+// Module names with an underscore of their own (diffusers, LDM and CLIP), longest first so
+// that "transformer_blocks" wins over a shorter name inside it.
+const std::vector<std::string>& compound_names() {
+    static const std::vector<std::string> names = [] {
+        std::vector<std::string> n = {"down_blocks",
+                                      "up_blocks",
+                                      "mid_block",
+                                      "transformer_blocks",
+                                      "proj_in",
+                                      "proj_out",
+                                      "to_q",
+                                      "to_k",
+                                      "to_v",
+                                      "to_out",
+                                      "time_emb_proj",
+                                      "conv_shortcut",
+                                      "conv_in",
+                                      "conv_out",
+                                      "conv_norm_out",
+                                      "time_embedding",
+                                      "linear_1",
+                                      "linear_2",
+                                      "add_embedding",
+                                      "input_blocks",
+                                      "middle_block",
+                                      "output_blocks",
+                                      "in_layers",
+                                      "out_layers",
+                                      "emb_layers",
+                                      "skip_connection",
+                                      "time_embed",
+                                      "label_emb",
+                                      "text_model",
+                                      "self_attn",
+                                      "q_proj",
+                                      "k_proj",
+                                      "v_proj",
+                                      "out_proj",
+                                      "final_layer_norm",
+                                      "layer_norm1",
+                                      "layer_norm2",
+                                      "text_projection",
+                                      "token_embedding",
+                                      "position_embedding",
+                                      "to_q_lora",
+                                      "to_k_lora",
+                                      "to_v_lora",
+                                      "to_out_lora",
+                                      "add_k_proj",
+                                      "add_v_proj",
+                                      "nin_shortcut",
+                                      "norm_out",
+                                      "quant_conv",
+                                      "post_quant_conv"};
+        std::sort(n.begin(), n.end(),
+                  [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+        return n;
+    }();
+    return names;
+}
+
+bool consume(std::string& s, std::string_view prefix) {
+    if (s.compare(0, prefix.size(), prefix) != 0) return false;
+    s.erase(0, prefix.size());
+    return true;
+}
+
+void replace_all(std::string& s, const std::string& from, const std::string& to) {
+    for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+        s.replace(at, from.size(), to);
+}
+
+bool is_diffusers_unet(const std::string& s) {
+    for (const char* p : {"down_blocks.", "up_blocks.", "mid_block.", "conv_in", "conv_out",
+                          "time_embedding.", "add_embedding.", "conv_norm_out"}) {
+        if (s.compare(0, std::string_view(p).size(), p) == 0) return true;
+    }
+    return false;
+}
+
+// The UNet's LDM names for a path inside it (diffusers or LDM); an upsampler's index depends
+// on whether its level has attention, so both readings are offered.
+void add_unet(std::string path, std::vector<std::string>& out) {
+    if (path.size() > 7 && path.compare(path.size() - 7, 7, ".to_out") == 0) path += ".0";
+    if (is_diffusers_unet(path)) {
+        for (bool attention : {true, false}) {
+            std::string ldm =
+                std::string(kUnet) + unet_diffusers_to_ldm(path + ".weight", attention);
+            if (std::find(out.begin(), out.end(), ldm) == out.end()) out.push_back(ldm);
+        }
+        return;
+    }
+    out.push_back(std::string(kUnet) + path + ".weight");
+}
+
+void add_text(std::string path, std::string_view prefix, std::vector<std::string>& out) {
+    consume(path, "transformer.");
+    if (path.compare(0, 11, "text_model.") != 0 && path != "text_projection")
+        path = "text_model." + path;
+    out.push_back(std::string(prefix) + path + ".weight");
+}
+
+}  // namespace
+
+std::string kohya_to_dotted(const std::string& underscored) {
+    // Protect the underscores of known names, make the rest dots, restore the protected ones.
+    std::string s = "_" + underscored + "_";
+    for (const std::string& name : compound_names()) {
+        std::string guarded = name;
+        std::replace(guarded.begin(), guarded.end(), '_', '\x01');
+        replace_all(s, "_" + name + "_", "_" + guarded + "_");
+    }
+    std::replace(s.begin(), s.end(), '_', '.');
+    std::replace(s.begin(), s.end(), '\x01', '_');
+    return s.substr(1, s.size() - 2);
+}
+
+std::vector<std::string> lora_target_candidates(const std::string& key) {
+    std::vector<std::string> out;
+    std::string s = key;
+    consume(s, "lora.");
+    consume(s, "base_model.model.");
+    // Attention processors of older diffusers LoRAs: attn1.processor.to_q(_lora).
+    replace_all(s, ".processor.", ".");
+    if (consume(s, "lora_unet_")) {
+        std::string path = kohya_to_dotted(s);
+        replace_all(path, "_lora", "");
+        add_unet(path, out);
+    } else if (consume(s, "lora_te2_")) {
+        add_text(kohya_to_dotted(s), kText2, out);
+    } else if (consume(s, "lora_te1_") || consume(s, "lora_te_")) {
+        add_text(kohya_to_dotted(s), kText, out);
+    } else if (consume(s, kUnet) || consume(s, "diffusion_model.") || consume(s, "unet.")) {
+        if (s.size() > 5 && s.compare(s.size() - 5, 5, "_lora") == 0) s.erase(s.size() - 5);
+        add_unet(s, out);
+    } else if (consume(s, "text_encoder_2.") || consume(s, kText2) || consume(s, "te2.")) {
+        add_text(s, kText2, out);
+    } else if (consume(s, "text_encoder.") || consume(s, kText) || consume(s, "te1.") ||
+               consume(s, "cond_stage_model.")) {
+        add_text(s, kText, out);
+    } else {
+        add_unet(s, out);  // a bare UNet path
+    }
+    return out;
+}
+
+}  // namespace sd

@@ -1,0 +1,179 @@
+// LoRAs on a small model file: the counts in the log, merged and run-time application agree,
+// removing the LoRA gives the base weights back bit for bit, and the bad inputs.
+#include "adapters/lora_apply.h"
+
+#include <gtest/gtest.h>
+
+#include "adapters/lora_test_util.h"
+#include "io/io_test_util.h"
+#include "nn/layers.h"
+
+namespace sd {
+namespace {
+
+using test::random_tensor;
+using test::scalar_tensor;
+using test::write_tensors;
+
+constexpr const char* kQ =
+    "cond_stage_model.transformer.text_model.encoder.layers.0.self_attn.q_proj.weight";
+constexpr const char* kProj = "model.diffusion_model.input_blocks.1.1.proj_in.weight";
+constexpr const char* kConv = "model.diffusion_model.input_blocks.1.0.in_layers.2.weight";
+
+class LoraApply : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        model_path_ = write_tensors("model.safetensors",
+                                    {{kQ, random_tensor({8, 8}, 1)},
+                                     {kProj, random_tensor({8, 8, 1, 1}, 2)},
+                                     {kConv, random_tensor({8, 8, 3, 3}, 3)}},
+                                    DType::F16);
+        model_.add(model_path_, ModelRole::Checkpoint);
+        lora_path_ = write_tensors(
+            "lora.safetensors",
+            {{"lora_te_text_model_encoder_layers_0_self_attn_q_proj.lora_down.weight",
+              random_tensor({2, 8}, 4)},
+             {"lora_te_text_model_encoder_layers_0_self_attn_q_proj.lora_up.weight",
+              random_tensor({8, 2}, 5)},
+             {"lora_te_text_model_encoder_layers_0_self_attn_q_proj.alpha", scalar_tensor(2.0f)},
+             {"lora_unet_down_blocks_0_attentions_0_proj_in.lora_down.weight",
+              random_tensor({2, 8, 1, 1}, 6)},
+             {"lora_unet_down_blocks_0_attentions_0_proj_in.lora_up.weight",
+              random_tensor({8, 2, 1, 1}, 7)},
+             {"lora_unet_down_blocks_0_resnets_0_conv1.lora_down.weight",
+              random_tensor({2, 8, 3, 3}, 8)},
+             {"lora_unet_down_blocks_0_resnets_0_conv1.lora_up.weight",
+              random_tensor({8, 2, 1, 1}, 9)},
+             {"lora_unet_down_blocks_9_attentions_0_proj_in.lora_down.weight",
+              random_tensor({2, 8}, 10)},
+             {"lora_unet_down_blocks_9_attentions_0_proj_in.lora_up.weight",
+              random_tensor({8, 2}, 11)}},
+            DType::F16);
+    }
+    void TearDown() override {
+        std::filesystem::remove(model_path_);
+        std::filesystem::remove(lora_path_);
+    }
+
+    Tensor run_layers(const WeightPatches* patches) const {
+        Linear q;
+        q.weight = model_.get(kQ).load();
+        q.name = kQ;
+        Conv2d proj, conv;
+        proj.weight = model_.get(kProj).load();
+        proj.name = kProj;
+        conv.weight = model_.get(kConv).load();
+        conv.name = kConv;
+        conv.options.pad_h = conv.options.pad_w = 1;
+        const ScopedWeightPatches active(patches);
+        const Tensor x = random_tensor({1, 8, 5, 5}, 20);
+        Tensor h = conv.forward(proj.forward(x));
+        Tensor t = q.forward(h.view({1, 8, 25}).permute({0, 2, 1}).contiguous());
+        return t;
+    }
+
+    std::string model_path_, lora_path_;
+    ModelFiles model_;
+};
+
+TEST_F(LoraApply, CountsAppliedAndUnmatchedTensorsInTheLog) {
+    test::LogCapture log;
+    WeightPatches patches;
+    const LoraStats s =
+        add_lora_patches(model_, {lora_path_, 1.0f}, LoraMode::Immediately, "SD 1.x", patches);
+    EXPECT_EQ(s.tensors, 9u);
+    EXPECT_EQ(s.applied, 7u);
+    EXPECT_EQ(s.unmatched, 2u);
+    EXPECT_EQ(patches.size(), 3u);
+    EXPECT_NE(log.text().find("7 of 9 tensors applied to model weights, 2 unmatched"),
+              std::string::npos)
+        << log.text();
+    EXPECT_NE(log.text().find("lora.safetensors"), std::string::npos);
+}
+
+TEST_F(LoraApply, MergedAndRunTimeAgreeAndRemovalRestoresTheBase) {
+    const std::vector<float> stored = model_.get(kConv).load().to_vector();
+    const Tensor base = run_layers(nullptr);
+    LoraSet set;
+    const WeightPatches* merged =
+        set.update(model_, {{lora_path_, 0.8f}}, LoraMode::Immediately, "SD 1.x");
+    ASSERT_NE(merged, nullptr);
+    EXPECT_EQ(merged->at(kConv).weight.dtype(), DType::F16);  // merged in the weight's dtype
+    const Tensor with_merged = run_layers(merged);
+    EXPECT_GT(test::max_abs_diff(with_merged, base), 1e-2f);
+    // the same list again: the same patches, not rebuilt
+    EXPECT_EQ(set.update(model_, {{lora_path_, 0.8f}}, LoraMode::Immediately, "SD 1.x"), merged);
+    LoraSet runtime_set;
+    const WeightPatches* runtime =
+        runtime_set.update(model_, {{lora_path_, 0.8f}}, LoraMode::AtRuntime, "SD 1.x");
+    ASSERT_NE(runtime, nullptr);
+    EXPECT_FALSE(runtime->at(kConv).weight.defined());
+    EXPECT_EQ(runtime->at(kConv).terms.size(), 1u);
+    const Tensor with_runtime = run_layers(runtime);
+    EXPECT_LT(test::max_abs_diff(with_runtime, with_merged), 0.05f);  // f16 rounding of the merge
+    // removed: the base weights again, bit for bit
+    EXPECT_EQ(set.update(model_, {}, LoraMode::Immediately, "SD 1.x"), nullptr);
+    EXPECT_EQ(run_layers(nullptr).to_vector(), base.to_vector());
+    EXPECT_EQ(model_.get(kConv).load().to_vector(), stored);
+}
+
+TEST_F(LoraApply, SeveralLorasAndNegativeWeightsAdd) {
+    LoraSet a, b;
+    const Tensor base = run_layers(nullptr);
+    const Tensor plus =
+        run_layers(a.update(model_, {{lora_path_, 0.5f}}, LoraMode::AtRuntime, "m"));
+    const Tensor both = run_layers(
+        b.update(model_, {{lora_path_, 0.5f}, {lora_path_, -0.5f}}, LoraMode::AtRuntime, "m"));
+    EXPECT_GT(test::max_abs_diff(plus, base), 1e-2f);
+    EXPECT_LT(test::max_abs_diff(both, base), 1e-4f);  // +0.5 and -0.5 cancel
+}
+
+TEST_F(LoraApply, ALoraForAnotherModelIsAWarningNamingIt) {
+    const std::string other =
+        write_tensors("sdxl_lora.safetensors",
+                      {{"lora_te2_text_model_encoder_layers_0_self_attn_q_proj.lora_down.weight",
+                        random_tensor({2, 16}, 1)},
+                       {"lora_te2_text_model_encoder_layers_0_self_attn_q_proj.lora_up.weight",
+                        random_tensor({16, 2}, 2)},
+                       {"lora_te_text_model_encoder_layers_0_self_attn_q_proj.lora_down.weight",
+                        random_tensor({2, 16}, 3)},
+                       {"lora_te_text_model_encoder_layers_0_self_attn_q_proj.lora_up.weight",
+                        random_tensor({16, 2}, 4)}});
+    test::LogCapture log;
+    WeightPatches patches;
+    const LoraStats s =
+        add_lora_patches(model_, {other, 1.0f}, LoraMode::AtRuntime, "SD 1.x", patches);
+    EXPECT_EQ(s.applied, 0u);
+    EXPECT_EQ(s.misfit, 2u);
+    EXPECT_TRUE(patches.empty() || patches.begin()->second.empty());
+    EXPECT_NE(log.text().find("sdxl_lora.safetensors' matched none of the SD 1.x model's weights"),
+              std::string::npos)
+        << log.text();
+    std::filesystem::remove(other);
+}
+
+TEST_F(LoraApply, MissingAndTruncatedFilesAreErrorsAndLeaveNoLora) {
+    LoraSet set;
+    EXPECT_ERROR_CONTAINS(
+        set.update(model_, {{lora_path_ + ".nope", 1.0f}}, LoraMode::Immediately, "m"), ".nope");
+    const std::string cut = write_tensors(
+        "cut.safetensors", {{"lora_unet_a.lora_down.weight", random_tensor({32, 32}, 1)}});
+    std::filesystem::resize_file(cut, std::filesystem::file_size(cut) - 64);
+    EXPECT_ERROR_CONTAINS(set.update(model_, {{cut, 1.0f}}, LoraMode::Immediately, "m"),
+                          "cut.safetensors");
+    EXPECT_EQ(set.update(model_, {}, LoraMode::Immediately, "m"), nullptr);
+    std::filesystem::remove(cut);
+}
+
+TEST_F(LoraApply, AutoModeIsRunTimeForQuantizedModels) {
+    EXPECT_EQ(resolve_lora_mode(LORA_APPLY_AUTO, model_), LoraMode::Immediately);
+    EXPECT_EQ(resolve_lora_mode(LORA_APPLY_AT_RUNTIME, model_), LoraMode::AtRuntime);
+    const std::string q = write_tensors("q.gguf", {{kQ, random_tensor({8, 32}, 1)}}, DType::Q8_0);
+    ModelFiles quantized;
+    quantized.add(q, ModelRole::Checkpoint);
+    EXPECT_EQ(resolve_lora_mode(LORA_APPLY_AUTO, quantized), LoraMode::AtRuntime);
+    std::filesystem::remove(q);
+}
+
+}  // namespace
+}  // namespace sd

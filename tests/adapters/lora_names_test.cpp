@@ -1,0 +1,94 @@
+// LoRA module names of each trainer onto the canonical checkpoint names.
+#include "adapters/lora_names.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace sd {
+namespace {
+
+bool offers(const std::string& key, const std::string& name) {
+    const std::vector<std::string> c = lora_target_candidates(key);
+    return std::find(c.begin(), c.end(), name) != c.end();
+}
+
+std::string first(const std::string& key) {
+    return lora_target_candidates(key).at(0);
+}
+
+TEST(LoraNames, KohyaUnderscoresBecomeDots) {
+    EXPECT_EQ(kohya_to_dotted("down_blocks_0_attentions_1_transformer_blocks_0_attn1_to_out_0"),
+              "down_blocks.0.attentions.1.transformer_blocks.0.attn1.to_out.0");
+    EXPECT_EQ(kohya_to_dotted("text_model_encoder_layers_11_self_attn_q_proj"),
+              "text_model.encoder.layers.11.self_attn.q_proj");
+    EXPECT_EQ(kohya_to_dotted("input_blocks_4_0_in_layers_2"), "input_blocks.4.0.in_layers.2");
+    EXPECT_EQ(kohya_to_dotted("mid_block_attentions_0_transformer_blocks_0_ff_net_0_proj"),
+              "mid_block.attentions.0.transformer_blocks.0.ff.net.0.proj");
+}
+
+TEST(LoraNames, KohyaDiffusersLayoutMapsToLdm) {
+    EXPECT_EQ(first("lora_unet_down_blocks_0_attentions_0_proj_in"),
+              "model.diffusion_model.input_blocks.1.1.proj_in.weight");
+    EXPECT_EQ(first("lora_unet_down_blocks_1_attentions_1_transformer_blocks_0_attn2_to_k"),
+              "model.diffusion_model.input_blocks.5.1.transformer_blocks.0.attn2.to_k.weight");
+    EXPECT_EQ(first("lora_unet_mid_block_attentions_0_transformer_blocks_0_ff_net_2"),
+              "model.diffusion_model.middle_block.1.transformer_blocks.0.ff.net.2.weight");
+    EXPECT_EQ(first("lora_unet_up_blocks_3_attentions_2_proj_out"),
+              "model.diffusion_model.output_blocks.11.1.proj_out.weight");
+    // conv LoRAs on resnets and samplers
+    EXPECT_EQ(first("lora_unet_down_blocks_0_resnets_1_conv1"),
+              "model.diffusion_model.input_blocks.2.0.in_layers.2.weight");
+    EXPECT_EQ(first("lora_unet_down_blocks_0_downsamplers_0_conv"),
+              "model.diffusion_model.input_blocks.3.0.op.weight");
+    EXPECT_TRUE(offers("lora_unet_up_blocks_0_upsamplers_0_conv",
+                       "model.diffusion_model.output_blocks.2.1.conv.weight"));
+    EXPECT_TRUE(offers("lora_unet_up_blocks_1_upsamplers_0_conv",
+                       "model.diffusion_model.output_blocks.5.2.conv.weight"));
+    // LCM-LoRA (diffusers names under kohya's prefix) also adapts the resnets' projections
+    EXPECT_EQ(first("lora_unet_down_blocks_1_resnets_0_time_emb_proj"),
+              "model.diffusion_model.input_blocks.4.0.emb_layers.1.weight");
+    EXPECT_EQ(first("lora_unet_down_blocks_1_resnets_0_conv_shortcut"),
+              "model.diffusion_model.input_blocks.4.0.skip_connection.weight");
+    EXPECT_EQ(first("lora_unet_conv_in"), "model.diffusion_model.input_blocks.0.0.weight");
+    EXPECT_EQ(first("lora_unet_time_embedding_linear_1"),
+              "model.diffusion_model.time_embed.0.weight");
+}
+
+TEST(LoraNames, KohyaLdmLayout) {
+    EXPECT_EQ(first("lora_unet_input_blocks_1_1_proj_in"),
+              "model.diffusion_model.input_blocks.1.1.proj_in.weight");
+    EXPECT_EQ(first("lora_unet_output_blocks_5_0_skip_connection"),
+              "model.diffusion_model.output_blocks.5.0.skip_connection.weight");
+    EXPECT_EQ(first("lora_unet_middle_block_1_transformer_blocks_0_attn1_to_q"),
+              "model.diffusion_model.middle_block.1.transformer_blocks.0.attn1.to_q.weight");
+}
+
+TEST(LoraNames, TextEncoders) {
+    EXPECT_EQ(first("lora_te_text_model_encoder_layers_0_self_attn_q_proj"),
+              "cond_stage_model.transformer.text_model.encoder.layers.0.self_attn.q_proj.weight");
+    EXPECT_EQ(first("lora_te1_text_model_encoder_layers_3_mlp_fc2"),
+              "cond_stage_model.transformer.text_model.encoder.layers.3.mlp.fc2.weight");
+    EXPECT_EQ(
+        first("lora_te2_text_model_encoder_layers_31_self_attn_out_proj"),
+        "cond_stage_model.1.transformer.text_model.encoder.layers.31.self_attn.out_proj.weight");
+    EXPECT_EQ(first("text_encoder.text_model.encoder.layers.0.self_attn.k_proj"),
+              "cond_stage_model.transformer.text_model.encoder.layers.0.self_attn.k_proj.weight");
+    EXPECT_EQ(first("text_encoder_2.text_model.encoder.layers.1.mlp.fc1"),
+              "cond_stage_model.1.transformer.text_model.encoder.layers.1.mlp.fc1.weight");
+}
+
+TEST(LoraNames, DiffusersPeftAndLdmDottedNames) {
+    EXPECT_EQ(first("unet.down_blocks.0.attentions.0.transformer_blocks.0.attn1.to_q"),
+              "model.diffusion_model.input_blocks.1.1.transformer_blocks.0.attn1.to_q.weight");
+    EXPECT_EQ(first("base_model.model.down_blocks.2.attentions.0.proj_out"),
+              "model.diffusion_model.input_blocks.7.1.proj_out.weight");
+    EXPECT_EQ(first("unet.down_blocks.0.attentions.0.transformer_blocks.0.attn1.processor.to_out"),
+              "model.diffusion_model.input_blocks.1.1.transformer_blocks.0.attn1.to_out.0.weight");
+    EXPECT_EQ(first("model.diffusion_model.input_blocks.1.1.proj_in"),
+              "model.diffusion_model.input_blocks.1.1.proj_in.weight");
+    EXPECT_EQ(first("diffusion_model.out.2"), "model.diffusion_model.out.2.weight");
+}
+
+}  // namespace
+}  // namespace sd
