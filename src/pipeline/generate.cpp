@@ -216,7 +216,7 @@ image::Image generate_one(const ModelComponents& m, const ImageRequest& r, const
         Conditions hires_c = c;
         hires_c.denoise_mask = Tensor();
         DenoiseFn hires_fn = [&](const Tensor& xt, const DenoiseCall& call) {
-            return denoise(m, r, hires_c, xt, call);
+            return denoise(m, r, hires_c, xt, call, hooks.preview);
         };
         x = hires_pass(m, r.hires, r.scheduler, r.steps, r.rng, r.sampler_rng, seed, x,
                        r.vae_tiling, [&](const Tensor& xt, const std::vector<float>& s, Rng& g) {
