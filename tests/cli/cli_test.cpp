@@ -572,9 +572,17 @@ TEST(CliGenerate, ControlNetInputErrors) {
     const std::string garbage = sd::test::temp_path("cn_garbage.png");
     std::ofstream(garbage, std::ios::binary) << "not an image at all";
     const std::string edges = fixtures() + "/reference/controlnet/edges.png";
-    const std::vector<std::string> base = {"-m", model, "--tokenizer-dir",
-                                           fixtures() + "/tokenizers", "-W", "64", "-H", "64",
-                                           "--steps", "1", "-o",
+    const std::vector<std::string> base = {"-m",
+                                           model,
+                                           "--tokenizer-dir",
+                                           fixtures() + "/tokenizers",
+                                           "-W",
+                                           "64",
+                                           "-H",
+                                           "64",
+                                           "--steps",
+                                           "1",
+                                           "-o",
                                            sd::test::temp_path("cn_never.png")};
     const std::pair<std::vector<std::string>, std::string> cases[] = {
         {{"--control-net", cut, "--control-image", edges}, cut},
