@@ -125,7 +125,7 @@ void usage() {
     std::printf(
         "usage: sd-bench [-t THREADS] [--min-time SECONDS] [--isa generic|avx2|avx512]\n"
         "       sd-bench --model FILE [--tokenizer-dir DIR] [-W 512] [-H 512] [--steps 3] [-t N]\n"
-        "                [--params-backend cpu|disk]\n"
+        "                [--params-backend cpu|disk] [--control-net FILE]\n"
         "  -t THREADS        threads (default: physical cores)\n"
         "  --model FILE      time a whole model instead of single kernels: UNet pass, step, VAE\n"
         "  --params-backend  disk: the streaming low-memory mode (each layer's pages dropped)\n"
@@ -167,6 +167,8 @@ int run(int argc, char** argv) {
                 fail("--compute-type: expected f32 or bf16, not '%s'", v.c_str());
         } else if (a == "--model") {
             model.model = value();
+        } else if (a == "--control-net") {
+            model.control_net = value();
         } else if (a == "--tokenizer-dir") {
             model.tokenizer_dir = value();
         } else if (a == "-W" || a == "--width") {
