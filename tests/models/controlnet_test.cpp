@@ -109,6 +109,39 @@ TEST(ControlNet, ForwardWorkedOutByHand) {
     }
 }
 
+// SDXL's layout (three levels, transformer depths 0/2/10, label_emb, linear projections)
+// read from the weights: a ControlNet made from the SDXL manifest's UNet half
+// (tests/models/sdxl_controlnet_manifest.py) fits the SDXL UNet's skips and runs with y.
+TEST(ControlNet, SdxlLayoutFitsTheSdxlUNet) {
+    const std::string dir = testing::TempDir();
+    const std::string tools = std::string(SD_TESTS_SOURCE_DIR);
+    test::run_or_fail("/usr/bin/python3 " + tools + "/models/sdxl_controlnet_manifest.py " +
+                      test::fixtures_dir() + "/manifests/sdxl.tsv " + dir + "/sdxl_cn.tsv");
+    test::run_or_fail("/usr/bin/python3 " + tools + "/tools/write_sparse_checkpoint.py " + dir +
+                      "/sdxl_cn.tsv " + dir + "/sdxl_cn.safetensors");
+    ModelFiles files;
+    ControlNet net = load_control_net_file(dir + "/sdxl_cn.safetensors", files);
+    const UNetConfig& c = net.config();
+    EXPECT_EQ(c.channel_mult, (std::vector<int64_t>{1, 2, 4}));
+    EXPECT_EQ(c.context_dim, 2048);
+    EXPECT_EQ(c.adm_in_channels, 2816);
+    EXPECT_TRUE(c.linear_projection);
+    ModelFiles unet_files;
+    unet_files.add(sparse_file("sdxl", "cn_sdxl_unet"), ModelRole::Checkpoint);
+    UNet unet = UNet::load(Weights(unet_files, "model.diffusion_model."));
+    EXPECT_EQ(net.residual_channels(), unet.control_channels());
+
+    const int64_t latent = 8;
+    Tensor hint = net.encode_hint(Tensor::full({1, 3, latent * 8, latent * 8}, 0.5f));
+    std::vector<Tensor> res =
+        net.forward(Tensor::full({1, 4, latent, latent}, 0.1f), Tensor::full({1}, 500.0f),
+                    Tensor::zeros({1, 77, 2048}), Tensor::zeros({1, 2816}), hint);
+    const std::vector<int64_t> sizes = {8, 8, 8, 4, 4, 4, 2, 2, 2, 2};
+    ASSERT_EQ(res.size(), sizes.size());
+    for (size_t i = 0; i < res.size(); ++i)
+        EXPECT_EQ(res[i].shape(), (Shape{1, unet.control_channels()[i], sizes[i], sizes[i]}));
+}
+
 TEST(ControlNet, MissingTensorsAreNamed) {
     ModelFiles files;
     try {
