@@ -10,7 +10,10 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <regex>
 #include <string>
+#include <vector>
 
 #include "base/error.h"
 #include "test_util.h"
@@ -35,14 +38,10 @@ inline void run_or_fail(const std::string& command) {
     if (rc != 0) fail("command failed (%d): %s", rc, command.c_str());
 }
 
-// Path of `manifest` (e.g. "sd15") generated as `dtype` with `seed`, e.g.
-// fixture_cache/sd15_f16_seed1.safetensors (the name the fixtures README uses).
-// When `cache` is false the file goes to the test's temp folder; the caller removes it.
-inline std::string generated_checkpoint(const std::string& manifest, const std::string& dtype,
-                                        int seed, bool cache = true) {
-    std::string name = manifest + "_" + dtype + "_seed" + std::to_string(seed) + ".safetensors";
-    std::string dir = cache ? fixture_cache_dir() : testing::TempDir();
-    std::string path = dir + "/" + name;
+// Runs `mkckpt.py MANIFEST.tsv OUT [--dtype D] --seed S` into `path` (via a temp file) unless
+// it is there, holding the cache's lock so tests running in parallel wait for one writer.
+inline void generate_once(const std::string& path, const std::string& manifest,
+                          const std::string& dtype, int seed) {
     std::string lock_path = fixture_cache_dir() + "/.generate.lock";
     int lock = ::open(lock_path.c_str(), O_CREAT | O_RDWR, 0644);
     if (lock < 0) fail("cannot create %s", lock_path.c_str());
@@ -51,8 +50,9 @@ inline std::string generated_checkpoint(const std::string& manifest, const std::
         if (!file_exists(path)) {
             std::string fx = fixtures_dir();
             std::string tmp = path + ".tmp";
+            std::string dtype_arg = dtype.empty() ? "" : " --dtype " + dtype;
             run_or_fail("/usr/bin/python3 " + fx + "/mkckpt.py " + fx + "/manifests/" + manifest +
-                        ".tsv " + tmp + " --dtype " + dtype + " --seed " + std::to_string(seed) +
+                        ".tsv " + tmp + dtype_arg + " --seed " + std::to_string(seed) +
                         " 2>/dev/null || { echo 'mkckpt.py failed: is python3-numpy installed? "
                         "(scripts/install-deps.sh)' >&2; exit 1; }");
             if (std::rename(tmp.c_str(), path.c_str()) != 0) fail("cannot rename %s", tmp.c_str());
@@ -64,7 +64,60 @@ inline std::string generated_checkpoint(const std::string& manifest, const std::
     }
     ::flock(lock, LOCK_UN);
     ::close(lock);
+}
+
+// Path of `manifest` (e.g. "sd15") generated as `dtype` with `seed`, e.g.
+// fixture_cache/sd15_f16_seed1.safetensors (the name the fixtures README uses).
+// When `cache` is false the file goes to the test's temp folder; the caller removes it.
+inline std::string generated_checkpoint(const std::string& manifest, const std::string& dtype,
+                                        int seed, bool cache = true) {
+    std::string name = manifest + "_" + dtype + "_seed" + std::to_string(seed) + ".safetensors";
+    std::string dir = cache ? fixture_cache_dir() : testing::TempDir();
+    std::string path = dir + "/" + name;
+    generate_once(path, manifest, dtype, seed);
     return path;
+}
+
+// A generated file as the fixtures README's table names it (its first column, e.g.
+// "cn_sd15_f16_seed4.safetensors" or "loras/lora_sd15_kohya_seed7.safetensors"), made
+// with the command of its row into the same relative path under the fixture cache.
+struct ReadmeFixture {
+    std::string name;  // relative path
+    std::string manifest;
+    std::string dtype;  // empty: mkckpt.py's default
+    int seed = 0;
+};
+
+inline std::vector<ReadmeFixture> readme_fixtures() {
+    std::ifstream in(fixtures_dir() + "/README.md");
+    const std::regex row(
+        R"(^\| `([^`]+)` \| `mkckpt\.py manifests/([A-Za-z0-9_]+)\.tsv OUT( --dtype ([a-z0-9]+))? --seed ([0-9]+)` \|)");
+    std::vector<ReadmeFixture> out;
+    for (std::string line; std::getline(in, line);) {
+        std::smatch m;
+        if (std::regex_search(line, m, row))
+            out.push_back({m[1], m[2], m[4], std::stoi(m[5].str())});
+    }
+    return out;
+}
+
+inline std::string fixture_file(const std::string& name) {
+    for (const ReadmeFixture& f : readme_fixtures()) {
+        if (f.name != name) continue;
+        std::string path = fixture_cache_dir() + "/" + f.name;
+        size_t slash = path.rfind('/');
+        ::mkdir(path.substr(0, slash).c_str(), 0755);
+        generate_once(path, f.manifest, f.dtype, f.seed);
+        return path;
+    }
+    fail("%s is not a generated file of the fixtures README", name.c_str());
+}
+
+// Generates every README file at `relative` or below it (a folder such as "loras").
+inline void generate_fixtures_under(const std::string& relative) {
+    for (const ReadmeFixture& f : readme_fixtures()) {
+        if (f.name == relative || f.name.rfind(relative + "/", 0) == 0) fixture_file(f.name);
+    }
 }
 
 inline std::string tests_source_dir() {

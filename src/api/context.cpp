@@ -69,7 +69,7 @@ sd_ctx_t* create(const sd_ctx_params_t& p) {
              "no model given: set a model (-m) or a diffusion model");
     // backend / params_backend / max_vram / model_args (api/placement.h).
     const sd::api::Placement placement = sd::api::read_placement(p);
-    sd::set_num_threads(p.n_threads);
+    sd::set_num_threads(sd::threads_that_help(p.n_threads));
     auto ctx = std::make_unique<sd_ctx_t>();
     if (has(p.model_path)) ctx->files.add(p.model_path, sd::ModelRole::Checkpoint);
     if (has(p.diffusion_model_path))

@@ -128,7 +128,7 @@ bool convert_with_components(const char* model_path, const char* clip_l_path,
     return sd::api::logged([&] {
         if ((clip_g_path && *clip_g_path) || (t5xxl_path && *t5xxl_path))
             sd::fail("convert_with_components: CLIP-G and T5-XXL text encoders are not built yet");
-        if (n_threads > 0) sd::set_num_threads(n_threads);
+        if (n_threads > 0) sd::set_num_threads(sd::threads_that_help(n_threads));
         if (!convert_name)
             SD_LOG_DEBUG("convert: tensors are always written under their canonical names");
         sd::api::run_convert({{model_path, ModelRole::Checkpoint},

@@ -1,8 +1,12 @@
 #include "base/thread_pool.h"
 
+#include <sched.h>
+
 #include <memory>
 
 #include "base/cpu_features.h"
+#include "base/error.h"
+#include "base/log.h"
 
 namespace sd {
 namespace {
@@ -131,6 +135,27 @@ void set_num_threads(int n) {
     if (pool && pool->size() == n) return;
     pool.reset();
     pool = std::make_unique<ThreadPool>(n);
+}
+
+int usable_cpus() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpu_features().logical_cpus;
+    return std::max(1, CPU_COUNT(&set));
+}
+
+int threads_that_help(int n) {
+    // Far beyond any machine: a typo, refused before anything starts.
+    constexpr int kMaxThreads = 4096;
+    SD_CHECK(n <= kMaxThreads, "%d threads: at most %d (this process can use %d CPUs)", n,
+             kMaxThreads, usable_cpus());
+    const int cpus = usable_cpus();
+    if (n > cpus) {
+        SD_LOG_WARN("%d threads asked for, but this process can use %d CPUs: using %d", n, cpus,
+                    cpus);
+        return cpus;
+    }
+    return n;
 }
 
 int num_threads() {

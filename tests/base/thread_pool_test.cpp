@@ -76,5 +76,15 @@ TEST(ThreadPool, ResizeKeepsWorking) {
     }
 }
 
+TEST(ThreadPool, ThreadsThatHelpClampsToUsableCpus) {
+    const int cpus = usable_cpus();
+    EXPECT_GE(cpus, 1);
+    EXPECT_EQ(threads_that_help(1), 1);
+    EXPECT_EQ(threads_that_help(cpus), cpus);
+    EXPECT_EQ(threads_that_help(cpus + 14), cpus);
+    EXPECT_EQ(threads_that_help(-1), -1);  // the default stays the default
+    EXPECT_THROW(threads_that_help(100000), Error);
+}
+
 }  // namespace
 }  // namespace sd

@@ -372,6 +372,16 @@ TEST(CliGenerate, RunsUpToTheEngine) {
     EXPECT_EQ(video.exit_code, 1);
 }
 
+// Hardening: a thread count far beyond any machine ends at once, naming it (it used to
+// hang creating threads); more threads than CPUs are clamped with a warning.
+TEST(CliErrors, AbsurdThreadCountEndsAtOnce) {
+    const RunResult r = run_cli({"-m", small_model(), "-p", "a cat", "-t", "100000"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.output.find("100000 threads: at most 4096"), std::string::npos) << r.output;
+    const RunResult many = run_cli({"-m", small_model(), "-p", "a cat", "-t", "4000"});
+    EXPECT_NE(many.output.find("4000 threads asked for"), std::string::npos) << many.output;
+}
+
 TEST(CliOutputPaths, ReferenceNaming) {
     using V = std::vector<std::string>;
     EXPECT_EQ(output_paths("output.png", 1, -1), V{"output.png"});
