@@ -1,6 +1,6 @@
 // The C API entry points whose engine parts are not built yet (video generation, the ESRGAN
-// upscaler, ADetailer, ggml graph callbacks): each logs one line naming the feature and fails; none
-// pretends to succeed.
+// upscaler, ADetailer, ggml graph callbacks): each logs one line naming the feature and
+// fails; none pretends to succeed.
 #include "base/log.h"
 #include "stable-diffusion.h"
 
