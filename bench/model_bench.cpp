@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "base/thread_pool.h"
 #include "families/registry.h"
+#include "families/unet_components.h"
 #include "ops/flop_counter.h"
 #include "ops/ops.h"
 #include "pipeline/generate.h"
@@ -85,6 +86,9 @@ int run_model_bench(const ModelBenchOptions& o, double peak) {
     options.model_path = o.model;
     options.memory.residency = o.streamed ? Residency::Streamed : Residency::Resident;
     LoadedModel loaded = load_model(files, options);
+    if (!o.control_net.empty())
+        loaded.components.control =
+            load_control_net(o.control_net, loaded.components, options.memory);
     const ModelComponents& model = loaded.components;
     std::printf("model %s (%s) loaded in %.2f s, %s weights\n", o.model.c_str(),
                 model.family_name.c_str(), now_seconds() - t0,
@@ -114,6 +118,23 @@ int run_model_bench(const ModelBenchOptions& o, double peak) {
     model.diffusion->forward(x, t, cond);
     const double pass_s = now_seconds() - t0, pass_flops = counted_flops();
     const double pass_cpu = cpu_seconds() - c0;
+    // The ControlNet's pass on the same input, its hint encoded once (as a generation does).
+    double control_s = 0, control_cpu = 0, control_flops = 0;
+    image::Image hint_image{static_cast<uint32_t>(o.width), static_cast<uint32_t>(o.height), 3,
+                            std::vector<uint8_t>(static_cast<size_t>(o.width) * o.height * 3)};
+    for (size_t i = 0; i < hint_image.pixels.size(); ++i)
+        hint_image.pixels[i] = (i / 3 / 16) % 2 ? 255 : 0;  // stripes
+    if (model.control) {
+        const Tensor hint = model.control->encode_hint(image_to_tensor(hint_image));
+        const Tensor xc = x.narrow(1, 0, f.channels).contiguous();
+        model.control->forward(xc, t, cond, hint);
+        reset_flop_counter();
+        t0 = now_seconds();
+        c0 = cpu_seconds();
+        model.control->forward(xc, t, cond, hint);
+        control_s = now_seconds() - t0, control_flops = counted_flops();
+        control_cpu = cpu_seconds() - c0;
+    }
 
     // Sampling steps of a real generation (euler, CFG: two passes a step) and its decode.
     ImageRequest r;
@@ -122,6 +143,7 @@ int run_model_bench(const ModelBenchOptions& o, double peak) {
     r.height = o.height;
     r.steps = o.steps;
     r.method = EULER_SAMPLE_METHOD;
+    if (model.control) r.control_image = hint_image;
     std::vector<double> step_end;
     GenerationHooks hooks;
     hooks.progress = [&](int, int, float) { step_end.push_back(now_seconds()); };
@@ -159,6 +181,7 @@ int run_model_bench(const ModelBenchOptions& o, double peak) {
     // The steps' CPU time: the generation's less the decode's (prompt encoding included).
     const double step_cpu = (gen_cpu - decode_cpu) / static_cast<double>(o.steps);
     print_row("UNet pass", pass_s, pass_cpu, pass_flops, peak);
+    if (model.control) print_row("ControlNet pass", control_s, control_cpu, control_flops, peak);
     print_row("sampling step (CFG)", step_s, step_cpu, step_flops, peak);
     print_row("VAE decode", decode_s, decode_cpu, decode_flops, peak);
     if (!o.taesd.empty()) {

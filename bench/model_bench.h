@@ -1,5 +1,6 @@
-// sd-bench --model: a whole model's figures at one image size: seconds per UNet pass, per
-// sampling step (two passes with CFG) and for the VAE decode, each with GFLOP/s and % of
+// sd-bench --model: a whole model's figures at one image size: seconds per UNet pass (and
+// ControlNet pass with --control-net), per sampling step (two passes with CFG) and for the
+// VAE decode, each with GFLOP/s and % of
 // the measured peak (FLOPs as counted by ops/flop_counter.h), and the process's peak RSS.
 #pragma once
 
@@ -19,6 +20,7 @@ struct ModelBenchOptions {
     std::string lora;       // --lora FILE[:MULT]: timed with this LoRA applied
     float lora_multiplier = 1.0f;
     lora_apply_mode_t lora_mode = LORA_APPLY_AUTO;
+    std::string control_net;  // --control-net: a ControlNet runs with each pass (its own row)
 };
 
 int run_model_bench(const ModelBenchOptions& options, double peak_gflops);

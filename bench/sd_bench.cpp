@@ -134,7 +134,7 @@ void usage() {
         "usage: sd-bench [-t THREADS] [--min-time SECONDS] [--isa generic|avx2|avx512]\n"
         "       sd-bench --model FILE [--tokenizer-dir DIR] [-W 512] [-H 512] [--steps 3] [-t N]\n"
         "                [--params-backend cpu|disk] [--taesd FILE] [--lora FILE[:MULT]]\n"
-        "                [--lora-apply-mode M]\n"
+        "                [--lora-apply-mode M] [--control-net FILE]\n"
         "       sd-bench --upscale-model FILE [-W 128] [-H 128] [--upscale-tile-size 128] [-t N]\n"
         "  -t THREADS        threads (default: physical cores)\n"
         "  --model FILE      time a whole model instead of single kernels: UNet pass, step, VAE\n"
@@ -188,6 +188,8 @@ int run(int argc, char** argv) {
             upscale.tile_size = std::atoi(value().c_str());
         } else if (a == "--taesd") {
             model.taesd = value();
+        } else if (a == "--control-net") {
+            model.control_net = value();
         } else if (a == "--tokenizer-dir") {
             model.tokenizer_dir = value();
         } else if (a == "-W" || a == "--width") {

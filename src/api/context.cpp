@@ -18,6 +18,7 @@
 #include "base/log.h"
 #include "base/thread_pool.h"
 #include "families/registry.h"
+#include "families/unet_components.h"
 #include "ops/compute_type.h"
 #include "pipeline/generate.h"
 #include "pipeline/taesd_codec.h"
@@ -57,7 +58,6 @@ void reject_unbuilt(const sd_ctx_params_t& p) {
         {p.uncond_diffusion_model_path, "--uncond-diffusion-model"},
         {p.embeddings_connectors_path, "--embeddings-connectors"},
         {p.audio_vae_path, "--audio-vae"},
-        {p.control_net_path, "--control-net"},
         {p.ip_adapter_path, "--ip-adapter (IP-Adapter)"},
         {p.motion_module_path, "--motion-module (AnimateDiff)"},
         {p.photo_maker_path, "--photo-maker"},
@@ -119,6 +119,10 @@ sd_ctx_t* create(const sd_ctx_params_t& p) {
     ctx->vae = ctx->model.components.codec.get();
     if (has(p.taesd_path))
         attach_taesd(*ctx, p.taesd_path, p.tae_preview_only, placement.residency);
+    if (has(p.control_net_path)) {
+        ctx->model.components.control =
+            sd::load_control_net(p.control_net_path, ctx->model.components, options.memory);
+    }
     ctx->rng_type = p.rng_type;
     ctx->sampler_rng_type = p.sampler_rng_type;
     ctx->lora_mode = sd::resolve_lora_mode(p.lora_apply_mode, ctx->files);
@@ -128,8 +132,6 @@ sd_ctx_t* create(const sd_ctx_params_t& p) {
 void reject_unbuilt(const sd_img_gen_params_t& p) {
     if (p.ref_images_count > 0)
         sd::fail("reference images (--ref-image) are not supported by this build yet");
-    if (p.control_image.data)
-        sd::fail("--control-image needs ControlNet, which this build does not have yet");
     if (p.pm_params.id_images_count > 0) sd::fail("PhotoMaker is not supported by this build yet");
     if (p.ip_adapter_image.data)
         sd::fail("--ip-adapter-image needs IP-Adapter, which this build does not have yet");
@@ -193,6 +195,8 @@ sd::ImageRequest to_request(const sd_ctx_t& ctx, const sd_img_gen_params_t& p) {
     r.init_image = sd::api::to_image8(p.init_image, "init image");
     r.mask_image = sd::api::to_image8(p.mask_image, "mask image");
     r.strength = p.strength;
+    r.control_image = sd::api::to_image8(p.control_image, "control image");
+    r.control_strength = p.control_strength;
     r.vae_tiling.enabled = p.vae_tiling_params.enabled;
     if (p.vae_tiling_params.tile_size_x > 0)
         r.vae_tiling.tile_size = p.vae_tiling_params.tile_size_x;
@@ -319,6 +323,33 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* params, sd_imag
         SD_LOG_ERROR("%s", e.what());
         return false;
     }
+}
+
+bool sd_ctx_load_control_net(sd_ctx_t* sd_ctx, const char* path) {
+    if (!sd_ctx || !has(path)) {
+        SD_LOG_ERROR("sd_ctx_load_control_net: needs a context and a file path");
+        return false;
+    }
+    std::lock_guard<std::mutex> not_while_generating(sd_ctx->generating);
+    try {
+        sd::ModelComponents& m = sd_ctx->model.components;
+        m.control = sd::load_control_net(path, m, m.memory);
+        return true;
+    } catch (const std::exception& e) {
+        SD_LOG_ERROR("%s", e.what());
+        return false;
+    }
+}
+
+bool sd_ctx_unload_control_net(sd_ctx_t* sd_ctx) {
+    if (!sd_ctx) return false;
+    std::lock_guard<std::mutex> not_while_generating(sd_ctx->generating);
+    sd_ctx->model.components.control.reset();
+    return true;
+}
+
+bool sd_ctx_has_control_net(const sd_ctx_t* sd_ctx) {
+    return sd_ctx && sd_ctx->model.components.control != nullptr;
 }
 
 void sd_cancel_generation(sd_ctx_t* sd_ctx, enum sd_cancel_mode_t mode) {

@@ -1,6 +1,6 @@
-// The C API entry points whose engine parts are not built yet (video generation, the Canny
-// preprocessor, ADetailer, ControlNet hot-swap, ggml graph
-// callbacks): each logs one line naming the feature and fails; none pretends to succeed.
+// The C API entry points whose engine parts are not built yet (video generation, ADetailer,
+// ggml graph callbacks): each logs one line naming the feature and fails; none pretends to
+// succeed.
 #include "base/log.h"
 #include "stable-diffusion.h"
 
@@ -27,11 +27,6 @@ bool generate_video(sd_ctx_t*, const sd_vid_gen_params_t*, sd_image_t** frames_o
     return false;
 }
 
-bool preprocess_canny(sd_image_t, float, float, float, float, bool) {
-    not_built("preprocess_canny (the Canny edge preprocessor)");
-    return false;
-}
-
 adetailer_ctx_t* new_adetailer_ctx(const char*, int, const char*, const char*) {
     not_built("new_adetailer_ctx (ADetailer)");
     return nullptr;
@@ -43,21 +38,6 @@ bool adetail_image(adetailer_ctx_t*, sd_ctx_t*, sd_image_t, const sd_adetailer_p
                    const sd_img_gen_params_t*, sd_image_t** images_out, int* num_images_out) {
     clear_outputs(images_out, num_images_out);
     not_built("adetail_image (ADetailer)");
-    return false;
-}
-
-bool sd_ctx_load_control_net(sd_ctx_t*, const char*) {
-    not_built("sd_ctx_load_control_net (ControlNet)");
-    return false;
-}
-
-bool sd_ctx_unload_control_net(sd_ctx_t*) {
-    not_built("sd_ctx_unload_control_net (ControlNet)");
-    return false;
-}
-
-// A query, not an action: no ControlNet can be loaded, so none is.
-bool sd_ctx_has_control_net(const sd_ctx_t*) {
     return false;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "base/error.h"
 #include "pipeline/vae_tiling.h"
@@ -30,6 +31,63 @@ Tensor KlVaeCodec::encode(const Tensor& image01, Rng& rng) const {
 Tensor KlVaeCodec::decode(const Tensor& latent, const VaeTiling& tiling) const {
     return tiling.enabled ? decode_tiled(vae_, latent, tiling.tile_size, tiling.overlap)
                           : vae_.decode(latent);
+}
+
+Tensor UNetDiffusionModel::forward(const Tensor& x, const Tensor& timesteps, const Conditioning& c,
+                                   const ControlSignal* control) const {
+    if (!control) return unet_.forward(x, timesteps, c.context, c.vector);
+    const UNetControl unet_control{control->residuals, control->strength};
+    return unet_.forward(x, timesteps, c.context, c.vector, &unet_control);
+}
+
+namespace {
+
+// Where the file keeps its ControlNet: control_model.* (ldm's cldm), or bare names, which
+// the loader files under the UNet's prefix.
+std::string control_net_prefix(const ModelFiles& files, const std::string& path) {
+    for (const char* prefix : {"control_model.", "model.diffusion_model.", ""}) {
+        if (files.find(std::string(prefix) + "input_hint_block.0.weight")) return prefix;
+    }
+    fail("%s is not a ControlNet: it has no input_hint_block (%zu tensors)", path.c_str(),
+         files.size());
+}
+
+std::string widths(const std::vector<int64_t>& channels) {
+    std::string out;
+    for (int64_t c : channels) out += (out.empty() ? "" : " ") + std::to_string(c);
+    return out;
+}
+
+}  // namespace
+
+std::unique_ptr<ControlModel> load_control_net(const std::string& path, const ModelComponents& m,
+                                               const MemoryPolicy& memory) {
+    const auto* unet = dynamic_cast<const UNetDiffusionModel*>(m.diffusion.get());
+    SD_CHECK(unet, "%s: a ControlNet needs a UNet model (SD 1.x, 2.x, XL), not %s", path.c_str(),
+             m.family_name.c_str());
+    ModelFiles files;
+    files.add(path, ModelRole::Checkpoint);
+    const std::string prefix = control_net_prefix(files, path);
+    std::optional<ControlNet> net;
+    try {
+        net = ControlNet::load(Weights(files, prefix, memory.residency));
+    } catch (const Error& e) {
+        fail("%s: %s", path.c_str(), e.what());
+    }
+    const UNetConfig& nc = net->config();
+    const UNetConfig& uc = unet->unet().config();
+    const std::vector<int64_t> want = unet->unet().control_channels();
+    const std::vector<int64_t> have = net->residual_channels();
+    SD_CHECK(
+        have == want && nc.context_dim == uc.context_dim && nc.in_channels == m.latent.channels,
+        "%s: this ControlNet (residual widths %s, context %lld, %lld input channels) does not "
+        "fit the %s UNet (skip widths %s, context %lld, %lld latent channels)",
+        path.c_str(), widths(have).c_str(), (long long)nc.context_dim, (long long)nc.in_channels,
+        m.family_name.c_str(), widths(want).c_str(), (long long)uc.context_dim,
+        (long long)m.latent.channels);
+    SD_CHECK(net->hint_channels() == 3, "%s: a ControlNet hint of %lld channels (expected 3)",
+             path.c_str(), (long long)net->hint_channels());
+    return std::make_unique<ControlNetModel>(std::move(*net));
 }
 
 ClipTokenizer find_model_tokenizer(const ModelFiles& files, const LoadOptions& options) {

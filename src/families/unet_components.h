@@ -6,6 +6,7 @@
 
 #include "families/family.h"
 #include "models/autoencoder_kl.h"
+#include "models/controlnet.h"
 #include "models/unet.h"
 
 namespace sd {
@@ -13,9 +14,9 @@ namespace sd {
 class UNetDiffusionModel : public DiffusionModel {
   public:
     explicit UNetDiffusionModel(UNet unet) : unet_(std::move(unet)) {}
-    Tensor forward(const Tensor& x, const Tensor& timesteps, const Conditioning& c) const override {
-        return unet_.forward(x, timesteps, c.context, c.vector);
-    }
+    using DiffusionModel::forward;
+    Tensor forward(const Tensor& x, const Tensor& timesteps, const Conditioning& c,
+                   const ControlSignal* control) const override;
     int64_t in_channels() const override { return unet_.config().in_channels; }
     void release_weights() const override { unet_.release_weights(); }
     const UNet& unet() const { return unet_; }
@@ -38,6 +39,28 @@ class KlVaeCodec : public LatentCodec {
   private:
     AutoencoderKL vae_;
 };
+
+// A ControlNet for a UNet model: the residuals come in the order UNet::forward takes them.
+class ControlNetModel : public ControlModel {
+  public:
+    explicit ControlNetModel(ControlNet net) : net_(std::move(net)) {}
+    Tensor encode_hint(const Tensor& image01) const override { return net_.encode_hint(image01); }
+    std::vector<Tensor> forward(const Tensor& x, const Tensor& timesteps, const Conditioning& c,
+                                const Tensor& hint) const override {
+        return net_.forward(x, timesteps, c.context, c.vector, hint);
+    }
+    void release_weights() const override { net_.release_weights(); }
+    const ControlNet& net() const { return net_; }
+
+  private:
+    ControlNet net_;
+};
+
+// Loads the ControlNet in `path` (control_model.* names, or the same names bare) for the
+// UNet of `m`, with `memory`'s residency. A file without a ControlNet, or one whose layout
+// does not fit the UNet (widths, levels, context), is an error naming it.
+std::unique_ptr<ControlModel> load_control_net(const std::string& path, const ModelComponents& m,
+                                               const MemoryPolicy& memory);
 
 // The CLIP BPE tokenizer from --tokenizer-dir, the model's folder or GGUF metadata.
 ClipTokenizer find_model_tokenizer(const ModelFiles& files, const LoadOptions& options);

@@ -161,26 +161,24 @@ Tensor SpatialTransformer::forward(const Tensor& x, const Tensor& context) const
     return t + x;
 }
 
-UNet UNet::load(const Weights& w) {
-    UNet u;
-    u.config_ = read_config(w);
-    const UNetConfig& c = u.config_;
+UNetEncoder UNetEncoder::load(const Weights& w, const char* what) {
+    UNetEncoder e;
+    e.config = read_config(w);
+    const UNetConfig& c = e.config;
     const int64_t emb_dim = 4 * c.model_channels;
-    u.time_embed_0 = Linear::load(w["time_embed"]["0"], c.model_channels, emb_dim);
-    u.time_embed_2 = Linear::load(w["time_embed"]["2"], emb_dim, emb_dim);
+    e.time_embed_0 = Linear::load(w["time_embed"]["0"], c.model_channels, emb_dim);
+    e.time_embed_2 = Linear::load(w["time_embed"]["2"], emb_dim, emb_dim);
     if (c.adm_in_channels > 0) {
-        u.label_emb_0 = Linear::load(w["label_emb"]["0"]["0"], c.adm_in_channels, emb_dim);
-        u.label_emb_2 = Linear::load(w["label_emb"]["0"]["2"], emb_dim, emb_dim);
+        e.label_emb_0 = Linear::load(w["label_emb"]["0"]["0"], c.adm_in_channels, emb_dim);
+        e.label_emb_2 = Linear::load(w["label_emb"]["0"]["2"], emb_dim, emb_dim);
     }
-
     // Input blocks: conv_in, then per level num_res_blocks ResBlocks (+ attention) and a
-    // Downsample except at the last level. `skips` tracks each block's output width.
-    std::vector<int64_t> skips;
+    // Downsample except at the last level.
     int index = 0;
     UNetBlock conv_in;
     conv_in.conv = Conv2d::load(w["input_blocks"]["0"]["0"], c.in_channels, c.model_channels, 3);
-    u.input_blocks.push_back(std::move(conv_in));
-    skips.push_back(c.model_channels);
+    e.input_blocks.push_back(std::move(conv_in));
+    e.skip_channels.push_back(c.model_channels);
     int64_t ch = c.model_channels;
     const int levels = static_cast<int>(c.channel_mult.size());
     for (int level = 0; level < levels; ++level) {
@@ -191,16 +189,16 @@ UNet UNet::load(const Weights& w) {
             block.res = ResBlock::load(b["0"], ch, out, emb_dim);
             if (c.attention_at_level[level] && b.has("1.norm.weight"))
                 block.attention = SpatialTransformer::load(b["1"], out, c);
-            u.input_blocks.push_back(std::move(block));
+            e.input_blocks.push_back(std::move(block));
             ch = out;
-            skips.push_back(ch);
+            e.skip_channels.push_back(ch);
         }
         if (level != levels - 1) {
             UNetBlock down;
             down.conv =
                 Conv2d::load(w["input_blocks"][++index]["0"]["op"], ch, ch, 3, /*stride=*/2);
-            u.input_blocks.push_back(std::move(down));
-            skips.push_back(ch);
+            e.input_blocks.push_back(std::move(down));
+            e.skip_channels.push_back(ch);
         }
     }
     // The middle block: ResBlock, SpatialTransformer, ResBlock (middle_block.0/1/2).
@@ -209,19 +207,70 @@ UNet UNet::load(const Weights& w) {
     if (w.has("middle_block.0.in_layers.0.weight")) {
         UNetBlock res1;
         res1.res = ResBlock::load(w["middle_block"]["0"], ch, ch, emb_dim);
-        u.middle_block.push_back(std::move(res1));
+        e.middle_block.push_back(std::move(res1));
         if (w.has("middle_block.1.norm.weight")) {
             UNetBlock attn;
             attn.attention = SpatialTransformer::load(w["middle_block"]["1"], ch, c);
-            u.middle_block.push_back(std::move(attn));
+            e.middle_block.push_back(std::move(attn));
         }
         UNetBlock res2;
         res2.res = ResBlock::load(w["middle_block"]["2"], ch, ch, emb_dim);
-        u.middle_block.push_back(std::move(res2));
+        e.middle_block.push_back(std::move(res2));
     }
+    SD_LOG_INFO(
+        "%s: %lld -> %lld channels, width %lld, %d levels of %d res blocks, context %lld, %s "
+        "heads, %s projections%s",
+        what, (long long)c.in_channels, (long long)c.out_channels, (long long)c.model_channels,
+        levels, c.num_res_blocks, (long long)c.context_dim,
+        c.head_channels > 0 ? "64-channel" : "8", c.linear_projection ? "linear" : "conv",
+        c.adm_in_channels > 0 ? ", label_emb" : "");
+    return e;
+}
+
+Tensor UNetEncoder::embed(const Tensor& x, const Tensor& timesteps, const Tensor& context,
+                          const Tensor& y, const char* what) const {
+    const UNetConfig& c = config;
+    SD_CHECK(x.dim() == 4 && x.size(1) == c.in_channels, "%s input %s: expected [B, %lld, H, W]",
+             what, x.describe().c_str(), (long long)c.in_channels);
+    SD_CHECK(x.size(2) % 8 == 0 && x.size(3) % 8 == 0,
+             "%s input %s: H and W must be multiples of 8", what, x.describe().c_str());
+    SD_CHECK(timesteps.dim() == 1 && timesteps.size(0) == x.size(0), "%s timesteps %s for input %s",
+             what, timesteps.describe().c_str(), x.describe().c_str());
+    SD_CHECK(context.dim() == 3 && context.size(0) == x.size(0) && context.size(2) == c.context_dim,
+             "%s context %s: expected [%lld, L, %lld]", what, context.describe().c_str(),
+             (long long)x.size(0), (long long)c.context_dim);
+    Tensor emb = timestep_embedding(timesteps, c.model_channels);
+    emb = time_embed_2.forward(silu(time_embed_0.forward(emb)));
+    if (c.adm_in_channels > 0) {
+        SD_CHECK(
+            y.defined() && y.dim() == 2 && y.size(0) == x.size(0) && y.size(1) == c.adm_in_channels,
+            "%s vector y %s: expected [%lld, %lld]", what,
+            y.defined() ? y.describe().c_str() : "(none)", (long long)x.size(0),
+            (long long)c.adm_in_channels);
+        emb = emb + label_emb_2.forward(silu(label_emb_0.forward(y)));
+    }
+    return emb;
+}
+
+Tensor UNetEncoder::run_block(const UNetBlock& block, Tensor h, const Tensor& emb,
+                              const Tensor& context) const {
+    if (block.res) h = block.res->forward(h, emb);
+    if (block.attention) h = block.attention->forward(h, context);
+    if (block.conv) h = block.conv->forward(h);  // a Downsample or an Upsample
+    return h;
+}
+
+UNet UNet::load(const Weights& w) {
+    UNet u;
+    u.encoder_ = UNetEncoder::load(w, "UNet");
+    const UNetConfig& c = u.encoder_.config;
+    const int64_t emb_dim = 4 * c.model_channels;
     // Output blocks: per level (deepest first) num_res_blocks + 1 ResBlocks, each on the
     // concatenation with a skip, (+ attention), and an Upsample closing every level but 0.
-    index = -1;
+    std::vector<int64_t> skips = u.encoder_.skip_channels;
+    int64_t ch = u.encoder_.middle_channels();
+    int index = -1;
+    const int levels = static_cast<int>(c.channel_mult.size());
     for (int level = levels - 1; level >= 0; --level) {
         const int64_t out = c.model_channels * c.channel_mult[level];
         for (int r = 0; r <= c.num_res_blocks; ++r) {
@@ -246,18 +295,18 @@ UNet UNet::load(const Weights& w) {
     u.out_conv = Conv2d::load(w["out"]["2"], ch, c.out_channels, 3);
     w.check("UNet");
     u.pages_ = w.pages();
-    SD_LOG_INFO(
-        "UNet: %lld -> %lld channels, width %lld, %d levels of %d res blocks, context %lld, %s "
-        "heads, %s projections%s",
-        (long long)c.in_channels, (long long)c.out_channels, (long long)c.model_channels, levels,
-        c.num_res_blocks, (long long)c.context_dim, c.head_channels > 0 ? "64-channel" : "8",
-        c.linear_projection ? "linear" : "conv", c.adm_in_channels > 0 ? ", label_emb" : "");
     return u;
+}
+
+std::vector<int64_t> UNet::control_channels() const {
+    std::vector<int64_t> out = encoder_.skip_channels;
+    out.push_back(encoder_.middle_channels());
+    return out;
 }
 
 std::vector<int> UNet::transformer_depths() const {
     std::vector<int> out;
-    for (const auto* blocks : {&input_blocks, &middle_block, &output_blocks}) {
+    for (const auto* blocks : {&encoder_.input_blocks, &encoder_.middle_block, &output_blocks}) {
         for (const UNetBlock& b : *blocks) {
             if (b.attention) out.push_back(static_cast<int>(b.attention->blocks.size()));
         }
@@ -265,49 +314,32 @@ std::vector<int> UNet::transformer_depths() const {
     return out;
 }
 
-Tensor UNet::run_block(const UNetBlock& block, Tensor h, const Tensor& emb,
-                       const Tensor& context) const {
-    if (block.res) h = block.res->forward(h, emb);
-    if (block.attention) h = block.attention->forward(h, context);
-    if (block.conv) h = block.conv->forward(h);  // a Downsample or an Upsample
-    return h;
-}
-
 Tensor UNet::forward(const Tensor& x, const Tensor& timesteps, const Tensor& context,
-                     const Tensor& y) const {
-    SD_CHECK(x.dim() == 4 && x.size(1) == config_.in_channels,
-             "UNet input %s: expected [B, %lld, H, W]", x.describe().c_str(),
-             (long long)config_.in_channels);
-    SD_CHECK(x.size(2) % 8 == 0 && x.size(3) % 8 == 0,
-             "UNet input %s: H and W must be multiples of 8", x.describe().c_str());
-    SD_CHECK(timesteps.dim() == 1 && timesteps.size(0) == x.size(0),
-             "UNet timesteps %s for input %s", timesteps.describe().c_str(), x.describe().c_str());
-    SD_CHECK(context.dim() == 3 && context.size(0) == x.size(0) &&
-                 context.size(2) == config_.context_dim,
-             "UNet context %s: expected [%lld, L, %lld]", context.describe().c_str(),
-             (long long)x.size(0), (long long)config_.context_dim);
-    Tensor emb = timestep_embedding(timesteps, config_.model_channels);
-    emb = time_embed_2.forward(silu(time_embed_0.forward(emb)));
-    if (config_.adm_in_channels > 0) {
-        SD_CHECK(y.defined() && y.dim() == 2 && y.size(0) == x.size(0) &&
-                     y.size(1) == config_.adm_in_channels,
-                 "UNet vector y %s: expected [%lld, %lld]",
-                 y.defined() ? y.describe().c_str() : "(none)", (long long)x.size(0),
-                 (long long)config_.adm_in_channels);
-        emb = emb + label_emb_2.forward(silu(label_emb_0.forward(y)));
+                     const Tensor& y, const UNetControl* control) const {
+    const Tensor emb = encoder_.embed(x, timesteps, context, y, "UNet");
+    const size_t n_skips = encoder_.input_blocks.size();
+    if (control) {
+        SD_CHECK(control->residuals.size() == n_skips + 1,
+                 "UNet control: %zu residuals for %zu skips and the middle block",
+                 control->residuals.size(), n_skips);
     }
-
+    // A control residual joins its skip (or the middle block's output) times strength.
+    auto controlled = [&](Tensor h, size_t i) {
+        return control ? h + control->residuals[i] * control->strength : h;
+    };
     std::vector<Tensor> skips;
     Tensor h = x;
-    for (const UNetBlock& block : input_blocks) {
-        h = run_block(block, h, emb, context);
+    for (const UNetBlock& block : encoder_.input_blocks) {
+        h = encoder_.run_block(block, h, emb, context);
         skips.push_back(h);
     }
-    for (const UNetBlock& block : middle_block) h = run_block(block, h, emb, context);
+    for (const UNetBlock& block : encoder_.middle_block)
+        h = encoder_.run_block(block, h, emb, context);
+    h = controlled(h, n_skips);
     for (const UNetBlock& block : output_blocks) {
-        h = concat({h, skips.back()}, 1);
+        h = concat({h, controlled(skips.back(), skips.size() - 1)}, 1);
         skips.pop_back();
-        h = run_block(block, h, emb, context);
+        h = encoder_.run_block(block, h, emb, context);
     }
     return out_conv.forward(out_norm.forward(h, /*silu=*/true));
 }

@@ -78,17 +78,47 @@ struct UNetBlock {
     std::optional<Conv2d> conv;  // input_blocks.0 (conv_in), Downsample's op, Upsample's conv
 };
 
+// time_embed [+ label_emb], input_blocks and middle_block: the UNet's first half, which a
+// ControlNet copies under its own names (control_model.*). Its outputs feed the skips.
+struct UNetEncoder {
+    UNetConfig config;
+    Linear time_embed_0, time_embed_2;
+    Linear label_emb_0, label_emb_2;  // class/ADM embedding (SDXL), when adm_in_channels > 0
+    std::vector<UNetBlock> input_blocks, middle_block;
+    std::vector<int64_t> skip_channels;  // each input block's output width
+
+    // The configuration read from the weights under `w`; `what` names the network in messages.
+    static UNetEncoder load(const Weights& w, const char* what);
+    int64_t middle_channels() const { return skip_channels.back(); }
+    // Checks x / timesteps / context / y against the configuration (naming `what`) and
+    // returns the timestep (+ label) embedding [B, 4 * model_channels].
+    Tensor embed(const Tensor& x, const Tensor& timesteps, const Tensor& context, const Tensor& y,
+                 const char* what) const;
+    Tensor run_block(const UNetBlock& block, Tensor h, const Tensor& emb,
+                     const Tensor& context) const;
+};
+
+// What a ControlNet adds to a UNet (ldm's ControlledUnetModel): one residual a skip (each
+// input block's output) and one for the middle block's output, last, each times strength.
+struct UNetControl {
+    std::vector<Tensor> residuals;
+    float strength = 1.0f;
+};
+
 class UNet {
   public:
     static UNet load(const Weights& w);  // w = "model.diffusion_model."
 
     // x: [B, in_channels, H, W] latents (H, W multiples of 8), timesteps: f32 [B],
     // context: [B, L, context_dim], y: [B, adm_in_channels] when the model has label_emb
-    // (else undefined). Returns the model output [B, out_channels, H, W].
+    // (else undefined), control: a ControlNet's residuals or null. Returns the model output
+    // [B, out_channels, H, W].
     Tensor forward(const Tensor& x, const Tensor& timesteps, const Tensor& context,
-                   const Tensor& y = {}) const;
+                   const Tensor& y = {}, const UNetControl* control = nullptr) const;
 
-    const UNetConfig& config() const { return config_; }
+    const UNetConfig& config() const { return encoder_.config; }
+    // The widths a ControlNet's residuals must have: the skips', then the middle block's.
+    std::vector<int64_t> control_channels() const;
     // The depth of every SpatialTransformer, input blocks, middle block, output blocks in
     // order (what an SDXL-layout distillation changes).
     std::vector<int> transformer_depths() const;
@@ -98,13 +128,8 @@ class UNet {
     const WeightPages& weight_pages() const { return pages_; }
 
   private:
-    Tensor run_block(const UNetBlock& block, Tensor h, const Tensor& emb,
-                     const Tensor& context) const;
-
-    UNetConfig config_;
-    Linear time_embed_0, time_embed_2;
-    Linear label_emb_0, label_emb_2;  // class/ADM embedding (SDXL), when adm_in_channels > 0
-    std::vector<UNetBlock> input_blocks, middle_block, output_blocks;
+    UNetEncoder encoder_;
+    std::vector<UNetBlock> output_blocks;
     GroupNorm out_norm;
     Conv2d out_conv;
     WeightPages pages_;

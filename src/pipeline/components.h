@@ -8,6 +8,7 @@
 #include <array>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "nn/weights.h"
 #include "ops/compute_type.h"
@@ -40,14 +41,41 @@ class Conditioner {
     virtual void release_weights() const = 0;
 };
 
+// What a control model (ControlNet) adds to one diffusion model call: its residuals, which
+// the model adds times strength where the control model's layout says.
+struct ControlSignal {
+    std::vector<Tensor> residuals;
+    float strength = 1.0f;
+};
+
 class DiffusionModel {
   public:
     virtual ~DiffusionModel() = default;
     // x: [B, C, h, w] (already scaled by the denoiser's c_in, with `concat` appended for
-    // inpaint models), timesteps: f32 [B]. Returns the raw prediction [B, latent C, h, w].
-    virtual Tensor forward(const Tensor& x, const Tensor& timesteps,
-                           const Conditioning& c) const = 0;
+    // inpaint models), timesteps: f32 [B], control: null or a control model's output for
+    // this call. Returns the raw prediction [B, latent C, h, w].
+    virtual Tensor forward(const Tensor& x, const Tensor& timesteps, const Conditioning& c,
+                           const ControlSignal* control) const = 0;
+    Tensor forward(const Tensor& x, const Tensor& timesteps, const Conditioning& c) const {
+        return forward(x, timesteps, c, nullptr);
+    }
     virtual int64_t in_channels() const = 0;
+    virtual void release_weights() const = 0;
+};
+
+// A network that steers the diffusion model from a hint image (ControlNet). It follows the
+// context's MemoryPolicy like the diffusion model (its weights leave RSS when idle).
+class ControlModel {
+  public:
+    virtual ~ControlModel() = default;
+    // image01: [1, 3, H, W] in [0, 1] at the generated size -> the encoded hint, computed
+    // once a generation.
+    virtual Tensor encode_hint(const Tensor& image01) const = 0;
+    // x: the diffusion model's input (c_in-scaled, without an inpaint model's extra
+    // channels), timesteps and conditioning as DiffusionModel::forward, hint from
+    // encode_hint. Returns the residuals for the diffusion model (ControlSignal).
+    virtual std::vector<Tensor> forward(const Tensor& x, const Tensor& timesteps,
+                                        const Conditioning& c, const Tensor& hint) const = 0;
     virtual void release_weights() const = 0;
 };
 
@@ -104,6 +132,7 @@ struct ModelComponents {
     std::unique_ptr<DiffusionModel> diffusion;
     std::unique_ptr<LatentCodec> codec;
     std::unique_ptr<Denoiser> denoiser;
+    std::unique_ptr<ControlModel> control;  // a ControlNet, when one is loaded
     // Inpaint checkpoints take [mask, masked-image latent] as extra input channels.
     bool inpaint = false;
     AysTable ays_table = AysTable::Sd15;

@@ -6,6 +6,7 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "image/image_resize.h"
 #include "ops/ops.h"
 #include "sampling/guidance.h"
 #include "tensor/caching_allocator.h"
@@ -106,14 +107,30 @@ namespace {
 
 struct Conditions {
     Conditioning cond, uncond;  // uncond.context undefined: no guidance
+    Tensor control_hint;        // the control model's encoded hint (undefined: no control)
     Tensor concat;              // inpaint models: [mask, masked-image latent], else undefined
     Tensor init_latent;         // zeros for txt2img
     Tensor denoise_mask;        // where the sampler may change the latent (undefined: everywhere)
     std::vector<float> sigmas;
 };
 
+// The control image as RGB in [0, 1] fitted to width x height, encoded by the control model.
+Tensor encode_control_hint(const ModelComponents& m, const ImageRequest& r, int width, int height) {
+    if (!r.control_image) return {};
+    if (!m.control) {
+        SD_LOG_WARN("a control image was given but no ControlNet is loaded: it is not used");
+        return {};
+    }
+    const image::Image fitted =
+        image::fit(*r.control_image, static_cast<uint32_t>(width), static_cast<uint32_t>(height));
+    Tensor rgb = image_to_tensor(fitted);
+    rgb = fitted.channels == 1 ? concat({rgb, rgb, rgb}, 1) : rgb.narrow(1, 0, 3).contiguous();
+    return m.control->encode_hint(rgb);
+}
+
 Conditions prepare(const ModelComponents& m, const ImageRequest& r) {
     Conditions c;
+    c.control_hint = encode_control_hint(m, r, r.width, r.height);
     ConditionRequest text{r.prompt, r.clip_skip, r.width, r.height, false};
     c.cond = m.conditioner->encode(text);
     if (r.cfg_scale != 1.0f) {
@@ -164,13 +181,20 @@ Denoised denoise(const ModelComponents& m, const ImageRequest& r, const Conditio
                  const Tensor& x, const DenoiseCall& call, const LatentTap& tap) {
     const Scalings s = m.denoiser->scalings(call.sigma);
     Tensor t = Tensor::full({1}, m.denoiser->sigma_to_t(call.sigma));
-    Tensor input = x * s.c_in;
+    const Tensor input = x * s.c_in;
     if (tap.wants(call.step, /*is_noisy=*/true)) tap.fn(call.step, input, true);
-    if (c.concat.defined()) input = concat({input, c.concat}, 1);
-    Tensor out_cond = m.diffusion->forward(input, t, c.cond);
+    const Tensor model_input = c.concat.defined() ? concat({input, c.concat}, 1) : input;
+    // A control model runs for each side of guidance with that side's conditioning.
+    auto run = [&](const Conditioning& cond) {
+        if (!c.control_hint.defined()) return m.diffusion->forward(model_input, t, cond);
+        const ControlSignal control{m.control->forward(input, t, cond, c.control_hint),
+                                    r.control_strength};
+        return m.diffusion->forward(model_input, t, cond, &control);
+    };
+    Tensor out_cond = run(c.cond);
     Tensor out = out_cond, out_uncond;
     if (c.uncond.context.defined()) {
-        out_uncond = m.diffusion->forward(input, t, c.uncond);
+        out_uncond = run(c.uncond);
         out = classifier_free_guidance(out_cond, out_uncond, r.cfg_scale);
     }
     auto to_x0 = [&](const Tensor& o) {
@@ -215,6 +239,10 @@ image::Image generate_one(const ModelComponents& m, const ImageRequest& r, const
     if (r.hires.enabled) {  // no mask here (check_request): the whole latent is repainted
         Conditions hires_c = c;
         hires_c.denoise_mask = Tensor();
+        // The control image steers the second pass too, fitted to its size.
+        if (c.control_hint.defined())
+            hires_c.control_hint =
+                encode_control_hint(m, r, r.hires.target_width, r.hires.target_height);
         DenoiseFn hires_fn = [&](const Tensor& xt, const DenoiseCall& call) {
             return denoise(m, r, hires_c, xt, call, hooks.preview);
         };
@@ -225,6 +253,7 @@ image::Image generate_one(const ModelComponents& m, const ImageRequest& r, const
     }
     Tensor z = to_codec_latent(m.latent, x);
     m.diffusion->release_weights();  // the decode's activations take their place
+    if (m.control) m.control->release_weights();
     cache.set(cache_bytes_for(m, /*decoding=*/true));
     CachingAllocator::instance().trim();
     Tensor image = m.codec->decode(z, decode_tiling(m, r.vae_tiling, z.size(2), z.size(3)));
@@ -239,6 +268,7 @@ struct IdleAfterGeneration {
     const ModelComponents& m;
     ~IdleAfterGeneration() {
         m.diffusion->release_weights();
+        if (m.control) m.control->release_weights();
         if (!m.memory.keep_text_encoder) m.conditioner->release_weights();
         if (!m.memory.keep_vae) m.codec->release_weights();
         CachingAllocator::instance().trim();

@@ -35,6 +35,10 @@ struct ImageRequest {
     std::optional<image::Image> init_image;  // img2img / inpaint
     std::optional<image::Image> mask_image;  // inpaint: white = repaint
     float strength = 0.75f;
+    // ControlNet: the hint image (fitted to width x height when its size differs) and the
+    // strength its residuals are added with; used when the model has a control model.
+    std::optional<image::Image> control_image;
+    float control_strength = 0.9f;
     VaeTiling vae_tiling;
     HiresRequest hires;  // the hires fix's second pass (pipeline/hires.h)
 };

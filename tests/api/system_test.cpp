@@ -187,8 +187,6 @@ TEST(System, EveryUnbuiltFunctionSaysSo) {
     expect_one_line("ADetailer", [&] {
         return adetail_image(nullptr, nullptr, input, nullptr, nullptr, &images, &count);
     });
-    expect_one_line("ControlNet", [] { return sd_ctx_load_control_net(nullptr, "c.safetensors"); });
-    expect_one_line("ControlNet", [] { return sd_ctx_unload_control_net(nullptr); });
     expect_one_line("ggml graph", [] {
         sd_set_backend_eval_callback([](ggml_tensor*, bool, void*) { return true; }, nullptr);
         return false;

@@ -727,3 +727,57 @@ TEST(CliParameters, MatchTheReferenceImages) {
 
 }  // namespace
 }  // namespace cli
+
+namespace cli {
+namespace {
+
+// A ControlNet file cut short, a file that is not a ControlNet, and control images that
+// cannot be read: each one line naming the file, exit 1.
+TEST(CliGenerate, ControlNetInputErrors) {
+    const std::string model = sd::test::generated_checkpoint("sd15", "f16", 1);
+    // The errors come before any weight is used: a sparse file of the layout serves.
+    const std::string control = sd::test::temp_path("cn_sparse.safetensors");
+    sd::test::run_or_fail("/usr/bin/python3 " + sd::test::tests_source_dir() +
+                          "/tools/write_sparse_checkpoint.py " + fixtures() +
+                          "/manifests/controlnet_sd15.tsv " + control);
+    const std::string cut = sd::test::temp_path("cn_cut.safetensors");
+    {
+        std::ifstream in(control, std::ios::binary);
+        std::vector<char> head(1 << 20);
+        in.read(head.data(), static_cast<std::streamsize>(head.size()));
+        std::ofstream(cut, std::ios::binary).write(head.data(), in.gcount());
+    }
+    const std::string garbage = sd::test::temp_path("cn_garbage.png");
+    std::ofstream(garbage, std::ios::binary) << "not an image at all";
+    const std::string edges = fixtures() + "/reference/controlnet/edges.png";
+    const std::vector<std::string> base = {"-m",
+                                           model,
+                                           "--tokenizer-dir",
+                                           fixtures() + "/tokenizers",
+                                           "-W",
+                                           "64",
+                                           "-H",
+                                           "64",
+                                           "--steps",
+                                           "1",
+                                           "-o",
+                                           sd::test::temp_path("cn_never.png")};
+    const std::pair<std::vector<std::string>, std::string> cases[] = {
+        {{"--control-net", cut, "--control-image", edges}, cut},
+        {{"--control-net", model, "--control-image", edges}, "is not a ControlNet"},
+        {{"--control-net", "/nonexistent/cn.safetensors"}, "/nonexistent/cn.safetensors"},
+        {{"--control-net", control, "--control-image", garbage}, garbage},
+        {{"--control-net", control, "--control-image", "/nonexistent/e.png"}, "/nonexistent/e.png"},
+    };
+    for (const auto& [extra, mention] : cases) {
+        std::vector<std::string> args = base;
+        args.insert(args.end(), extra.begin(), extra.end());
+        const RunResult r = run_cli(args);
+        EXPECT_EQ(r.exit_code, 1) << mention << ": " << r.output;
+        EXPECT_NE(r.output.find(mention), std::string::npos) << r.output;
+        EXPECT_EQ(r.output.find("Segmentation"), std::string::npos) << r.output;
+    }
+}
+
+}  // namespace
+}  // namespace cli

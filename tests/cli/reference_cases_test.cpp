@@ -34,7 +34,6 @@ struct ReferenceCase {
 // Folders whose feature this build does not have yet, with the issue that builds it. Every
 // other folder runs: a new family's cases run as soon as its folder appears.
 const std::pair<const char*, const char*> kNotBuiltYet[] = {
-    {"controlnet", "ControlNet (adapters issue)"},
     {"flux", "FLUX.1 (FLUX issue)"},
     {"sd3", "SD3 (SD3 issue)"}};
 

@@ -4,18 +4,23 @@ hole (all zeros, no disk blocks): enough to test loading, detection and shape ch
 full-size layout without generating its weights.
 
 usage: write_sparse_checkpoint.py MANIFEST.tsv OUT [--drop NAME] [--drop-prefix PREFIX]
-       [--shape NAME=D0,D1,...] [--rename OLD=NEW]
+       [--shape NAME=D0,D1,...] [--rename OLD=NEW] [--fill NAME=VALUE] [--eye NAME]
+
+--fill writes every element of NAME as VALUE; --eye makes NAME (a [C, C, 1, 1] or [C, C]
+weight) the identity. Both need an f32 or f16 tensor.
 """
 import json
 import struct
 import sys
+
+import numpy as np
 
 SIZES = {"f32": ("F32", 4), "f16": ("F16", 2), "bf16": ("BF16", 2)}
 
 
 def main(argv):
     manifest, out = argv[1], argv[2]
-    drops, drop_prefixes, shapes, renames = set(), [], {}, {}
+    drops, drop_prefixes, shapes, renames, fills, eyes = set(), [], {}, {}, {}, set()
     i = 3
     while i < len(argv):
         flag, value = argv[i], argv[i + 1]
@@ -29,10 +34,15 @@ def main(argv):
         elif flag == "--rename":
             old, new = value.split("=")
             renames[old] = new
+        elif flag == "--fill":
+            name, v = value.split("=")
+            fills[name] = float(v)
+        elif flag == "--eye":
+            eyes.add(value)
         else:
             sys.exit("unknown option " + flag)
         i += 2
-    header, offset = {}, 0
+    header, offset, data = {}, 0, {}
     with open(manifest) as f:
         for line in f:
             parts = line.rstrip("\n").split("\t")
@@ -48,6 +58,11 @@ def main(argv):
                 count *= d
             header[renames.get(name, name)] = {
                 "dtype": st_type, "shape": dims, "data_offsets": [offset, offset + count * size]}
+            np_type = np.float32 if dtype == "f32" else np.float16
+            if name in fills:
+                data[offset] = np.full(count, fills[name], dtype=np_type).tobytes()
+            if name in eyes:
+                data[offset] = np.eye(dims[0], dims[1], dtype=np_type).tobytes()
             offset += count * size
     blob = json.dumps(header).encode()
     blob += b" " * (-len(blob) % 8)
@@ -55,6 +70,9 @@ def main(argv):
         f.write(struct.pack("<Q", len(blob)))
         f.write(blob)
         f.truncate(8 + len(blob) + offset)
+        for at, values in data.items():
+            f.seek(8 + len(blob) + at)
+            f.write(values)
 
 
 if __name__ == "__main__":

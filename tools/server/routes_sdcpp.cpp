@@ -88,12 +88,13 @@ json defaults_json(const cli::CliParams& p) {
             {"output_compression", 100}};
 }
 
-// What this engine generates today (SD 1.x / 2.x): img2img and inpainting, VAE tiling;
-// ControlNet, IP-Adapter, reference images, LoRA, hires fix and step caches come later.
+// What this engine generates today (SD 1.x / 2.x): img2img and inpainting, VAE tiling,
+// ControlNet (with the server's --control-net); IP-Adapter, reference images, LoRA, hires
+// fix and step caches come later.
 json features_json() {
     return {{"init_image", true},
             {"mask_image", true},
-            {"control_image", false},
+            {"control_image", true},
             {"ip_adapter_image", false},
             {"ref_images", false},
             {"lora", false},

@@ -120,6 +120,8 @@ const cases = [
   ["img2img: data URL not base64", "POST", I2I, { json: { ...ok, init_images: ["data:image/png,abc"] } }, "init_images[0]"],
   ["native: init_image bad base64", "POST", NATIVE, { json: { ...ok, init_image: "abc$" } }, "init_image"],
   ["native: mask_image not an image", "POST", NATIVE, { json: { ...ok, mask_image: notImage } }, "mask_image"],
+  ["native: control_image not an image", "POST", NATIVE, { json: { ...ok, control_image: notImage } }, "control_image"],
+  ["native: control_image bad base64", "POST", NATIVE, { json: { ...ok, control_image: "abc$" } }, "control_image"],
   // Bad multipart (OpenAI edits).
   ["edits: JSON instead of multipart", "POST", EDIT, { json: { prompt: "x", image: notImage } }, null],
   ["edits: multipart without boundary", "POST", EDIT, { body: "--x\r\n\r\n", headers: { "Content-Type": "multipart/form-data" } }, null],
