@@ -161,8 +161,8 @@ sd::HiresRequest to_hires(const sd_hires_params_t& p, int width, int height,
              static_cast<int>(p.upscaler));
     SD_CHECK(p.upscaler != SD_HIRES_UPSCALER_MODEL || !h.model_path.empty(),
              "hires upscaler Model needs a model file (hires model_path)");
-    // The UNet families halve the latent three times: the image aligns to 8 latent pixels.
-    sd::resolve_hires_target(h, width, height, p.scale, m.latent.factor * 8);
+    sd::resolve_hires_target(h, width, height, p.scale,
+                             m.latent.factor * m.diffusion->down_factor());
     return h;
 }
 

@@ -18,6 +18,7 @@ class UNetDiffusionModel : public DiffusionModel {
     Tensor forward(const Tensor& x, const Tensor& timesteps, const Conditioning& c,
                    const ControlSignal* control) const override;
     int64_t in_channels() const override { return unet_.config().in_channels; }
+    int64_t down_factor() const override { return 8; }
     void release_weights() const override { unet_.release_weights(); }
     const UNet& unet() const { return unet_; }
 

@@ -60,6 +60,9 @@ class DiffusionModel {
         return forward(x, timesteps, c, nullptr);
     }
     virtual int64_t in_channels() const = 0;
+    // How many times the network halves the latent (a UNet: 8); the generated image's
+    // sides align to the latent factor times this.
+    virtual int64_t down_factor() const = 0;
     virtual void release_weights() const = 0;
 };
 

@@ -27,7 +27,8 @@ struct HiresRequest {
 };
 
 // The reference's target: both sizes given, one given (square), or round(size * scale);
-// rounded down to a multiple of `factor`. Throws when the target is not positive.
+// aligned up to a multiple of `factor` (with a warning). Throws when the target is not
+// positive.
 void resolve_hires_target(HiresRequest& h, int width, int height, float scale, int64_t factor);
 
 // The latent upscale of a latent-space upscaler: [1, C, h, w] -> [1, C, th, tw].

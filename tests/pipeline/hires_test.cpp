@@ -17,10 +17,16 @@ TEST(Hires, TargetSizeAsTheReference) {
     EXPECT_EQ(h.target_width, 768);
     EXPECT_EQ(h.target_height, 576);
     HiresRequest one;
-    one.target_width = 700;  // only one side: square, down to a multiple of 8
+    one.target_width = 700;  // only one side: square, up to a multiple of 8
     resolve_hires_target(one, 512, 512, 2.0f, 8);
-    EXPECT_EQ(one.target_width, 696);
-    EXPECT_EQ(one.target_height, 696);
+    EXPECT_EQ(one.target_width, 704);
+    EXPECT_EQ(one.target_height, 704);
+    HiresRequest odd;
+    odd.target_width = 200;
+    odd.target_height = 152;
+    resolve_hires_target(odd, 512, 512, 2.0f, 64);
+    EXPECT_EQ(odd.target_width, 256);
+    EXPECT_EQ(odd.target_height, 192);
     HiresRequest both;
     both.target_width = 640;
     both.target_height = 320;

@@ -93,11 +93,13 @@ class ZeroConditioner : public Conditioner {
 
 class ZeroNoise : public DiffusionModel {
   public:
-    Tensor forward(const Tensor& x, const Tensor&, const Conditioning&) const override {
+    Tensor forward(const Tensor& x, const Tensor&, const Conditioning&,
+                   const ControlSignal*) const override {
         inputs.push_back(x.contiguous());
         return Tensor::zeros(x.shape());
     }
     int64_t in_channels() const override { return 4; }
+    int64_t down_factor() const override { return 1; }
     void release_weights() const override {}
     mutable std::vector<Tensor> inputs;
 };
