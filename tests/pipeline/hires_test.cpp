@@ -35,8 +35,11 @@ TEST(Hires, TargetSizeAsTheReference) {
     EXPECT_EQ(both.target_width, 640);
     EXPECT_EQ(both.target_height, 320);
     EXPECT_FLOAT_EQ(both.denoising_strength, 0.0001f);
-    HiresRequest tiny;
-    EXPECT_THROW(resolve_hires_target(tiny, 64, 64, 0.05f, 8), Error);
+    HiresRequest tiny;  // round(64 * 0.05) = 3: aligned up, as the reference does
+    resolve_hires_target(tiny, 64, 64, 0.05f, 8);
+    EXPECT_EQ(tiny.target_width, 8);
+    HiresRequest empty;
+    EXPECT_THROW(resolve_hires_target(empty, 64, 64, 0.0f, 8), Error);
 }
 
 TEST(Hires, LatentUpscalersUseTheirInterpolation) {
