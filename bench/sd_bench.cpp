@@ -75,7 +75,8 @@ Case linear_case(int64_t m, int64_t n, int64_t k, DType wtype) {
 }
 
 // A 3x3 convolution, padding 1: the UNet's 320 -> 320 at 64x64 by default; ESRGAN's dense
-// blocks run 64 -> 32 up to 192 -> 64 at the tile size (128x128).
+// blocks run 64 -> 32 up to 192 -> 64 at the tile size (128x128); TAESD's decoder 64 -> 64
+// at 64x64 .. 512x512.
 Case conv3x3_case(int64_t in = 320, int64_t out = 320, int64_t hw = 64,
                   const char* name = "conv2d 3x3 f16") {
     Tensor x = random_f32({1, in, hw, hw}, 4);
@@ -110,6 +111,8 @@ std::vector<Case> make_cases(bool bf16) {
     cases.push_back(conv3x3_case());
     cases.push_back(conv3x3_case(64, 32, 128, "conv2d RRDB first"));
     cases.push_back(conv3x3_case(192, 64, 128, "conv2d RRDB last"));
+    cases.push_back(conv3x3_case(64, 64, 256, "conv2d TAESD"));
+    cases.push_back(conv3x3_case(64, 64, 512, "conv2d TAESD"));
     if (bf16) cases.push_back(bf16_compute(conv3x3_case(), "conv2d bf16-compute"));
     {
         Tensor q = random_f32({1, 8, 4096, 40}, 7);

@@ -5,7 +5,8 @@
 // with k = (c, kh, kw) and p = (oh, ow). The weight is the A operand (rows contiguous in k,
 // any dtype); the patches are the B operand and are gathered from the input straight into
 // the packed B panels, so no im2col buffer is ever built. A 1x1 convolution with stride 1
-// and no padding reads the input as a plain strided matrix.
+// and no padding reads the input as a plain strided matrix. Convolutions with few output
+// channels take the direct path of conv_direct.cpp instead (no patch packing at all).
 #include "ops/conv.h"
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 
 #include "base/error.h"
 #include "base/thread_pool.h"
+#include "ops/conv_direct.h"
 #include "ops/cpu/gemm.h"
 #include "ops/flop_counter.h"
 
@@ -64,32 +66,6 @@ void check_conv(const Tensor& x, const Tensor& weight, const Tensor& bias,
     }
 }
 
-// d[t] = row[(iw0 + t) / 2] where 0 <= iw0 + t < 2w, else 0, for t < n: a stretch of an
-// image row upsampled 2x by nearest neighbour, zero-padded (stride 1).
-void copy_upsampled(const float* row, int64_t w, int64_t iw0, float* d, int64_t n) {
-    int64_t t = 0;
-    const int64_t begin = std::min(n, std::max<int64_t>(0, -iw0));
-    const int64_t end = std::max(begin, std::min(n, 2 * w - iw0));
-    for (; t < begin; ++t) d[t] = 0.0f;
-    if (t < end && ((iw0 + t) & 1)) {
-        d[t] = row[(iw0 + t) >> 1];
-        ++t;
-    }
-    const float* r = row + ((iw0 + t) >> 1);
-    const int64_t pairs = (end - t) / 2;
-    float* out = d + t;
-    for (int64_t j = 0; j < pairs; ++j) {  // each source value twice
-        out[2 * j] = r[j];
-        out[2 * j + 1] = r[j];
-    }
-    t += 2 * pairs;
-    if (t < end) {
-        d[t] = row[(iw0 + t) >> 1];
-        ++t;
-    }
-    for (; t < n; ++t) d[t] = 0.0f;
-}
-
 // Row (c, kh, kw) of the patch matrix for output pixels [p0, p0 + np), where p0 is output
 // pixel (oh0, ow0): d[i] is the input value under kernel tap (kh, kw) of channel c for
 // output pixel p0 + i, 0 in the padding.
@@ -106,7 +82,7 @@ void patch_row(const ConvGeometry& g, const cpu::GemmKernels& ks, int64_t c, int
         if (ih < 0 || ih >= g.h) {
             std::memset(d + i, 0, seg * sizeof(float));
         } else if (g.up2) {
-            copy_upsampled(plane + (ih >> 1) * sw, sw, iw0, d + i, seg);
+            conv_detail::copy_upsampled(plane + (ih >> 1) * sw, sw, iw0, d + i, seg);
         } else if (g.sw == 1 && iw0 >= 0 && iw0 + seg <= g.w) {
             // Inside the row (most stretches of a large image): a plain copy, without the
             // per-call edge handling of copy_padded (measured 20% of a 3x3 conv at 512x512).
@@ -170,6 +146,10 @@ void run_conv(const Tensor& x, const Tensor& weight, const Tensor& bias,
 
     count_flops(2.0 * static_cast<double>(batch) * static_cast<double>(pixels) *
                 static_cast<double>(out_ch) * static_cast<double>(k));
+    if (conv_detail::direct_applies(xs, ws, options)) {
+        conv_detail::conv2d_direct(xs, ws, b.empty() ? nullptr : b.data(), options, out);
+        return;
+    }
     for (int64_t i = 0; i < batch; ++i) {
         ConvGeometry g{xs.numel() ? xs.data<float>() + i * channels * (h / up) * (w / up) : nullptr,
                        channels,

@@ -175,6 +175,46 @@ TEST(Conv2d, UpsampledInput) {
     EXPECT_THROW(ref::conv2d(x, w, Tensor(), strided_up), Error);
 }
 
+// The direct path (ops/conv_direct.cpp: stride 1, at most 64 output channels, rows at least
+// half a register tile wide): rows that end in a partial tile (W not a multiple of 16 / 64),
+// several bands of rows (more rows than a band of 192 channels holds), padding 0..2, 3x3,
+// 5x5 and 1x3 kernels, output channels that leave a partial panel of 6, several images.
+TEST(Conv2d, DirectPathShapes) {
+    const ConvCase cases[] = {{1, 64, 32, 40, 128, 3, 3, 1, 1}, {2, 5, 7, 9, 67, 3, 3, 1, 1},
+                              {1, 192, 64, 12, 33, 3, 3, 1, 1}, {1, 3, 1, 6, 150, 5, 5, 1, 2},
+                              {1, 8, 64, 5, 40, 1, 3, 1, 0},    {1, 6, 13, 70, 36, 3, 3, 1, 0}};
+    uint32_t seed = 61;
+    for (const ConvCase& t : cases) {
+        check_case(t, seed % 2 ? DType::F16 : DType::F32, true, seed % 3 == 0, seed);
+        seed += 3;
+    }
+}
+
+// The direct path with upsample2x and the LeakyReLU epilogue, writing into a channel range
+// of a larger buffer (ESRGAN's dense blocks and upsampling convolutions).
+TEST(Conv2d, DirectPathUpsampledLeakyInto) {
+    Tensor x = test::random_tensor({1, 20, 9, 23}, 71);
+    Tensor w = make_weight(32, 20, 3, 3, DType::BF16, 72);
+    Tensor bias = test::random_tensor({32}, 73);
+    Conv2dOptions opt;
+    opt.pad_h = opt.pad_w = 1;
+    opt.upsample2x = true;
+    opt.leaky_relu = true;
+    opt.negative_slope = 0.2f;
+    const Tensor want = ref::conv2d(x, w, bias, opt);
+    for (Isa isa : test::available_isas()) {
+        test::IsaScope scope(isa);
+        Tensor buffer = Tensor::zeros({1, 40, 18, 46});
+        Tensor part = buffer.narrow(1, 4, 32);
+        conv2d_into(x, w, bias, opt, part);
+        test::expect_close(part, want, kAtolPerK * 180, kRtol,
+                           std::string("direct upsample2x leaky into ") + isa_name(isa));
+        const Tensor untouched = Tensor::zeros({1, 4, 18, 46});
+        test::expect_close(buffer.narrow(1, 0, 4), untouched, 0, 0, "channels before");
+        test::expect_close(buffer.narrow(1, 36, 4), untouched, 0, 0, "channels after");
+    }
+}
+
 // The LeakyReLU epilogue: the ref applies it by hand-checked rule, the kernels match the ref.
 TEST(Conv2d, LeakyReluEpilogue) {
     Tensor x = Tensor::from_vector({1, 1, 1, 2}, {1.0f, -2.0f});

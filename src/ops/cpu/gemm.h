@@ -26,12 +26,19 @@ struct GemmTile {
     const float* a = nullptr;
     int64_t a_row = 0, a_step = 0;
     const float* b = nullptr;  // packed B panel, NR values per k, 64-byte aligned
+    // For offset_kernel only: B for step k is the NR values at b + b_offsets[k], read in
+    // place (unaligned; values past nr are read and ignored, so they must be readable).
+    const int32_t* b_offsets = nullptr;
     float* c = nullptr;
     int64_t ldc = 0;
     int mr = 0, nr = 0;  // valid rows of A (<= MR) and of B (<= NR)
     bool first = true;
     const float* bias_m = nullptr;
     const float* bias_n = nullptr;
+    // LeakyReLU on what is stored (the x86 kernels; set only on a tile's last k block):
+    // values below 0 are multiplied by leaky_slope.
+    bool leaky = false;
+    float leaky_slope = 0.0f;
 };
 
 // The kernels of one instruction set: register tile, microkernel and packers.
@@ -67,6 +74,10 @@ struct GemmKernels {
     // packed, and panels from other packers are packed as f32 and converted with pack_cols.
     // copy_padded and dot_rows stay f32.
     bool bf16_pairs = false;
+
+    // `kernel` with B read in place through GemmTile::b_offsets (conv2d's direct path, see
+    // ops/conv_direct.cpp); null where the family has none (generic, bf16 pairs).
+    void (*offset_kernel)(const GemmTile& tile) = nullptr;
 };
 
 // Rows of A (and of B) that one dot_rows call takes at most.

@@ -29,10 +29,12 @@ inline __m256i lane_mask(int n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(std::clamp(n, 0, 8)), idx);
 }
 
-template <int M, int NV>
+// With Offsets, B for step k is read unaligned at b + b_offsets[k] (offset_kernel).
+template <int M, int NV, bool Offsets = false>
 void tile_kernel(const GemmTile& t) {
     const int64_t kc = t.kc, a_step = t.a_step, ldc = t.ldc;
     const float* b = t.b;
+    const int32_t* off = t.b_offsets;
     const float* a_rows[M];
 #pragma GCC unroll 8
     for (int i = 0; i < M; ++i) a_rows[i] = t.a + i * t.a_row;
@@ -49,8 +51,10 @@ void tile_kernel(const GemmTile& t) {
 #pragma GCC unroll 2
     for (int64_t k = 0; k < kc; ++k) {
         __m256 bv[NV];
+        const float* bk = Offsets ? b + off[k] : b + k * kNr;
 #pragma GCC unroll 2
-        for (int v = 0; v < NV; ++v) bv[v] = _mm256_load_ps(b + k * kNr + 8 * v);
+        for (int v = 0; v < NV; ++v)
+            bv[v] = Offsets ? _mm256_loadu_ps(bk + 8 * v) : _mm256_load_ps(bk + 8 * v);
 #pragma GCC unroll 8
         for (int i = 0; i < M; ++i) {
             __m256 av = _mm256_broadcast_ss(a_rows[i] + k * a_step);
@@ -72,41 +76,56 @@ void tile_kernel(const GemmTile& t) {
 #pragma GCC unroll 2
         for (int v = 0; v < NV; ++v) {
             __m256 add = first ? _mm256_add_ps(bm, bn[v]) : _mm256_maskload_ps(ci + 8 * v, mask[v]);
-            _mm256_maskstore_ps(ci + 8 * v, mask[v], _mm256_add_ps(acc[i][v], add));
+            __m256 r = _mm256_add_ps(acc[i][v], add);
+            if (t.leaky) {
+                const __m256 neg = _mm256_cmp_ps(r, _mm256_setzero_ps(), _CMP_LT_OQ);
+                r = _mm256_blendv_ps(r, _mm256_mul_ps(r, _mm256_set1_ps(t.leaky_slope)), neg);
+            }
+            _mm256_maskstore_ps(ci + 8 * v, mask[v], r);
         }
     }
 }
 
 using TileFn = void (*)(const GemmTile&);
 
-template <int M>
+template <int M, bool Offsets>
 constexpr TileFn tile_for_vectors(int nv) {
-    return nv == 1 ? tile_kernel<M, 1> : tile_kernel<M, 2>;
+    return nv == 1 ? tile_kernel<M, 1, Offsets> : tile_kernel<M, 2, Offsets>;
 }
 
+template <bool Offsets>
 TileFn tile_for(int m, int nv) {
     switch (m) {
         case 1:
-            return tile_for_vectors<1>(nv);
+            return tile_for_vectors<1, Offsets>(nv);
         case 2:
-            return tile_for_vectors<2>(nv);
+            return tile_for_vectors<2, Offsets>(nv);
         case 3:
-            return tile_for_vectors<3>(nv);
+            return tile_for_vectors<3, Offsets>(nv);
         case 4:
-            return tile_for_vectors<4>(nv);
+            return tile_for_vectors<4, Offsets>(nv);
         case 5:
-            return tile_for_vectors<5>(nv);
+            return tile_for_vectors<5, Offsets>(nv);
         default:
-            return tile_for_vectors<6>(nv);
+            return tile_for_vectors<6, Offsets>(nv);
+    }
+}
+
+template <bool Offsets>
+void any_tile(const GemmTile& t) {
+    if (t.mr == kMr && t.nr == kNr) {
+        tile_kernel<kMr, kNv, Offsets>(t);
+    } else {
+        tile_for<Offsets>(t.mr, (t.nr + 7) / 8)(t);
     }
 }
 
 void kernel(const GemmTile& t) {
-    if (t.mr == kMr && t.nr == kNr) {
-        tile_kernel<kMr, kNv>(t);
-    } else {
-        tile_for(t.mr, (t.nr + 7) / 8)(t);
-    }
+    any_tile<false>(t);
+}
+
+void offset_kernel(const GemmTile& t) {
+    any_tile<true>(t);
 }
 
 // ---- packing ----
@@ -316,8 +335,8 @@ void dot_rows(DType dtype, const void* w, int64_t ldw, int nw, const float* x, i
     }
 }
 
-const GemmKernels kKernels = {Isa::Avx2, kMr,       kNr,         kernel,
-                              pack_rows, pack_cols, copy_padded, dot_rows};
+const GemmKernels kKernels = {Isa::Avx2, kMr,         kNr,      kernel, pack_rows,
+                              pack_cols, copy_padded, dot_rows, false,  offset_kernel};
 
 }  // namespace
 

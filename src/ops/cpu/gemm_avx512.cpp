@@ -37,20 +37,24 @@ namespace {
 constexpr int kMr = kTileRows;
 constexpr int kNr = kTileCols;
 
-// The tile kernel for M rows of A and NV vectors of B (M <= kMr, NV <= 4).
-template <int M, int NV>
-struct F32Tile {
+// The tile kernel for M rows of A and NV vectors of B (M <= kMr, NV <= 4); with Offsets,
+// B for step k is read unaligned at b + b_offsets[k] instead of from a packed panel.
+template <bool Offsets, int M, int NV>
+struct F32TileT {
     static void run(const GemmTile& t) {
         const int64_t kc = t.kc, a_step = t.a_step;
         const float* b = t.b;
+        const int32_t* off = t.b_offsets;
         const float* a_rows[M];
         __m512 acc[M][NV];
         start_tile<M, NV>(t, a_rows, acc);
 #pragma GCC unroll 2
         for (int64_t k = 0; k < kc; ++k) {
             __m512 bv[NV];
+            const float* bk = Offsets ? b + off[k] : b + k * kNr;
 #pragma GCC unroll 4
-            for (int v = 0; v < NV; ++v) bv[v] = _mm512_load_ps(b + k * kNr + 16 * v);
+            for (int v = 0; v < NV; ++v)
+                bv[v] = Offsets ? _mm512_loadu_ps(bk + 16 * v) : _mm512_load_ps(bk + 16 * v);
 #pragma GCC unroll 8
             for (int i = 0; i < M; ++i) {
                 __m512 av = _mm512_set1_ps(a_rows[i][k * a_step]);
@@ -62,8 +66,17 @@ struct F32Tile {
     }
 };
 
+template <int M, int NV>
+using F32Tile = F32TileT<false, M, NV>;
+template <int M, int NV>
+using F32OffsetTile = F32TileT<true, M, NV>;
+
 void kernel(const GemmTile& t) {
     run_tile<F32Tile>(t);
+}
+
+void offset_kernel(const GemmTile& t) {
+    run_tile<F32OffsetTile>(t);
 }
 
 // ---- packing ----
@@ -330,8 +343,8 @@ void dot_rows(DType dtype, const void* w, int64_t ldw, int nw, const float* x, i
     }
 }
 
-const GemmKernels kKernels = {Isa::Avx512, kMr,       kNr,         kernel,
-                              pack_rows,   pack_cols, copy_padded, dot_rows};
+const GemmKernels kKernels = {Isa::Avx512, kMr,         kNr,      kernel, pack_rows,
+                              pack_cols,   copy_padded, dot_rows, false,  offset_kernel};
 
 }  // namespace
 

@@ -175,6 +175,7 @@ const GemmKernels& gemm_kernels_avx512_bf16() {
         k.pack_rows = pack_rows;
         k.pack_cols = pack_cols;
         k.bf16_pairs = true;
+        k.offset_kernel = nullptr;
         return k;
     }();
     return kernels;
