@@ -56,13 +56,13 @@ void add_module(const LoraModule& m, const TensorRecord& target, float multiplie
 
 void report(const LoraRequest& lora, const LoraStats& s, const std::string& model_name,
             LoraMode mode) {
-    if (s.applied == 0) {
-        SD_LOG_WARN(
+    // Applying it would change nothing: a LoRA for another family, an error (not a silent
+    // no-op), so the caller's generation stops naming it.
+    if (s.applied == 0)
+        fail(
             "LoRA '%s' matched none of the %s model's weights (%zu tensors, %zu of them named "
             "for weights of other sizes): it is not a LoRA for this model",
             lora.path.c_str(), model_name.c_str(), s.tensors, s.misfit);
-        return;
-    }
     SD_LOG_INFO("LoRA '%s' x%g (%s): %zu of %zu tensors applied to model weights, %zu unmatched",
                 lora.path.c_str(), static_cast<double>(lora.multiplier), lora_mode_name(mode),
                 s.applied, s.tensors, s.unmatched);

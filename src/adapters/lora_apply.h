@@ -1,8 +1,8 @@
 // LoRAs on a loaded model: each requested file read, its modules matched to the model's
 // weights by name (adapters/lora_names.h) and shape, and turned into the layer patches
 // nn/weight_patch.h applies. Per LoRA one line says how many of its tensors matched a model
-// weight and how many did not; a LoRA matching nothing, or made for a model of other sizes,
-// is a warning naming it.
+// weight and how many did not; a LoRA matching nothing (one for another family) is an error
+// naming it, one with some tensors of other sizes a warning.
 //
 //   Immediately  each patched weight is merged once into a new buffer of the weight's dtype
 //                (quantized types re-quantized), as the reference program merges; the
@@ -44,7 +44,8 @@ struct LoraStats {
 };
 
 // Adds the patches of one LoRA file to `patches` and logs its counts. Throws sd::Error when
-// the file cannot be read. `model_name` names the model in the warnings ("SD 1.x").
+// the file cannot be read or none of its modules fits a weight of the model. `model_name` names the
+// model in the warnings ("SD 1.x").
 LoraStats add_lora_patches(const ModelFiles& model, const LoraRequest& lora, LoraMode mode,
                            const std::string& model_name, WeightPatches& patches);
 

@@ -128,7 +128,7 @@ TEST_F(LoraApply, SeveralLorasAndNegativeWeightsAdd) {
     EXPECT_LT(test::max_abs_diff(both, base), 1e-4f);  // +0.5 and -0.5 cancel
 }
 
-TEST_F(LoraApply, ALoraForAnotherModelIsAWarningNamingIt) {
+TEST_F(LoraApply, ALoraForAnotherModelIsAnErrorNamingIt) {
     const std::string other =
         write_tensors("sdxl_lora.safetensors",
                       {{"lora_te2_text_model_encoder_layers_0_self_attn_q_proj.lora_down.weight",
@@ -139,16 +139,14 @@ TEST_F(LoraApply, ALoraForAnotherModelIsAWarningNamingIt) {
                         random_tensor({2, 16}, 3)},
                        {"lora_te_text_model_encoder_layers_0_self_attn_q_proj.lora_up.weight",
                         random_tensor({16, 2}, 4)}});
-    test::LogCapture log;
     WeightPatches patches;
-    const LoraStats s =
-        add_lora_patches(model_, {other, 1.0f}, LoraMode::AtRuntime, "SD 1.x", patches);
-    EXPECT_EQ(s.applied, 0u);
-    EXPECT_EQ(s.misfit, 2u);
-    EXPECT_TRUE(patches.empty() || patches.begin()->second.empty());
-    EXPECT_NE(log.text().find("sdxl_lora.safetensors' matched none of the SD 1.x model's weights"),
-              std::string::npos)
-        << log.text();
+    EXPECT_ERROR_CONTAINS(
+        add_lora_patches(model_, {other, 1.0f}, LoraMode::AtRuntime, "SD 1.x", patches),
+        "sdxl_lora.safetensors' matched none of the SD 1.x model's weights (4 tensors, 2 of "
+        "them named for weights of other sizes)");
+    LoraSet set;  // and a context's set keeps no LoRA
+    EXPECT_ERROR_CONTAINS(set.update(model_, {{other, 1.0f}}, LoraMode::Immediately, "SD 1.x"),
+                          "not a LoRA for this model");
     std::filesystem::remove(other);
 }
 
