@@ -24,7 +24,7 @@ upscaler_ctx_t* new_upscaler_ctx(const char* esrgan_path, bool direct, int n_thr
     try {
         SD_CHECK(esrgan_path && *esrgan_path, "new_upscaler_ctx: no ESRGAN model path given");
         const sd::Residency residency = sd::api::read_upscaler_placement(backend, params_backend);
-        if (n_threads > 0) sd::set_num_threads(n_threads);
+        if (n_threads > 0) sd::set_num_threads(sd::threads_that_help(n_threads));
         auto ctx = std::make_unique<upscaler_ctx_t>();
         ctx->upscaler = std::make_unique<sd::Upscaler>(esrgan_path, tile_size, residency);
         return ctx.release();
