@@ -84,8 +84,11 @@ T5Encoder T5Encoder::load(const Weights& w) {
     m.config_ = read_config(w);
     const T5Config& c = m.config_;
     const int64_t inner = c.heads * c.head_dim;
-    m.shared_ = w.has("shared.weight") ? w.get("shared.weight", {c.vocab, c.width})
-                                       : w.get("encoder.embed_tokens.weight", {c.vocab, c.width});
+    // T5EncoderModel's state dict may also hold encoder.embed_tokens.weight, tied to shared.
+    const Tensor tied = w.get_optional("encoder.embed_tokens.weight", {c.vocab, c.width});
+    m.shared_ = w.has("shared.weight") || !tied.defined()
+                    ? w.get("shared.weight", {c.vocab, c.width})
+                    : tied;
     Weights enc = w["encoder"];
     // Read in every attention of every block: kept in f32.
     m.relative_attention_bias_ =

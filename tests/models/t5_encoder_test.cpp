@@ -70,6 +70,8 @@ TEST(T5Encoder, SingleFileNamesInACheckpoint) {
     // ComfyUI / stable-diffusion.cpp's text_encoders.t5xxl.transformer.* in a -m file.
     expect_matches_reference(load("t5_tiny_comfy.safetensors", ModelRole::Checkpoint));
     expect_matches_reference(load("t5_tiny_comfy.safetensors", ModelRole::T5));
+    // The embedding under its tied name alone.
+    expect_matches_reference(load("t5_tiny_tied.safetensors", ModelRole::T5));
 }
 
 TEST(T5Encoder, ReleasedWeightsComeBack) {
@@ -107,7 +109,7 @@ TEST(T5Encoder, WrongShapedTensorIsNamed) {
 TEST(T5Encoder, AnotherKindOfFileIsAClearError) {
     // A CLIP text encoder given as --t5xxl.
     ModelFiles files;
-    files.add(test::fixture_file("taesd_f32_seed5.safetensors"), ModelRole::T5);
+    files.add(reference_dir() + "/clip_like.safetensors", ModelRole::T5);
     const std::string msg =
         test::error_of([&] { T5Encoder::load(Weights(files, canonical_prefix(ModelRole::T5))); });
     EXPECT_NE(msg.find("no T5 encoder under 'text_encoders.t5xxl.transformer.'"), std::string::npos)

@@ -8,6 +8,8 @@ Writes, into OUT_DIR:
   t5_tiny_comfy.safetensors the same under text_encoders.t5xxl.transformer. (single-file form)
   t5_tiny_bad.safetensors  the same with encoder.block.1.layer.1.DenseReluDense.wi_1.weight
                            one row too many
+  t5_tiny_tied.safetensors the embedding as encoder.embed_tokens.weight, no shared.weight
+  clip_like.safetensors    two tensors named as a CLIP text encoder's (not a T5)
   ids.bin                  int32 token ids
   expected.bin             float32 [n, width]: the encoder's last hidden state
 The formulas follow transformers' modeling_t5.py (T5LayerNorm, T5Attention with the
@@ -117,6 +119,12 @@ def main():
     bad = dict(w)
     bad["encoder.block.1.layer.1.DenseReluDense.wi_1.weight"] = np.zeros((FFN + 1, WIDTH), np.float32)
     write_safetensors(os.path.join(out, "t5_tiny_bad.safetensors"), bad)
+    tied = dict(w)
+    tied["encoder.embed_tokens.weight"] = tied.pop("shared.weight")
+    write_safetensors(os.path.join(out, "t5_tiny_tied.safetensors"), tied)
+    clip = {"text_model.embeddings.token_embedding.weight": np.zeros((VOCAB, WIDTH), np.float32),
+            "text_model.encoder.layers.0.mlp.fc1.weight": np.zeros((FFN, WIDTH), np.float32)}
+    write_safetensors(os.path.join(out, "clip_like.safetensors"), clip)
     ids.tofile(os.path.join(out, "ids.bin"))
     encode(w, ids).astype(np.float32).tofile(os.path.join(out, "expected.bin"))
 
