@@ -209,6 +209,51 @@ const nlohmann::json* find_metaspace(const nlohmann::json& pre) {
     return nullptr;
 }
 
+// model.vocab and model.unk_id of a Unigram tokenizer.json.
+void read_unigram_vocab(const nlohmann::json& model, T5Tokenizer::Impl& impl) {
+    const std::string& source = impl.source;
+    const auto vocab = model.find("vocab");
+    if (vocab == model.end() || !vocab->is_array())
+        fail("%s: model.vocab is not an array of [piece, score] pairs", source.c_str());
+    impl.pieces.reserve(vocab->size());
+    for (const auto& item : *vocab) {
+        if (!item.is_array() || item.size() != 2 || !item[0].is_string() || !item[1].is_number()) {
+            fail("%s: model.vocab entry %zu is not a [piece, score] pair", source.c_str(),
+                 impl.pieces.size());
+        }
+        impl.pieces.push_back(
+            {item[0].get<std::string>(), item[1].get<float>(), PieceType::Normal});
+    }
+    const auto unk = model.find("unk_id");
+    if (unk == model.end() || !unk->is_number_integer())
+        fail("%s: model.unk_id is missing (a T5 vocabulary has <unk>)", source.c_str());
+    impl.unk = unk->get<int32_t>();
+}
+
+// The special added tokens (control pieces: never produced from text) and the Metaspace
+// pre-tokenizer's settings.
+void read_specials_and_metaspace(const nlohmann::json& data, T5Tokenizer::Impl& impl) {
+    if (const auto added = data.find("added_tokens"); added != data.end() && added->is_array()) {
+        for (const auto& t : *added) {
+            if (!t.is_object() || !t.value("special", false)) continue;
+            const int64_t id = t.value("id", int64_t{-1});
+            if (id >= 0 && static_cast<size_t>(id) < impl.pieces.size() &&
+                impl.pieces[static_cast<size_t>(id)].text == t.value("content", std::string()))
+                impl.pieces[static_cast<size_t>(id)].type = PieceType::Control;
+        }
+    }
+    const auto pre = data.find("pre_tokenizer");
+    const nlohmann::json* meta = pre == data.end() ? nullptr : find_metaspace(*pre);
+    if (!meta) return;
+    if (meta->contains("replacement") && (*meta)["replacement"].is_string())
+        impl.replacement = (*meta)["replacement"].get<std::string>();
+    if (meta->contains("add_prefix_space") && (*meta)["add_prefix_space"].is_boolean()) {
+        impl.add_prefix = (*meta)["add_prefix_space"].get<bool>();
+    } else {
+        impl.add_prefix = meta->value("prepend_scheme", std::string("always")) != "never";
+    }
+}
+
 std::unique_ptr<T5Tokenizer::Impl> from_json(std::string_view text, const std::string& source) {
     check_json_depth(source, text.data(), text.size(), 16);
     nlohmann::json data;
@@ -227,42 +272,8 @@ std::unique_ptr<T5Tokenizer::Impl> from_json(std::string_view text, const std::s
     }
     auto impl = std::make_unique<T5Tokenizer::Impl>();
     impl->source = source;
-    const auto vocab = model->find("vocab");
-    if (vocab == model->end() || !vocab->is_array())
-        fail("%s: model.vocab is not an array of [piece, score] pairs", source.c_str());
-    impl->pieces.reserve(vocab->size());
-    for (const auto& item : *vocab) {
-        if (!item.is_array() || item.size() != 2 || !item[0].is_string() || !item[1].is_number()) {
-            fail("%s: model.vocab entry %zu is not a [piece, score] pair", source.c_str(),
-                 impl->pieces.size());
-        }
-        impl->pieces.push_back(
-            {item[0].get<std::string>(), item[1].get<float>(), PieceType::Normal});
-    }
-    const auto unk = model->find("unk_id");
-    if (unk == model->end() || !unk->is_number_integer())
-        fail("%s: model.unk_id is missing (a T5 vocabulary has <unk>)", source.c_str());
-    impl->unk = unk->get<int32_t>();
-    // Special added tokens are control pieces: never produced from text.
-    if (const auto added = data.find("added_tokens"); added != data.end() && added->is_array()) {
-        for (const auto& t : *added) {
-            if (!t.is_object() || !t.value("special", false)) continue;
-            const int64_t id = t.value("id", int64_t{-1});
-            if (id >= 0 && static_cast<size_t>(id) < impl->pieces.size() &&
-                impl->pieces[static_cast<size_t>(id)].text == t.value("content", std::string()))
-                impl->pieces[static_cast<size_t>(id)].type = PieceType::Control;
-        }
-    }
-    const auto pre = data.find("pre_tokenizer");
-    if (const auto* meta = pre == data.end() ? nullptr : find_metaspace(*pre)) {
-        if (meta->contains("replacement") && (*meta)["replacement"].is_string())
-            impl->replacement = (*meta)["replacement"].get<std::string>();
-        if (meta->contains("add_prefix_space") && (*meta)["add_prefix_space"].is_boolean()) {
-            impl->add_prefix = (*meta)["add_prefix_space"].get<bool>();
-        } else {
-            impl->add_prefix = meta->value("prepend_scheme", std::string("always")) != "never";
-        }
-    }
+    read_unigram_vocab(*model, *impl);
+    read_specials_and_metaspace(data, *impl);
     impl->eos = find_piece(impl->pieces, "</s>");
     impl->pad = find_piece(impl->pieces, "<pad>");
     return impl;
@@ -453,25 +464,51 @@ std::vector<fs::path> folders_near(const std::string& path) {
     return {base, base / "tokenizer_2", base.parent_path() / "tokenizer_2"};
 }
 
+// --tokenizer-dir / SD_TOKENIZER_DIR: ROOT/t5/; a file there that does not load is an error.
+std::optional<T5Tokenizer> from_named_dir(const std::string& root, const char* label,
+                                          std::vector<std::string>& searched) {
+    const fs::path dir = fs::path(root) / "t5";
+    std::string why;
+    const std::string file = file_in(dir, why);
+    if (file.empty()) {
+        searched.push_back(strfmt("%s: %s/: %s", label, dir.string().c_str(), why.c_str()));
+        return std::nullopt;
+    }
+    SD_LOG_INFO("T5 tokenizer: %s (%s)", file.c_str(), label);
+    return T5Tokenizer::from_file(file);
+}
+
+// Beside a model file: a file that is not a T5 vocabulary (a CLIP tokenizer.json) is skipped.
+std::optional<T5Tokenizer> from_near(const std::string& path, const char* label,
+                                     std::vector<std::string>& searched) {
+    if (path.empty()) {
+        searched.push_back(strfmt("%s: no path given", label));
+        return std::nullopt;
+    }
+    for (const fs::path& dir : folders_near(path)) {
+        std::string why;
+        const std::string file = file_in(dir, why);
+        if (!file.empty()) {
+            try {
+                T5Tokenizer t = T5Tokenizer::from_file(file);
+                SD_LOG_INFO("T5 tokenizer: %s (%s)", file.c_str(), label);
+                return t;
+            } catch (const Error& e) {
+                why = e.what();
+            }
+        }
+        searched.push_back(strfmt("%s: %s/: %s", label, dir.string().c_str(), why.c_str()));
+    }
+    return std::nullopt;
+}
+
 }  // namespace
 
 T5Tokenizer find_t5_tokenizer(const T5TokenizerSearch& search) {
     std::vector<std::string> searched;
-    // --tokenizer-dir and SD_TOKENIZER_DIR: a file there that does not load is an error.
-    auto try_named = [&](const std::string& root, const char* label) -> std::optional<T5Tokenizer> {
-        const fs::path dir = fs::path(root) / "t5";
-        std::string why;
-        const std::string file = file_in(dir, why);
-        if (file.empty()) {
-            searched.push_back(strfmt("%s: %s/: %s", label, dir.string().c_str(), why.c_str()));
-            return std::nullopt;
-        }
-        SD_LOG_INFO("T5 tokenizer: %s (%s)", file.c_str(), label);
-        return T5Tokenizer::from_file(file);
-    };
     if (search.tokenizer_dir.empty()) {
         searched.push_back("--tokenizer-dir: not given");
-    } else if (auto t = try_named(search.tokenizer_dir, "--tokenizer-dir")) {
+    } else if (auto t = from_named_dir(search.tokenizer_dir, "--tokenizer-dir", searched)) {
         return std::move(*t);
     }
     const char* env = search.use_env ? std::getenv("SD_TOKENIZER_DIR") : nullptr;
@@ -479,31 +516,11 @@ T5Tokenizer find_t5_tokenizer(const T5TokenizerSearch& search) {
         searched.push_back("SD_TOKENIZER_DIR: not consulted");
     } else if (!env || !*env) {
         searched.push_back("SD_TOKENIZER_DIR: not set");
-    } else if (auto t = try_named(env, "SD_TOKENIZER_DIR")) {
+    } else if (auto t = from_named_dir(env, "SD_TOKENIZER_DIR", searched)) {
         return std::move(*t);
     }
-    // Beside the files: one that is not a T5 vocabulary (a CLIP tokenizer.json) is skipped.
-    for (const auto& [path, label] : {std::pair{search.t5_path, "beside the T5 file"},
-                                      std::pair{search.model_path, "beside the model"}}) {
-        if (path.empty()) {
-            searched.push_back(strfmt("%s: no path given", label));
-            continue;
-        }
-        for (const fs::path& dir : folders_near(path)) {
-            std::string why;
-            const std::string file = file_in(dir, why);
-            if (!file.empty()) {
-                try {
-                    T5Tokenizer t = T5Tokenizer::from_file(file);
-                    SD_LOG_INFO("T5 tokenizer: %s (%s)", file.c_str(), label);
-                    return t;
-                } catch (const Error& e) {
-                    why = e.what();
-                }
-            }
-            searched.push_back(strfmt("%s: %s/: %s", label, dir.string().c_str(), why.c_str()));
-        }
-    }
+    if (auto t = from_near(search.t5_path, "beside the T5 file", searched)) return std::move(*t);
+    if (auto t = from_near(search.model_path, "beside the model", searched)) return std::move(*t);
     if (!search.model_file) {
         searched.push_back("GGUF metadata: no GGUF file given");
     } else if (!T5Tokenizer::gguf_has_vocab(search.model_file->metadata)) {
@@ -514,13 +531,12 @@ T5Tokenizer find_t5_tokenizer(const T5TokenizerSearch& search) {
         return T5Tokenizer::from_gguf_metadata(search.model_file->metadata,
                                                search.model_file->path);
     }
-    const std::string places = numbered_places(searched);
     fail(
         "no T5 tokenizer vocabulary found. The T5 encoder needs spiece.model (SentencePiece) or "
         "tokenizer.json (Hugging Face, Unigram), the google/t5-v1_1-xxl tokenizer files "
         "(checkpoints do not contain them). Searched, in order:%s\nPut one in DIR/t5/ and pass "
         "--tokenizer-dir DIR or set SD_TOKENIZER_DIR=DIR, or place it beside the T5 file.",
-        places.c_str());
+        numbered_places(searched).c_str());
 }
 
 }  // namespace sd
