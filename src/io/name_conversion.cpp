@@ -131,6 +131,29 @@ std::string vae_diffusers_to_ldm_impl(const std::string& name, int n_up_blocks) 
     return name;
 }
 
+// ---- llama.cpp's T5 GGUF names -> Hugging Face T5EncoderModel names ----
+
+std::string t5_from_llama_cpp(std::string_view s) {
+    if (consume(s, "enc.blk.")) {
+        int i = 0;
+        if (!consume_index(s, i)) return "enc.blk." + str(s);
+        const std::string layer =
+            rename_prefix(s, {{"attn_q.", "layer.0.SelfAttention.q."},
+                              {"attn_k.", "layer.0.SelfAttention.k."},
+                              {"attn_v.", "layer.0.SelfAttention.v."},
+                              {"attn_o.", "layer.0.SelfAttention.o."},
+                              {"attn_rel_b.", "layer.0.SelfAttention.relative_attention_bias."},
+                              {"attn_norm.", "layer.0.layer_norm."},
+                              {"ffn_gate.", "layer.1.DenseReluDense.wi_0."},
+                              {"ffn_up.", "layer.1.DenseReluDense.wi_1."},
+                              {"ffn_down.", "layer.1.DenseReluDense.wo."},
+                              {"ffn_norm.", "layer.1.layer_norm."}});
+        return "encoder.block." + std::to_string(i) + "." + layer;
+    }
+    return rename_prefix(
+        s, {{"token_embd.", "shared."}, {"enc.output_norm.", "encoder.final_layer_norm."}});
+}
+
 // ---- OpenCLIP text encoder -> Hugging Face CLIPTextModel names ----
 
 std::string openclip_layer(std::string_view rest) {
@@ -407,7 +430,7 @@ std::vector<TensorRecord> to_canonical_names(std::vector<TensorRecord> records, 
                 convert_text_encoder(std::move(r), rest, kText2Prefix, out);
                 break;
             case ModelRole::T5:
-                r.name = str(kT5Prefix) + rest;
+                r.name = str(kT5Prefix) + t5_from_llama_cpp(rest);
                 out.push_back(std::move(r));
                 break;
             case ModelRole::Checkpoint:

@@ -9,7 +9,9 @@
 //                             SDXL's second text encoder, OpenCLIP bigG, the same names
 //   text_encoders.t5xxl.transformer.*
 //                             the T5-XXL encoder of FLUX/SD3 (--t5xxl), Hugging Face
-//                             T5EncoderModel names (shared.weight, encoder.block.N...)
+//                             T5EncoderModel names (shared.weight, encoder.block.N...);
+//                             llama.cpp's T5 GGUF names (token_embd, enc.blk.N.attn_q ...)
+//                             are converted to them
 //
 // Layouts read: the original single-file checkpoints (SD 1.x, SD 2.x with OpenCLIP's
 // `cond_stage_model.model.*` whose attention is one fused `in_proj_weight`), diffusers

@@ -70,6 +70,8 @@ TEST(T5Encoder, SingleFileNamesInACheckpoint) {
     // ComfyUI / stable-diffusion.cpp's text_encoders.t5xxl.transformer.* in a -m file.
     expect_matches_reference(load("t5_tiny_comfy.safetensors", ModelRole::Checkpoint));
     expect_matches_reference(load("t5_tiny_comfy.safetensors", ModelRole::T5));
+    // llama.cpp's T5 GGUF names.
+    expect_matches_reference(load("t5_tiny_llama.safetensors", ModelRole::T5));
     // The embedding under its tied name alone.
     expect_matches_reference(load("t5_tiny_tied.safetensors", ModelRole::T5));
 }

@@ -8,6 +8,7 @@ Writes, into OUT_DIR:
   t5_tiny_comfy.safetensors the same under text_encoders.t5xxl.transformer. (single-file form)
   t5_tiny_bad.safetensors  the same with encoder.block.1.layer.1.DenseReluDense.wi_1.weight
                            one row too many
+  t5_tiny_llama.safetensors the same under llama.cpp's T5 GGUF names (enc.blk.N.attn_q ...)
   t5_tiny_tied.safetensors the embedding as encoder.embed_tokens.weight, no shared.weight
   clip_like.safetensors    two tensors named as a CLIP text encoder's (not a T5)
   ids.bin                  int32 token ids
@@ -95,6 +96,21 @@ def encode(w, ids):
     return rms(x, w["encoder.final_layer_norm.weight"])
 
 
+LLAMA_CPP = [("layer.0.SelfAttention.relative_attention_bias", "attn_rel_b"),
+             ("layer.0.SelfAttention.", "attn_"), ("layer.0.layer_norm", "attn_norm"),
+             ("layer.1.DenseReluDense.wi_0", "ffn_gate"), ("layer.1.DenseReluDense.wi_1", "ffn_up"),
+             ("layer.1.DenseReluDense.wo", "ffn_down"), ("layer.1.layer_norm", "ffn_norm"),
+             ("encoder.block.", "enc.blk."), ("encoder.final_layer_norm", "enc.output_norm"),
+             ("shared", "token_embd")]
+
+
+def llama_cpp_name(name):
+    """llama.cpp's convert_hf_to_gguf.py names of a T5 encoder tensor."""
+    for hf, llama in LLAMA_CPP:
+        name = name.replace(hf, llama)
+    return name
+
+
 def write_safetensors(path, tensors, prefix=""):
     header, offset, blobs = {}, 0, []
     for name in sorted(tensors):
@@ -119,6 +135,7 @@ def main():
     bad = dict(w)
     bad["encoder.block.1.layer.1.DenseReluDense.wi_1.weight"] = np.zeros((FFN + 1, WIDTH), np.float32)
     write_safetensors(os.path.join(out, "t5_tiny_bad.safetensors"), bad)
+    write_safetensors(os.path.join(out, "t5_tiny_llama.safetensors"), {llama_cpp_name(k): v for k, v in w.items()})
     tied = dict(w)
     tied["encoder.embed_tokens.weight"] = tied.pop("shared.weight")
     write_safetensors(os.path.join(out, "t5_tiny_tied.safetensors"), tied)
