@@ -82,17 +82,24 @@ int clamp_int(int64_t v, int64_t hi) {
 template <class F>
 void for_each_task(int64_t n, bool parallel, F&& fn) {
     if (n <= 0) return;
+    // A cancel (base/cancel.h) stops handing out tasks; the caller then throws.
+    const CancelToken* cancel = in_parallel_region() ? nullptr : current_cancel_token();
     if (!parallel || n == 1 || num_threads() == 1 || in_parallel_region()) {
-        for (int64_t i = 0; i < n; ++i) fn(i);
+        for (int64_t i = 0; i < n; ++i) {
+            if (cancel) cancel->check();
+            fn(i);
+        }
         return;
     }
     std::atomic<int64_t> next{0};
     thread_pool().run([&](int, int) {
         for (int64_t i = next.fetch_add(1, std::memory_order_relaxed); i < n;
              i = next.fetch_add(1, std::memory_order_relaxed)) {
+            if (cancel && cancel->cancelled()) break;
             fn(i);
         }
     });
+    if (cancel) cancel->check();
 }
 
 // A growable 64-byte aligned float buffer, one per thread and purpose, kept across calls
