@@ -148,10 +148,13 @@ TEST_F(Sd15Pipeline, CancelStopsSamplingAndAfterImageStopsTheBatch) {
 struct CancellingUnet : DiffusionModel {
     const DiffusionModel& real;
     CancelToken& token;
-    CancellingUnet(const DiffusionModel& r, CancelToken& t) : real(r), token(t) {}
+    int cancel_at_call;  // 1-based
+    mutable int calls = 0;
+    CancellingUnet(const DiffusionModel& r, CancelToken& t, int at = 1)
+        : real(r), token(t), cancel_at_call(at) {}
     Tensor forward(const Tensor& x, const Tensor& t, const Conditioning& c,
                    const ControlSignal* control) const override {
-        token.cancel();
+        if (++calls == cancel_at_call) token.cancel();
         return real.forward(x, t, c, control);
     }
     int64_t in_channels() const override { return real.in_channels(); }
@@ -173,7 +176,7 @@ struct CancellingDecoder : LatentCodec {
     void release_weights() const override { real.release_weights(); }
 };
 
-TEST_F(Sd15Pipeline, CancelReachesInsideTheUnetAndTheDecode) {
+TEST_F(Sd15Pipeline, CancelReachesInsideTheUnetTheHiresPassAndTheDecode) {
     ModelComponents& m = loaded_->components;
     CancelToken token;
     GenerationHooks hooks;
@@ -184,8 +187,18 @@ TEST_F(Sd15Pipeline, CancelReachesInsideTheUnetAndTheDecode) {
     m.diffusion = std::make_unique<CancellingUnet>(*unet, token);
     EXPECT_THROW(generate_images(m, small(), hooks), Cancelled);
     EXPECT_EQ(steps_seen, 0) << "the first step's UNet evaluation stops";
+    // The hires fix's second pass: 2 steps of 2 evaluations (guidance), then the 5th stops.
+    ImageRequest hires = small();
+    hires.hires.enabled = true;
+    hires.hires.target_width = hires.hires.target_height = 128;
+    token.reset();
+    steps_seen = 0;
+    m.diffusion = std::make_unique<CancellingUnet>(*unet, token, 5);
+    EXPECT_THROW(generate_images(m, hires, hooks), Cancelled);
+    EXPECT_EQ(steps_seen, 2) << "the first pass finished, the hires pass stopped";
     m.diffusion = std::move(unet);
     token.reset();
+    steps_seen = 0;
     std::unique_ptr<LatentCodec> vae = std::move(m.codec);
     m.codec = std::make_unique<CancellingDecoder>(*vae, token);
     EXPECT_THROW(generate_images(m, small(), hooks), Cancelled);

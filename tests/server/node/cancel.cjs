@@ -87,7 +87,8 @@ async function waitState(base, pred, timeoutMs = 120000) {
 }
 const encoding = (s) => s.job !== "" && s.sampling_steps === 0;
 const sampling = (s) => s.job !== "" && s.sampling_step >= 1 && s.sampling_step < s.sampling_steps;
-const decoding = (s) => s.job !== "" && s.sampling_steps > 0 && s.sampling_step === s.sampling_steps;
+const decoding = (s) =>
+  s.job !== "" && s.sampling_steps > 0 && s.sampling_step === s.sampling_steps;
 const idle = (s) => s.job === "";
 
 // Polls a native job (every 20 ms) until it finished; resolves {job, ms since `t0`}.
@@ -158,7 +159,8 @@ async function disconnectCancels(base) {
   gen.abort();
   const gone = await waitState(base, idle, 10000);
   const ms = performance.now() - t0;
-  check(gone !== null && ms < 2000, "a sync client that disconnects has its job cancelled within 2 s",
+  check(gone !== null && ms < 2000,
+        "a sync client that disconnects has its job cancelled within 2 s",
         `${ms.toFixed(0)} ms`);
   console.log(`  disconnected sync client: job gone ${ms.toFixed(0)} ms after the hang-up`);
   const next = await request(base, "POST", "/sdcpp/v1/img_gen",
