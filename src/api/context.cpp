@@ -36,7 +36,9 @@ struct sd_ctx_t {
     rng_type_t sampler_rng_type = RNG_TYPE_COUNT;
     sd::LoraMode lora_mode = sd::LoraMode::Immediately;
     sd::LoraSet loras;  // the LoRAs of the last generation, kept while the list stays the same
-    std::atomic<int> cancel{0};
+    // SD_CANCEL_ALL stops the generation; SD_CANCEL_NEW_LATENTS lets the current image finish.
+    sd::CancelToken cancel;
+    std::atomic<bool> stop_after_image{false};
     std::mutex generating;  // one generation at a time on a context
 };
 
@@ -233,17 +235,6 @@ struct ReleaseSpareCodec {
     }
 };
 
-sd::CancelMode to_cancel_mode(int c_mode) {
-    switch (c_mode) {
-        case SD_CANCEL_ALL:
-            return sd::CancelMode::All;
-        case SD_CANCEL_NEW_LATENTS:
-            return sd::CancelMode::AfterCurrentImage;
-        default:
-            return sd::CancelMode::None;
-    }
-}
-
 }  // namespace
 
 extern "C" {
@@ -288,7 +279,8 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* params, sd_imag
         return false;
     }
     std::lock_guard<std::mutex> one_at_a_time(sd_ctx->generating);
-    sd_ctx->cancel.store(static_cast<int>(sd::CancelMode::None));
+    sd_ctx->cancel.reset();
+    sd_ctx->stop_after_image = false;
     try {
         sd::ImageRequest request = to_request(*sd_ctx, *params);
         sd::GenerationHooks hooks;
@@ -299,6 +291,7 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* params, sd_imag
             last = seconds;
         };
         hooks.cancel = &sd_ctx->cancel;
+        hooks.stop_after_image = &sd_ctx->stop_after_image;
         const sd::ModelComponents& m = sd_ctx->model.components;
         hooks.preview = sd::api::preview_tap(
             m, sd_ctx->tae, sd_ctx->vae,
@@ -353,7 +346,18 @@ bool sd_ctx_has_control_net(const sd_ctx_t* sd_ctx) {
 }
 
 void sd_cancel_generation(sd_ctx_t* sd_ctx, enum sd_cancel_mode_t mode) {
-    if (sd_ctx) sd_ctx->cancel.store(static_cast<int>(to_cancel_mode(mode)));
+    if (!sd_ctx) return;
+    switch (mode) {
+        case SD_CANCEL_ALL:
+            sd_ctx->cancel.cancel();
+            break;
+        case SD_CANCEL_NEW_LATENTS:
+            sd_ctx->stop_after_image = true;
+            break;
+        default:
+            sd_ctx->cancel.reset();
+            sd_ctx->stop_after_image = false;
+    }
 }
 
 }  // extern "C"

@@ -57,6 +57,7 @@ void ThreadPool::run_task(int index) {
 }
 
 void ThreadPool::run_raw(Invoke invoke, void* ctx) {
+    if (!t_in_task) cancellation_point();  // every op from outside the pool starts here
     if (num_threads_ == 1 || t_in_task) {
         bool was = t_in_task;
         t_in_task = true;

@@ -4,6 +4,8 @@
 // and returns when all are done; parallel_for splits an index range over the threads.
 // A call made from inside a pool task runs inline on the calling thread, so nested
 // parallelism never deadlocks. An exception thrown by a task is rethrown to the caller.
+// Cancellation (base/cancel.h): run() checks the calling thread's current token before it
+// starts, and parallel_for stops handing out chunks once it is cancelled, then throws.
 #pragma once
 
 #include <algorithm>
@@ -14,6 +16,8 @@
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "base/cancel.h"
 
 namespace sd {
 
@@ -79,20 +83,30 @@ void parallel_for(int64_t n, int64_t grain, F&& fn) {
     if (n <= 0) return;
     grain = std::max<int64_t>(grain, 1);
     ThreadPool& pool = thread_pool();
-    if (pool.size() == 1 || n <= grain || in_parallel_region()) {
+    if (n <= grain || in_parallel_region()) {
         fn(int64_t{0}, n);
         return;
     }
     // Aim for a few chunks per thread, never fewer than `grain` indices a chunk.
     int64_t chunk = std::max(grain, n / (int64_t{pool.size()} * 4));
+    const CancelToken* cancel = current_cancel_token();
+    if (pool.size() == 1) {  // in chunks all the same, so that a cancel stops it part-way
+        for (int64_t begin = 0; begin < n; begin += chunk) {
+            if (cancel) cancel->check();
+            fn(begin, std::min(n, begin + chunk));
+        }
+        return;
+    }
     std::atomic<int64_t> next{0};
     pool.run([&](int, int) {
         for (;;) {
+            if (cancel && cancel->cancelled()) break;
             int64_t begin = next.fetch_add(chunk, std::memory_order_relaxed);
             if (begin >= n) break;
             fn(begin, std::min(n, begin + chunk));
         }
     });
+    if (cancel) cancel->check();  // the chunks left undone make the result meaningless
 }
 
 // Calls fn(begin, end) once per thread over an even static split of [0, n).

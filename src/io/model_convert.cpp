@@ -113,6 +113,7 @@ DType output_dtype(const std::string& name, const Shape& shape, DType source,
 }
 
 void convert_model(const ModelFiles& files, const ConvertOptions& options) {
+    const CancelScope cancel_scope(options.cancel);
     const bool safetensors = output_is_safetensors(options.output_path);
     const TensorTypeRules rules = parse_tensor_type_rules(options.tensor_type_rules);
     std::vector<OutputTensor> outputs;
@@ -140,6 +141,7 @@ void convert_model(const ModelFiles& files, const ConvertOptions& options) {
             if (!importance.empty()) ++weighted;
         }
         outputs.push_back({name, dtype, r.shape, [record, dtype, importance] {
+                               cancellation_point();
                                Tensor t = record->load();
                                if (!importance.empty())
                                    return quantize_weighted(t, dtype, importance);

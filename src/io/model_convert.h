@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/cancel.h"
 #include "io/model_files.h"
 
 namespace sd {
@@ -28,6 +29,9 @@ struct ConvertOptions {
     std::optional<DType> type;      // --type; none keeps every tensor's dtype
     std::string tensor_type_rules;  // --tensor-type-rules
     std::map<std::string, MetadataValue> extra_metadata;  // e.g. the tokenizer vocabulary
+    // Checked before each tensor and inside its conversion; a cancelled conversion throws
+    // sd::Cancelled and leaves no output file (base/cancel.h).
+    const CancelToken* cancel = nullptr;
 };
 
 // Converts and writes; logs one line a tensor at debug level and a summary at info.

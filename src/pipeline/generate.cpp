@@ -133,6 +133,7 @@ Conditions prepare(const ModelComponents& m, const ImageRequest& r) {
     c.control_hint = encode_control_hint(m, r, r.width, r.height);
     ConditionRequest text{r.prompt, r.clip_skip, r.width, r.height, false};
     c.cond = m.conditioner->encode(text);
+    cancellation_point();
     if (r.cfg_scale != 1.0f) {
         text.prompt = r.negative_prompt;
         text.negative = true;
@@ -194,6 +195,7 @@ Denoised denoise(const ModelComponents& m, const ImageRequest& r, const Conditio
     Tensor out_cond = run(c.cond);
     Tensor out = out_cond, out_uncond;
     if (c.uncond.context.defined()) {
+        cancellation_point();  // between the two passes of guidance
         out_uncond = run(c.uncond);
         out = classifier_free_guidance(out_cond, out_uncond, r.cfg_scale);
     }
@@ -212,10 +214,6 @@ Denoised denoise(const ModelComponents& m, const ImageRequest& r, const Conditio
     return result;
 }
 
-CancelMode cancel_state(const GenerationHooks& hooks) {
-    return hooks.cancel ? static_cast<CancelMode>(hooks.cancel->load()) : CancelMode::None;
-}
-
 image::Image generate_one(const ModelComponents& m, const ImageRequest& r, const Conditions& c,
                           int64_t seed, const GenerationHooks& hooks, CacheBudget& cache) {
     ImageRngs rngs(r.rng, r.sampler_rng, static_cast<uint64_t>(seed));
@@ -228,7 +226,7 @@ image::Image generate_one(const ModelComponents& m, const ImageRequest& r, const
     options.on_step = [&](const StepInfo& info) {
         if (hooks.progress)
             hooks.progress(info.step, info.steps, static_cast<float>(now_seconds() - start));
-        return cancel_state(hooks) != CancelMode::All;
+        return !(hooks.cancel && hooks.cancel->cancelled());
     };
     DenoiseFn fn = [&](const Tensor& xt, const DenoiseCall& call) {
         return denoise(m, r, c, xt, call, hooks.preview);
@@ -252,6 +250,7 @@ image::Image generate_one(const ModelComponents& m, const ImageRequest& r, const
                        });
     }
     Tensor z = to_codec_latent(m.latent, x);
+    cancellation_point();
     m.diffusion->release_weights();  // the decode's activations take their place
     if (m.control) m.control->release_weights();
     cache.set(cache_bytes_for(m, /*decoding=*/true));
@@ -299,10 +298,12 @@ std::vector<image::Image> generate_images(const ModelComponents& m, const ImageR
     const ScopedComputeType compute(m.memory.compute);
     CacheBudget cache(cache_bytes_for(m, /*decoding=*/false));
     const IdleAfterGeneration idle{m};
+    const CancelScope cancel_scope(hooks.cancel);  // ends before `idle` releases the weights
     Conditions c = prepare(m, r);
     std::vector<image::Image> images;
     for (int b = 0; b < r.batch_count; ++b) {
-        if (b > 0 && cancel_state(hooks) != CancelMode::None) break;
+        cancellation_point();
+        if (b > 0 && hooks.stop_after_image && hooks.stop_after_image->load()) break;
         const int64_t seed = batch_image_seed(r.seed, b);
         SD_LOG_INFO("generating image %d/%d, seed %lld", b + 1, r.batch_count,
                     static_cast<long long>(seed));

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/cancel.h"
 #include "pipeline/components.h"
 #include "pipeline/hires.h"
 #include "pipeline/image_tensor.h"
@@ -43,8 +44,6 @@ struct ImageRequest {
     HiresRequest hires;  // the hires fix's second pass (pipeline/hires.h)
 };
 
-enum class CancelMode { None, All, AfterCurrentImage };
-
 // A look at the latents while sampling (previews), as the reference takes it: the model's
 // scaled input x * c_in before an evaluation (noisy) and the denoised prediction after it,
 // on evaluations whose step (DenoiseCall::step) is a multiple of `interval`. Latents are in
@@ -62,7 +61,11 @@ struct LatentTap {
 struct GenerationHooks {
     // Called after every sampling step: (step, steps, seconds since sampling started).
     std::function<void(int step, int steps, float seconds)> progress;
-    const std::atomic<int>* cancel = nullptr;  // a CancelMode value, read between steps
+    // Stops the generation wherever it is (sd::Cancelled): installed as the thread's current
+    // token (base/cancel.h), so text encoding, every op of a step and the decode's tiles see it.
+    const CancelToken* cancel = nullptr;
+    // Set: the image being sampled is finished, no further image of the batch is started.
+    const std::atomic<bool>* stop_after_image = nullptr;
     LatentTap preview;
 };
 
@@ -83,7 +86,7 @@ Tensor to_codec_latent(const LatentFormat& f, const Tensor& x);
 // The allocator cache a generation keeps while sampling or decoding (see CacheBudget).
 size_t cache_bytes_for(const ModelComponents& model, bool decoding);
 
-// Throws sd::Error on bad requests and sd::Cancelled when cancelled with CancelMode::All.
+// Throws sd::Error on bad requests and sd::Cancelled when hooks.cancel is cancelled.
 std::vector<image::Image> generate_images(const ModelComponents& model, const ImageRequest& request,
                                           const GenerationHooks& hooks = {});
 

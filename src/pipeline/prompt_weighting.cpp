@@ -3,6 +3,8 @@
 #include <cctype>
 #include <cstdlib>
 
+#include "base/cancel.h"
+
 namespace sd {
 namespace {
 
@@ -13,8 +15,12 @@ struct Parser {
     std::vector<WeightedText> out;
     std::vector<size_t> round, square;
 
+    // Unbalanced brackets make this quadratic in a hostile prompt: it stays cancellable.
     void multiply_from(size_t start, float m) {
-        for (size_t i = start; i < out.size(); ++i) out[i].weight *= m;
+        for (size_t i = start; i < out.size(); ++i) {
+            if (i % 65536 == 0) cancellation_point();
+            out[i].weight *= m;
+        }
     }
 
     // Plain text, split at every BREAK that stands as a word of its own; the spaces
@@ -75,6 +81,7 @@ std::vector<WeightedText> parse_prompt_attention(const std::string& prompt) {
     const std::string& s = prompt;
     size_t i = 0;
     while (i < s.size()) {
+        cancellation_point();  // a prompt of megabytes is a million pieces (base/cancel.h)
         char c = s[i];
         float weight = 0;
         size_t next = 0;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "base/cancel.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "io/tensor_file.h"
@@ -129,6 +130,7 @@ void TextConditioner::tokenize(const std::string& prompt, std::vector<int32_t>& 
     std::vector<int32_t> raw;
     std::vector<float> raw_weights;
     for (const WeightedText& piece : parse_prompt_attention(prompt)) {
+        cancellation_point();
         if (piece.is_break) {
             size_t pad = ClipTokenizer::break_padding(raw.size(), kChunk);
             raw.insert(raw.end(), pad, tokenizer_.eos_id());
@@ -176,6 +178,7 @@ TextEncoding TextConditioner::encode(const std::string& prompt, int clip_skip) c
     TextEncoding out;
     std::vector<Tensor> parts;
     for (size_t w = 0; w < windows; ++w) {
+        cancellation_point();  // a long prompt is thousands of windows
         std::vector<int32_t> window(ids.begin() + w * kWindow, ids.begin() + (w + 1) * kWindow);
         Tensor hidden = encode_window(window, clip_skip);  // [1, 77, D]
         // Weight each token's state, then restore the window's mean (A1111's renormalisation).

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/cancel.h"
 #include "base/error.h"
 #include "base/thread_pool.h"
 
@@ -91,6 +92,7 @@ Tensor process_tiles(const Tensor& input, int scale, int tile, float overlap,
     Tensor out;
     for (const TileSpan& y : ys) {
         for (const TileSpan& x : xs) {
+            cancellation_point();
             const Tensor part =
                 fn(input.narrow(2, y.offset, th).narrow(3, x.offset, tw).contiguous());
             SD_CHECK(part.dim() == 4 && part.size(0) == 1 && part.size(2) == th * scale &&

@@ -35,7 +35,8 @@ Tensor Upscaler::upscale_tensor(const Tensor& image01) const {
                          [&](const Tensor& tile) { return model_.forward(tile); });
 }
 
-image::Image Upscaler::upscale(const image::Image& image) const {
+image::Image Upscaler::upscale(const image::Image& image, const CancelToken* cancel) const {
+    const CancelScope cancel_scope(cancel);
     const int s = model_.scale();
     SD_LOG_INFO("upscaling from %ux%u to %ux%u", image.width, image.height, image.width * s,
                 image.height * s);

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "base/cancel.h"
 #include "image/image_io.h"
 #include "io/model_files.h"
 #include "models/esrgan.h"
@@ -24,7 +25,8 @@ class Upscaler {
     const EsrganLayout& layout() const { return model_.layout(); }
 
     // An 8-bit image (grey, RGB or RGBA: the colour channels are used) -> RGB, scale x.
-    image::Image upscale(const image::Image& image) const;
+    // A cancelled `cancel` stops it between tiles or inside a layer (sd::Cancelled).
+    image::Image upscale(const image::Image& image, const CancelToken* cancel = nullptr) const;
     // [1, 3, H, W] in [0, 1] -> [1, 3, H * scale, W * scale] (not clamped).
     Tensor upscale_tensor(const Tensor& image01) const;
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "base/cancel.h"
 #include "base/error.h"
 #include "ops/ops.h"
 
@@ -51,6 +52,7 @@ Tensor decode_tiled(const TileDecoder& decode, const Tensor& z, int tile, float 
     Tensor out, weight;
     for (int64_t y0 : ys) {
         for (int64_t x0 : xs) {
+            cancellation_point();
             Tensor part = decode(z.narrow(2, y0, th).narrow(3, x0, tw).contiguous());
             if (!out.defined()) {
                 out = Tensor::zeros({1, part.size(1), h * kFactor, w * kFactor});

@@ -8,6 +8,7 @@
 #include <functional>
 #include <vector>
 
+#include "base/cancel.h"
 #include "base/error.h"
 #include "sampling/rng.h"
 #include "stable-diffusion.h"
@@ -48,11 +49,6 @@ struct StepInfo {
 
 // Progress and cancellation: return false to stop; sample() then throws sd::Cancelled.
 using StepFn = std::function<bool(const StepInfo& info)>;
-
-class Cancelled : public Error {
-  public:
-    Cancelled() : Error("sampling cancelled") {}
-};
 
 struct SamplerOptions {
     // `--eta`: the noise of ancestral / SDE steps (and TCD's gamma). INFINITY picks the

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/cancel.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "tokenizer/tokenizer_files.h"
@@ -397,7 +398,8 @@ struct ClipTokenizer::Impl {
             }
         };
         for (int32_t i = 0; i + 1 < n; ++i) consider(i, i + 1);
-        while (true) {
+        for (uint32_t round = 1;; ++round) {
+            if (round % 65536 == 0) cancellation_point();  // a megabyte-long "word"
             if (!deferred.empty() && (heap.empty() || heap.top().rank > current)) {
                 for (const Candidate& c : deferred) heap.push(c);
                 deferred.clear();
@@ -418,6 +420,7 @@ struct ClipTokenizer::Impl {
     }
 
     void encode_word(std::string_view word, std::vector<int32_t>& out) const {
+        cancellation_point();  // a long prompt is a million words (base/cancel.h)
         const bool cacheable = word.size() <= kMaxCachedWordBytes;
         std::string key(cacheable ? word : std::string_view());
         if (cacheable) {

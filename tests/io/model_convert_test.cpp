@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
 
+#include "base/cancel.h"
+#include "cancel_after.h"
 #include "families/registry.h"
 #include "fixture_files.h"
 #include "io/tensor_writer.h"
@@ -84,6 +87,33 @@ TEST(ModelConvert, Sd15ToGgufQ4_0) {
 }
 TEST(ModelConvert, Sd15ToGgufQ4_K) {
     check_round_trip(DType::Q4_K);
+}
+
+// A cancel before or during a conversion ends it with sd::Cancelled and leaves no file.
+TEST(ModelConvert, CancelLeavesNoFile) {
+    std::string src = test::generated_checkpoint("sd15", "f16", 1);
+    ModelFiles source;
+    source.add(src, ModelRole::Checkpoint);
+    CancelToken token;
+    ConvertOptions options;
+    options.output_path = test::temp_path("sd15_cancelled.gguf");
+    options.type = DType::Q8_0;
+    options.cancel = &token;
+    auto no_file = [&] {
+        return !std::ifstream(options.output_path).good() &&
+               !std::ifstream(options.output_path + ".part").good();
+    };
+    token.cancel();
+    EXPECT_THROW(convert_model(source, options), Cancelled);
+    EXPECT_TRUE(no_file());
+    // 1 GiB of f16 weights to q8_0 takes well over 100 ms; the cancel comes 100 ms in.
+    token.reset();
+    test::CancelAfter canceller(token, 100);
+    EXPECT_THROW(convert_model(source, options), Cancelled);
+    const double ended = canceller.ended();
+    EXPECT_LT(ended, 2.0) << "seconds from the cancel to the end";
+    std::printf("convert: ended %.3f s after the cancel\n", ended);
+    EXPECT_TRUE(no_file());
 }
 
 TEST(ModelConvert, SafetensorsOutputHoldsPlainTypesOnly) {

@@ -6,6 +6,7 @@
 
 #include <fstream>
 
+#include "cancel_after.h"
 #include "families/registry.h"
 #include "fixture_files.h"
 #include "image_compare.h"
@@ -117,27 +118,110 @@ TEST_F(Sd15Pipeline, VaeTilingCoversTheImage) {
 }
 
 TEST_F(Sd15Pipeline, CancelStopsSamplingAndAfterImageStopsTheBatch) {
-    std::atomic<int> cancel{static_cast<int>(CancelMode::None)};
+    CancelToken cancel;
+    std::atomic<bool> after_image{false};
     GenerationHooks hooks;
     int steps_seen = 0;
     hooks.cancel = &cancel;
+    hooks.stop_after_image = &after_image;
     size_t rss_sampling = 0;
     hooks.progress = [&](int step, int, float) {
         ++steps_seen;
         rss_sampling = test::resident_bytes();  // the UNet's 1.6 GiB of f16 pages are mapped in
-        if (step == 1) cancel = static_cast<int>(CancelMode::All);
+        if (step == 1) cancel.cancel();
     };
     EXPECT_THROW(generate_images(*models_, small(), hooks), Cancelled);
     EXPECT_EQ(steps_seen, 1);
     // A cancelled generation leaves RSS as a finished one does.
     EXPECT_LT(test::resident_bytes() + (size_t{1} << 30), rss_sampling);
-    cancel = static_cast<int>(CancelMode::None);
+    cancel.reset();
     ImageRequest batch = small();
     batch.batch_count = 3;
     hooks.progress = [&](int step, int steps, float) {
-        if (step == steps) cancel = static_cast<int>(CancelMode::AfterCurrentImage);
+        if (step == steps) after_image = true;
     };
     EXPECT_EQ(generate_images(*models_, batch, hooks).size(), 1u);
+}
+
+// Wrappers that cancel the token as their phase starts, then run the real network: the
+// cancel must stop the generation inside that network's ops.
+struct CancellingUnet : DiffusionModel {
+    const DiffusionModel& real;
+    CancelToken& token;
+    int cancel_at_call;  // 1-based
+    mutable int calls = 0;
+    CancellingUnet(const DiffusionModel& r, CancelToken& t, int at = 1)
+        : real(r), token(t), cancel_at_call(at) {}
+    Tensor forward(const Tensor& x, const Tensor& t, const Conditioning& c,
+                   const ControlSignal* control) const override {
+        if (++calls == cancel_at_call) token.cancel();
+        return real.forward(x, t, c, control);
+    }
+    int64_t in_channels() const override { return real.in_channels(); }
+    int64_t down_factor() const override { return real.down_factor(); }
+    void release_weights() const override { real.release_weights(); }
+};
+struct CancellingDecoder : LatentCodec {
+    const LatentCodec& real;
+    CancelToken& token;
+    CancellingDecoder(const LatentCodec& r, CancelToken& t) : real(r), token(t) {}
+    Tensor encode(const Tensor& image01, Rng& rng) const override {
+        return real.encode(image01, rng);
+    }
+    Tensor decode(const Tensor& latent, const VaeTiling& tiling) const override {
+        token.cancel();
+        return real.decode(latent, tiling);
+    }
+    bool has_encoder() const override { return real.has_encoder(); }
+    void release_weights() const override { real.release_weights(); }
+};
+
+TEST_F(Sd15Pipeline, CancelReachesInsideTheUnetTheHiresPassAndTheDecode) {
+    ModelComponents& m = loaded_->components;
+    CancelToken token;
+    GenerationHooks hooks;
+    hooks.cancel = &token;
+    int steps_seen = 0;
+    hooks.progress = [&](int, int, float) { ++steps_seen; };
+    std::unique_ptr<DiffusionModel> unet = std::move(m.diffusion);
+    m.diffusion = std::make_unique<CancellingUnet>(*unet, token);
+    EXPECT_THROW(generate_images(m, small(), hooks), Cancelled);
+    EXPECT_EQ(steps_seen, 0) << "the first step's UNet evaluation stops";
+    // The hires fix's second pass: 2 steps of 2 evaluations (guidance), then the 5th stops.
+    ImageRequest hires = small();
+    hires.hires.enabled = true;
+    hires.hires.target_width = hires.hires.target_height = 128;
+    token.reset();
+    steps_seen = 0;
+    m.diffusion = std::make_unique<CancellingUnet>(*unet, token, 5);
+    EXPECT_THROW(generate_images(m, hires, hooks), Cancelled);
+    EXPECT_EQ(steps_seen, 2) << "the first pass finished, the hires pass stopped";
+    m.diffusion = std::move(unet);
+    token.reset();
+    steps_seen = 0;
+    std::unique_ptr<LatentCodec> vae = std::move(m.codec);
+    m.codec = std::make_unique<CancellingDecoder>(*vae, token);
+    EXPECT_THROW(generate_images(m, small(), hooks), Cancelled);
+    EXPECT_EQ(steps_seen, 2) << "sampling finished, the decode stopped";
+    m.codec = std::move(vae);
+    token.reset();
+    EXPECT_EQ(generate_images(m, small(), hooks).size(), 1u) << "the model still works";
+}
+
+// A prompt of ~300 KB (thousands of CLIP windows: minutes of text encoding) cancelled while
+// it is tokenized or encoded ends within 2 s.
+TEST_F(Sd15Pipeline, LongPromptCancelledWithinTwoSeconds) {
+    ImageRequest r = small();
+    r.prompt.clear();
+    while (r.prompt.size() < 300000) r.prompt += "a (lovely:1.1) cat on a mat, ";
+    CancelToken token;
+    GenerationHooks hooks;
+    hooks.cancel = &token;
+    test::CancelAfter canceller(token, 500);
+    EXPECT_THROW(generate_images(*models_, r, hooks), Cancelled);
+    const double ended = canceller.ended();
+    EXPECT_LT(ended, 2.0) << "seconds from the cancel to the end";
+    std::printf("300 KB prompt: ended %.3f s after the cancel\n", ended);
 }
 
 TEST_F(Sd15Pipeline, BadRequestsAreErrors) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "cancel_after.h"
+
 namespace sd {
 namespace {
 
@@ -63,6 +65,20 @@ TEST(PromptWeighting, EdgeCases) {
     EXPECT_EQ(parse_prompt_attention("BREAKFAST").size(), 1u);
     std::string deep(100000, '(');
     EXPECT_EQ(parse_prompt_attention(deep + "x").size(), 1u);  // no recursion, no blow-up
+}
+
+// 200k unclosed brackets, each over the pieces after it: quadratic work (seconds), which a
+// cancel still ends at once.
+TEST(PromptWeighting, HostileBracketsAreCancellable) {
+    std::string prompt;
+    for (int i = 0; i < 200000; ++i) prompt += "(a";
+    CancelToken token;
+    const CancelScope scope(&token);
+    test::CancelAfter canceller(token, 100);
+    EXPECT_THROW(parse_prompt_attention(prompt), Cancelled);
+    const double ended = canceller.ended();
+    EXPECT_LT(ended, 2.0) << "seconds from the cancel to the end";
+    std::printf("200k open brackets: ended %.3f s after the cancel\n", ended);
 }
 
 }  // namespace

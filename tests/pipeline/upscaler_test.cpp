@@ -7,7 +7,9 @@
 
 #include <cmath>
 
+#include "base/cancel.h"
 #include "base/error.h"
+#include "base/log.h"
 #include "esrgan_files.h"
 #include "ops/ops.h"
 #include "pipeline/tiles.h"
@@ -44,6 +46,43 @@ TEST(Tiles, BlendReproducesPixelwiseFunctions) {
         process_tiles(x, 2, 24, 0.3f, [](const Tensor& t) { return upsample_nearest2x(t); });
     test::expect_close(up, ref::upsample_nearest2x(x), 2e-6, 0, "nearest 2x in tiles");
     EXPECT_THROW(process_tiles(x, 2, 32, 0.25f, [](const Tensor& t) { return t; }), Error);
+}
+
+// A cancel between tiles: the tiles after it are not run.
+TEST(Tiles, CancelStopsBetweenTiles) {
+    Tensor x = test::random_tensor({1, 2, 70, 123}, 1);
+    CancelToken token;
+    const CancelScope scope(&token);
+    int tiles = 0;
+    EXPECT_THROW(process_tiles(x, 1, 32, 0.25f,
+                               [&](const Tensor& t) {
+                                   if (++tiles == 2) token.cancel();
+                                   return t;
+                               }),
+                 Cancelled);
+    EXPECT_EQ(tiles, 2);
+}
+
+TEST(Upscaler, CancelReachesInsideTheNetwork) {
+    const std::string path = testing::TempDir() + "/upscaler_cancel.safetensors";
+    test::write_tiny_esrgan(path, test::TinyEsrgan{}, 61);
+    Upscaler whole(path, 0);  // one piece: only the network's ops can stop it
+    image::Image img{40, 40, 3, std::vector<uint8_t>(40 * 40 * 3, 90)};
+    CancelToken token;
+    EXPECT_EQ(whole.upscale(img, &token).width, 160u);
+    // Cancelled as the upscale starts (its first log line): an op of the network stops it.
+    struct Hook {
+        CancelToken* token;
+        static void log(LogLevel, const char* text, void* user) {
+            if (std::string(text).find("upscaling from") != std::string::npos)
+                static_cast<Hook*>(user)->token->cancel();
+        }
+    } hook{&token};
+    set_log_callback(&Hook::log, &hook);
+    EXPECT_THROW(whole.upscale(img, &token), Cancelled);
+    set_log_callback(nullptr, nullptr);
+    token.reset();
+    EXPECT_EQ(whole.upscale(img, &token).width, 160u) << "a reset token lets it run again";
 }
 
 TEST(Upscaler, TiledMatchesUntiledWithinTolerance) {

@@ -147,6 +147,29 @@ TEST(ServerJobQueue, CancelsAQueuedJobAtOnceAndAGeneratingOneAtItsNextStep) {
     EXPECT_EQ(queue.stats().cancelled, 2u);
 }
 
+// A waiter whose client has gone (abandoned() turns true) cancels its job, generating or
+// queued, and the next job starts.
+TEST(ServerJobQueue, AnAbandonedWaitCancelsItsJob) {
+    FakeRunner runner;
+    runner.hold = true;
+    JobQueue queue(runner, {8, 60});
+    queue.start();
+    const std::string running = queue.submit(spec_with_seed(1), "sdapi", Retention::UntilCollected);
+    const std::string queued = queue.submit(spec_with_seed(2), "sdapi", Retention::UntilCollected);
+    const std::string next = queue.submit(spec_with_seed(3), "sdcpp", Retention::Timed);
+    runner.wait_for_steps(1);
+    int asked = 0;
+    auto abandoned = [&] { return ++asked >= 2; };  // gone at the second look
+    JobSnapshot done = queue.wait(queued, abandoned);
+    EXPECT_EQ(done.status, JobStatus::Cancelled);
+    EXPECT_EQ(done.error_message, "the client disconnected");
+    done = queue.wait(running, [] { return true; });
+    EXPECT_EQ(done.status, JobStatus::Cancelled);
+    runner.release();
+    EXPECT_EQ(queue.wait(next).status, JobStatus::Completed);
+    EXPECT_EQ(runner.order, (std::vector<int64_t>{1, 3}));
+}
+
 TEST(ServerJobQueue, ReportsProgressAcrossTheBatch) {
     FakeRunner runner;
     runner.hold = true;

@@ -168,24 +168,32 @@ CancelResult JobQueue::cancel(const std::string& id, JobSnapshot* out) {
     auto it = jobs_.find(id);
     if (it == jobs_.end())
         return expired_.count(id) ? CancelResult::Expired : CancelResult::NotFound;
-    Job& job = *it->second;
-    CancelResult result = CancelResult::AlreadyFinished;
-    if (job.status == JobStatus::Queued) {
-        queue_.erase(std::remove(queue_.begin(), queue_.end(), it->second), queue_.end());
-        finish(job, JobStatus::Cancelled, "cancelled", "job cancelled by client");
-        done_cv_.notify_all();
-        result = CancelResult::Cancelled;
-    } else if (job.status == JobStatus::Generating) {
-        job.cancel_reason = "job cancelled by client";
-        job.cancel_requested = true;
-        runner_.interrupt();
-        result = CancelResult::Cancelling;
-    }
-    if (out) *out = snapshot(job);
+    const CancelResult result = cancel_locked(it->second, "job cancelled by client");
+    if (out) *out = snapshot(*it->second);
     return result;
 }
 
+CancelResult JobQueue::cancel_locked(const std::shared_ptr<Job>& job, const std::string& reason) {
+    if (job->status == JobStatus::Queued) {
+        queue_.erase(std::remove(queue_.begin(), queue_.end(), job), queue_.end());
+        finish(*job, JobStatus::Cancelled, "cancelled", reason);
+        done_cv_.notify_all();
+        return CancelResult::Cancelled;
+    }
+    if (job->status == JobStatus::Generating) {
+        job->cancel_reason = reason;
+        job->cancel_requested = true;
+        runner_.interrupt();
+        return CancelResult::Cancelling;
+    }
+    return CancelResult::AlreadyFinished;
+}
+
 JobSnapshot JobQueue::wait(const std::string& id) {
+    return wait(id, nullptr);
+}
+
+JobSnapshot JobQueue::wait(const std::string& id, const std::function<bool()>& abandoned) {
     std::unique_lock<std::mutex> lock(mutex_);
     auto it = jobs_.find(id);
     if (it == jobs_.end()) {
@@ -197,7 +205,14 @@ JobSnapshot JobQueue::wait(const std::string& id) {
         return gone;
     }
     std::shared_ptr<Job> job = it->second;
-    done_cv_.wait(lock, [&] { return is_finished(job->status); });
+    for (bool cancelled = false; !is_finished(job->status);) {
+        if (!cancelled && abandoned && abandoned()) {
+            cancel_locked(job, "the client disconnected");
+            cancelled = true;
+            continue;
+        }
+        done_cv_.wait_for(lock, std::chrono::milliseconds(100));
+    }
     JobSnapshot s = snapshot(*job);
     if (job->retention == Retention::UntilCollected) jobs_.erase(job->id);
     return s;

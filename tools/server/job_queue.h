@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -58,6 +59,9 @@ class JobQueue {
     CancelResult cancel(const std::string& id, JobSnapshot* out);
     // Blocks until the job finished (or the queue stops) and forgets an UntilCollected job.
     JobSnapshot wait(const std::string& id);
+    // As wait(), asking `abandoned` every 100 ms; once it says so (the client has gone) the
+    // job is cancelled, and waited for as before.
+    JobSnapshot wait(const std::string& id, const std::function<bool()>& abandoned);
     QueueStats stats();
     // The generating job, if any.
     std::optional<JobSnapshot> current();
@@ -70,6 +74,7 @@ class JobQueue {
     void worker();
     void run_one(const std::shared_ptr<Job>& job);
     void finish(Job& job, JobStatus status, const std::string& code, const std::string& message);
+    CancelResult cancel_locked(const std::shared_ptr<Job>& job, const std::string& reason);
     void purge_expired();
     JobSnapshot snapshot(const Job& job) const;
     std::string make_id();

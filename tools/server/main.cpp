@@ -7,12 +7,16 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -21,6 +25,7 @@
 #include "cli_checks.h"
 #include "cli_options.h"
 #include "http_json.h"
+#include "http_server.h"
 #include "job_queue.h"
 #include "log_output.h"
 #include "model_runner.h"
@@ -56,22 +61,52 @@ void settle_default_prompts(cli::CliParams& params) {
     params.negative_prompt_file.clear();
 }
 
+server::HttpLimits http_limits(const server::ServerConfig& c) {
+    server::HttpLimits limits;
+    limits.read_timeout_ms = c.http_read_timeout_seconds * 1000;
+    limits.write_timeout_ms = std::max(10, c.http_read_timeout_seconds) * 1000;
+    limits.max_per_client = c.max_client_connections;
+    limits.max_connections = server::http_threads_for(c);
+    return limits;
+}
+
 void configure_http(httplib::Server& svr, server::ServerState& state) {
-    const server::ServerConfig& c = state.config;
-    const int threads = c.http_threads > 0 ? c.http_threads : c.max_queue_size + 16;
-    svr.new_task_queue = [threads] {
-        return new httplib::ThreadPool(static_cast<size_t>(threads));
-    };
-    svr.set_payload_max_length(c.max_body_bytes);
-    svr.set_keep_alive_timeout(2);
-    svr.set_read_timeout(30);
-    svr.set_write_timeout(30);
+    svr.set_payload_max_length(state.config.max_body_bytes);
     server::install_http_defaults(svr);
     server::register_web_routes(svr, state);
     server::register_openai_routes(svr, state);
     server::register_sdapi_routes(svr, state);
     server::register_sdcpp_routes(svr, state);
 }
+
+// Cancellation reaches every phase of a generation within about 2 s; should anything still
+// hold the stop up (an upscale of /sdapi/v1/extra-single-image, which has no cancel), the
+// process ends anyway, so that a SIGTERM always ends it within 3 s.
+class StopDeadline {
+  public:
+    StopDeadline()
+        : thread_([this] {
+              std::unique_lock<std::mutex> lock(mutex_);
+              if (cv_.wait_for(lock, std::chrono::milliseconds(2700), [this] { return done_; }))
+                  return;
+              cli::log_error("stopping took longer than 2.7 s: exiting now");
+              std::_Exit(1);
+          }) {}
+    ~StopDeadline() {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            done_ = true;
+        }
+        cv_.notify_one();
+        thread_.join();
+    }
+
+  private:
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    bool done_ = false;
+    std::thread thread_;
+};
 
 int serve(server::ServerConfig config, cli::CliParams params, const sigset_t& stop_signals) {
     std::unique_ptr<server::ModelRunner> runner = server::ModelRunner::load(params);
@@ -82,7 +117,7 @@ int serve(server::ServerConfig config, cli::CliParams params, const sigset_t& st
     server::JobQueue queue(*runner, {config.max_queue_size, config.job_retention_seconds});
     server::ServerState state(config, params, queue);
     if (!config.serve_html_path.empty()) state.index_html = read_text_file(config.serve_html_path);
-    httplib::Server svr;
+    server::GuardedServer svr(http_limits(config));
     configure_http(svr, state);
     int port = config.listen_port;
     int listen_fd = -1;
@@ -108,8 +143,10 @@ int serve(server::ServerConfig config, cli::CliParams params, const sigset_t& st
     int signal_number = 0;
     sigwait(&stop_signals, &signal_number);
     cli::log_info("signal %d: stopping", signal_number);
+    const StopDeadline deadline;
     state.stopping = true;
-    queue.stop();  // answers every waiting request before the HTTP threads are joined
+    svr.begin_stop();  // idle and half-read connections end at once
+    queue.stop();      // answers every waiting request before the HTTP threads are joined
     svr.stop();
     http.join();
     runner.reset();

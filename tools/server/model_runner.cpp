@@ -3,7 +3,11 @@
 #include "sampling/rng.h"
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <exception>
+#include <mutex>
+#include <thread>
 
 #include "base64.h"
 #include "generation_request.h"
@@ -33,6 +37,35 @@ std::vector<ResultImage> encode_results(const JobSpec& spec, const cli::ImageLis
     }
     return out;
 }
+
+// generate_image clears a cancel made before it started, as the reference's does. While a job
+// runs, its cancel flag is passed on to the library every 20 ms, so a cancel that came in
+// that gap still stops it (text encoding has no progress callback to repeat it from).
+class CancelRelay {
+  public:
+    CancelRelay(sd_ctx_t* ctx, const std::atomic<bool>* cancelled) {
+        if (!cancelled) return;
+        thread_ = std::thread([this, ctx, cancelled] {
+            std::unique_lock<std::mutex> lock(mutex_);
+            while (!cv_.wait_for(lock, std::chrono::milliseconds(20), [this] { return done_; }))
+                if (cancelled->load()) sd_cancel_generation(ctx, SD_CANCEL_ALL);
+        });
+    }
+    ~CancelRelay() {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            done_ = true;
+        }
+        cv_.notify_one();
+        if (thread_.joinable()) thread_.join();
+    }
+
+  private:
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    bool done_ = false;
+    std::thread thread_;
+};
 
 }  // namespace
 
@@ -68,7 +101,11 @@ RunOutcome ModelRunner::run(JobSpec& spec, const RunHooks& hooks) {
         sd_img_gen_params_t params = cli::make_img_gen_params(spec.params, spec.request);
         sd_image_t* raw = nullptr;
         int count = 0;
-        const bool ok = generate_image(ctx_, &params, &raw, &count);
+        bool ok = false;
+        {
+            const CancelRelay relay(ctx_, hooks.cancelled);
+            ok = generate_image(ctx_, &params, &raw, &count);
+        }
         if (!ok) {
             free_sd_images(raw, count);
             outcome.error = errors.text().empty() ? "the generation failed" : errors.text();

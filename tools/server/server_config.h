@@ -2,6 +2,7 @@
 // generation options it shares with sd-cli (cli::CliParams).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -23,11 +24,17 @@ struct ServerConfig {
     int max_queue_size = 64;          // jobs queued or generating
     int job_retention_seconds = 600;  // how long finished native jobs stay readable
     size_t max_body_bytes = size_t{64} << 20;
-    int http_threads = 0;  // 0: max_queue_size + 16
+    int http_threads = 0;  // connection threads at most (made as needed); 0: see http_threads_for
+    int http_read_timeout_seconds = 5;  // a request's head in all, and each body read
+    int max_client_connections = 64;    // open connections from one address
     ServerLimits limits;
     bool verbose = false;
     bool color = false;
     bool help = false;
 };
+
+inline int http_threads_for(const ServerConfig& c) {
+    return c.http_threads > 0 ? c.http_threads : std::max(512, c.max_queue_size + 64);
+}
 
 }  // namespace server

@@ -70,10 +70,22 @@ const std::vector<ServerOption>& server_options() {
          [](ServerConfig& c, const std::string& v) {
              c.limits.max_steps = to_int("--max-steps", v, 1, 10000);
          }},
-        {"", "--http-threads", "<int>", "max-queue-size + 16",
-         "threads answering HTTP requests (a synchronous request holds one while it waits)",
+        {"", "--http-threads", "<int>", "max(512, max-queue-size + 64)",
+         "most threads answering HTTP connections, made as needed (a synchronous request "
+         "holds one while it waits; more connections wait for a thread)",
          [](ServerConfig& c, const std::string& v) {
              c.http_threads = to_int("--http-threads", v, 4, 8192);
+         }},
+        {"", "--http-read-timeout", "<seconds>", "5",
+         "time a client has to send a request's headers, and each part of its body; slower "
+         "connections are closed",
+         [](ServerConfig& c, const std::string& v) {
+             c.http_read_timeout_seconds = to_int("--http-read-timeout", v, 1, 600);
+         }},
+        {"", "--max-client-connections", "<int>", "64",
+         "open connections one client address may hold; more are answered 503 at once",
+         [](ServerConfig& c, const std::string& v) {
+             c.max_client_connections = to_int("--max-client-connections", v, 1, 100000);
          }},
     };
     return options;

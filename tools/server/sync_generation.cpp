@@ -1,5 +1,6 @@
 // The synchronous APIs (OpenAI, webui) queue like every other job and hold their request
-// until it is done.
+// until it is done, or until their client disconnects, which cancels the job.
+#include "http_server.h"
 #include "request_error.h"
 #include "routes.h"
 
@@ -7,7 +8,8 @@ namespace server {
 
 JobSnapshot generate_and_wait(ServerState& state, JobSpec spec, const std::string& api) {
     const std::string id = state.queue.submit(std::move(spec), api, Retention::UntilCollected);
-    JobSnapshot done = state.queue.wait(id);
+    // A client that hangs up while it waits has its job cancelled: nobody would read it.
+    JobSnapshot done = state.queue.wait(id, client_disconnected);
     switch (done.status) {
         case JobStatus::Completed:
             return done;

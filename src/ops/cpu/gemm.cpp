@@ -82,17 +82,25 @@ int clamp_int(int64_t v, int64_t hi) {
 template <class F>
 void for_each_task(int64_t n, bool parallel, F&& fn) {
     if (n <= 0) return;
+    // A cancel (base/cancel.h) stops handing out tasks; the caller then throws.
+    const CancelToken* cancel = in_parallel_region() ? nullptr : current_cancel_token();
     if (!parallel || n == 1 || num_threads() == 1 || in_parallel_region()) {
-        for (int64_t i = 0; i < n; ++i) fn(i);
+        for (int64_t i = 0; i < n; ++i) {
+            if (cancel) cancel->check();
+            fn(i);
+        }
+        if (cancel) cancel->check();
         return;
     }
     std::atomic<int64_t> next{0};
     thread_pool().run([&](int, int) {
         for (int64_t i = next.fetch_add(1, std::memory_order_relaxed); i < n;
              i = next.fetch_add(1, std::memory_order_relaxed)) {
+            if (cancel && cancel->cancelled()) break;
             fn(i);
         }
     });
+    if (cancel) cancel->check();
 }
 
 // A growable 64-byte aligned float buffer, one per thread and purpose, kept across calls
@@ -348,6 +356,9 @@ struct Plan {
     KBlocks kb;
     bool parallel;
     bool a_direct;  // A read in place by the kernel
+    // A task of a large product runs for up to a second on a busy machine: it stops between
+    // its k blocks once this is cancelled (for_each_task then throws).
+    const CancelToken* cancel;
 };
 
 // The shared operand packed for rows [r0, r0 + panels * tile), all k blocks: panel p of
@@ -454,6 +465,7 @@ void run_b_shared(const Plan& plan, const SharedChunk& chunk) {
         const int64_t m0 = t * block, m1 = std::min(pr.m, m0 + block);
         float* ap = direct ? nullptr : block_scratch(static_cast<size_t>(block) * plan.kb.size);
         for (int64_t q = 0; q < plan.kb.count; ++q) {
+            if (plan.cancel && plan.cancel->cancelled()) return;
             const int64_t kc = plan.kb.length(q, pr.k);
             Panels a = direct ? direct_a(plan, m0, q) : Panels{ap, MR * kc, MR, 1};
             if (!direct) {
@@ -477,6 +489,7 @@ void run_a_shared(const Plan& plan, const SharedChunk* chunk) {
         const int64_t n0 = t * block, n1 = std::min(pr.n, n0 + block);
         float* bp = block_scratch(static_cast<size_t>(block) * plan.kb.size);
         for (int64_t q = 0; q < plan.kb.count; ++q) {
+            if (plan.cancel && plan.cancel->cancelled()) return;
             const int64_t kc = plan.kb.length(q, pr.k);
             pack_panels(plan, pr.b, NR, pr.n, n0, ceil_div(n1 - n0, NR), plan.kb.start(q), kc, bp);
             const Panels a = chunk ? chunk->block(plan.kb, q, pr.k, MR) : direct_a(plan, m0, q);
@@ -619,7 +632,13 @@ void gemm(const GemmProblem& pr) {
     const int64_t k_align =
         std::lcm(std::lcm(pr.a.k_align, pr.b.k_align), int64_t{ks.bf16_pairs ? 2 : 1});
     const KBlocks kb = k_blocks(pr.k, k_align, blocks.kc_max);
-    const Plan plan{pr, ks, blocks, kb, flops >= kParallelFlops, pr.a.direct && !ks.bf16_pairs};
+    const Plan plan{pr,
+                    ks,
+                    blocks,
+                    kb,
+                    flops >= kParallelFlops,
+                    pr.a.direct && !ks.bf16_pairs,
+                    in_parallel_region() ? nullptr : current_cancel_token()};
     const bool b_shared = pr.m >= pr.n;
     if (use_dot_rows(pr)) {
         // Each weight value is used at most kDotRows times: reading it is the cost.
