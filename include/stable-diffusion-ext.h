@@ -17,6 +17,14 @@ SD_API bool sd_convert_with_tokenizer(const char* input_path, const char* vae_pa
                                       const char* tensor_type_rules, bool convert_name,
                                       const char* tokenizer_dir);
 
+/* Whether the LoRA file at lora_path fits the context's model: true when some of its tensors
+ * match a model weight by name and size (read from the file's header; nothing is applied).
+ * Otherwise false, with a one-line reason naming the file and the model (and the family the
+ * LoRA looks made for, where its names tell) in message (message_size bytes, NUL-terminated)
+ * when message is not NULL. Safe to call while the context generates. */
+SD_API bool sd_lora_fits(const sd_ctx_t* sd_ctx, const char* lora_path, char* message,
+                         size_t message_size);
+
 #ifdef __cplusplus
 }
 #endif

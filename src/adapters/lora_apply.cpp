@@ -1,8 +1,8 @@
 #include "adapters/lora_apply.h"
 
 #include "adapters/lora_file.h"
+#include "adapters/lora_fit.h"
 #include "adapters/lora_math.h"
-#include "adapters/lora_names.h"
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/log.h"
@@ -10,13 +10,6 @@
 
 namespace sd {
 namespace {
-
-const TensorRecord* find_target(const ModelFiles& model, const LoraModule& m) {
-    for (const std::string& name : lora_target_candidates(m.key)) {
-        if (const TensorRecord* r = model.find(name)) return r;
-    }
-    return nullptr;
-}
 
 // Merges `delta` into the layer's current weight (its own, or an earlier LoRA's merge).
 void merge(LayerPatch& patch, const TensorRecord& target, const Tensor& delta) {
@@ -101,7 +94,7 @@ LoraStats add_lora_patches(const ModelFiles& model, const LoraRequest& lora, Lor
         SD_LOG_DEBUG("LoRA '%s': tensor '%s' is no LoRA part", lora.path.c_str(), name.c_str());
     for (const LoraModule& m : file.modules) {
         const TensorRecord* target =
-            m.kind() == LoraKind::Incomplete ? nullptr : find_target(model, m);
+            m.kind() == LoraKind::Incomplete ? nullptr : find_lora_target(model, m.key);
         if (!target) {
             s.unmatched += m.tensor_count;
             SD_LOG_DEBUG("LoRA '%s': '%s' matches no model weight", lora.path.c_str(),

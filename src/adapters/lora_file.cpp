@@ -66,6 +66,10 @@ bool split_lora_name(const std::string& name, std::string& key, std::string& par
 }
 
 LoraKind LoraModule::kind() const {
+    return lora_kind([this](const std::string& part) { return has(part); });
+}
+
+LoraKind lora_kind(const std::function<bool(const std::string&)>& has) {
     if (has("down") && has("up")) return LoraKind::LowRank;
     if (has("hada_w1_a") && has("hada_w1_b") && has("hada_w2_a") && has("hada_w2_b"))
         return LoraKind::LoHa;

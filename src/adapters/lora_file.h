@@ -4,6 +4,7 @@
 // hada_* and LoKr's lokr_*, DoRA's dora_scale, a full .diff).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -13,6 +14,9 @@
 namespace sd {
 
 enum class LoraKind { LowRank, LoHa, LoKr, Diff, Incomplete };
+
+// The kind of a module that holds the parts (roles, as below) for which `has` is true.
+LoraKind lora_kind(const std::function<bool(const std::string&)>& has);
 
 struct LoraModule {
     std::string key;  // the name without the part ("lora_unet_down_blocks_0_..._to_q")

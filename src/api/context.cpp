@@ -10,6 +10,7 @@
 #include <string>
 
 #include "adapters/lora_apply.h"
+#include "adapters/lora_fit.h"
 #include "api/c_images.h"
 #include "api/callbacks.h"
 #include "api/placement.h"
@@ -22,7 +23,7 @@
 #include "ops/compute_type.h"
 #include "pipeline/generate.h"
 #include "pipeline/taesd_codec.h"
-#include "stable-diffusion.h"
+#include "stable-diffusion-ext.h"
 
 struct sd_ctx_t {
     sd::ModelFiles files;
@@ -343,6 +344,26 @@ bool sd_ctx_unload_control_net(sd_ctx_t* sd_ctx) {
 
 bool sd_ctx_has_control_net(const sd_ctx_t* sd_ctx) {
     return sd_ctx && sd_ctx->model.components.control != nullptr;
+}
+
+bool sd_lora_fits(const sd_ctx_t* sd_ctx, const char* lora_path, char* message,
+                  size_t message_size) {
+    std::string why;
+    try {
+        if (!sd_ctx || !has(lora_path)) sd::fail("sd_lora_fits: needs a context and a file path");
+        // The files and the family are set when the context is made: no lock needed, so a
+        // server checks requests while a generation runs.
+        sd::check_lora_fits(lora_path, sd_ctx->files, sd_ctx->model.components.family_name);
+        return true;
+    } catch (const std::exception& e) {
+        why = e.what();
+    }
+    if (message && message_size > 0) {
+        const size_t n = std::min(why.size(), message_size - 1);
+        why.copy(message, n);
+        message[n] = '\0';
+    }
+    return false;
 }
 
 void sd_cancel_generation(sd_ctx_t* sd_ctx, enum sd_cancel_mode_t mode) {

@@ -12,10 +12,6 @@ namespace {
 constexpr int kStages = 3;
 constexpr int kBlocksPerStage = 3;
 
-Tensor relu(const Tensor& x) {
-    return clamp(x, 0.0f, INFINITY);
-}
-
 TaesdConfig read_config(const Weights& w) {
     auto conv_in = w.shape_of("decoder.layers.0.weight");
     SD_CHECK(conv_in && conv_in->size() == 4,
@@ -55,13 +51,13 @@ TaesdBlock TaesdBlock::load(const Weights& w, int64_t channels) {
     Weights conv = w["conv"];
     return {conv_relu(Conv2d::load(conv[0], channels, channels, 3)),
             conv_relu(Conv2d::load(conv[2], channels, channels, 3)),
-            Conv2d::load(conv[4], channels, channels, 3)};
+            conv_relu(Conv2d::load(conv[4], channels, channels, 3))};
 }
 
-// conv.0 and conv.2 carry their ReLU (conv_relu).
+// conv.0 and conv.2 carry their ReLU, conv.4 the skip and the block's ReLU (conv_relu,
+// forward_add): relu(conv(relu(conv(relu(conv(x))))) + x) with no pass of its own.
 Tensor TaesdBlock::forward(const Tensor& x) const {
-    Tensor h = conv4.forward(conv2.forward(conv0.forward(x)));
-    return relu(h + x);
+    return conv4.forward_add(conv2.forward(conv0.forward(x)), x);
 }
 
 TaesdEncoder TaesdEncoder::load(const Weights& w, const TaesdConfig& c) {

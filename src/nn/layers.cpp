@@ -1,5 +1,7 @@
 #include "nn/layers.h"
 
+#include <cmath>
+
 #include "base/error.h"
 #include "io/imatrix.h"
 #include "nn/weight_patch.h"
@@ -55,6 +57,20 @@ Tensor Conv2d::forward(const Tensor& x) const {
     }
     if (!streamed) return conv2d(x, weight, bias, options);
     Tensor y = conv2d(x, read_streamed(weight), bias, options);
+    weight.storage()->release_pages();
+    return y;
+}
+
+Tensor Conv2d::forward_add(const Tensor& x, const Tensor& residual) const {
+    if (imatrix::collecting() || active_patch(name)) [[unlikely]] {
+        Conv2d plain = *this;  // forward's patch and statistics paths, the sum after them
+        plain.options.leaky_relu = false;
+        const Tensor y = plain.forward(x) + residual;
+        if (!options.leaky_relu) return y;
+        return clamp(y, 0.0f, INFINITY) + clamp(y, -INFINITY, 0.0f) * options.negative_slope;
+    }
+    if (!streamed) return conv2d_add(x, weight, bias, options, residual);
+    Tensor y = conv2d_add(x, read_streamed(weight), bias, options, residual);
     weight.storage()->release_pages();
     return y;
 }

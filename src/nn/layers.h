@@ -34,6 +34,9 @@ struct Conv2d {
     static Conv2d load(const Weights& w, int64_t in, int64_t out, int kernel, int stride = 1,
                        int padding = -1, bool bias = true);
     Tensor forward(const Tensor& x) const;
+    // forward(x) + residual with options' LeakyReLU after the sum (a residual block's skip
+    // and activation, added in the convolution's store: see conv2d_add).
+    Tensor forward_add(const Tensor& x, const Tensor& residual) const;
     // The result written into `out` (see conv2d_into), e.g. a channel range of a buffer.
     void forward_into(const Tensor& x, const Tensor& out) const;
 };

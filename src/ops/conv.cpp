@@ -123,16 +123,21 @@ std::pair<int64_t, int64_t> output_size(const Tensor& x, const Tensor& weight,
     return {oh, ow};
 }
 
-// x < 0 -> x * slope over `n` values, split over the pool.
-void leaky_relu_inplace(float* p, int64_t n, float slope) {
+// p += residual (when not null), then x < 0 -> x * slope (when leaky) over `n` values,
+// split over the pool.
+void finish_inplace(float* p, int64_t n, const float* residual, bool leaky, float slope) {
     parallel_for(n, 1 << 16, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) p[i] = p[i] < 0.0f ? p[i] * slope : p[i];
+        for (int64_t i = begin; i < end; ++i) {
+            const float v = residual ? p[i] + residual[i] : p[i];
+            p[i] = leaky && v < 0.0f ? v * slope : v;
+        }
     });
 }
 
-// The product for every image of x into out (contiguous [B, O, OH, OW]).
+// The product for every image of x into out (contiguous [B, O, OH, OW]), plus residual
+// (null or laid out as out) before the LeakyReLU.
 void run_conv(const Tensor& x, const Tensor& weight, const Tensor& bias,
-              const Conv2dOptions& options, float* out) {
+              const Conv2dOptions& options, float* out, const float* residual = nullptr) {
     const int up = options.upsample2x ? 2 : 1;
     const int64_t batch = x.size(0), channels = x.size(1), h = x.size(2) * up, w = x.size(3) * up;
     const int64_t out_ch = weight.size(0), kh = weight.size(2), kw = weight.size(3);
@@ -147,7 +152,7 @@ void run_conv(const Tensor& x, const Tensor& weight, const Tensor& bias,
     count_flops(2.0 * static_cast<double>(batch) * static_cast<double>(pixels) *
                 static_cast<double>(out_ch) * static_cast<double>(k));
     if (conv_detail::direct_applies(xs, ws, options)) {
-        conv_detail::conv2d_direct(xs, ws, b.empty() ? nullptr : b.data(), options, out);
+        conv_detail::conv2d_direct(xs, ws, b.empty() ? nullptr : b.data(), options, out, residual);
         return;
     }
     for (int64_t i = 0; i < batch; ++i) {
@@ -180,8 +185,9 @@ void run_conv(const Tensor& x, const Tensor& weight, const Tensor& bias,
         pr.bias_m = b.empty() ? nullptr : b.data();
         cpu::gemm(pr);
     }
-    if (options.leaky_relu)
-        leaky_relu_inplace(out, batch * out_ch * pixels, options.negative_slope);
+    if (options.leaky_relu || residual)
+        finish_inplace(out, batch * out_ch * pixels, residual, options.leaky_relu,
+                       options.negative_slope);
 }
 
 }  // namespace
@@ -212,6 +218,21 @@ void conv2d_into(const Tensor& x, const Tensor& weight, const Tensor& bias,
     SD_CHECK(!overlap, "conv2d_into: the output %s overlaps the input %s", out.describe().c_str(),
              x.describe().c_str());
     if (out.numel() > 0) run_conv(x, weight, bias, options, out.data<float>());
+}
+
+Tensor conv2d_add(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                  const Conv2dOptions& options, const Tensor& residual) {
+    check_conv(x, weight, bias, options);
+    const auto [oh, ow] = output_size(x, weight, options);
+    const Shape want{x.size(0), weight.size(0), oh, ow};
+    SD_CHECK(residual.defined() && residual.dtype() == DType::F32 && residual.shape() == want,
+             "conv2d_add: residual %s must be f32 [%lld, %lld, %lld, %lld]",
+             residual.describe().c_str(), (long long)want[0], (long long)want[1],
+             (long long)want[2], (long long)want[3]);
+    const Tensor r = residual.contiguous();
+    Tensor out = Tensor::empty(want);
+    if (out.numel() > 0) run_conv(x, weight, bias, options, out.data<float>(), r.data<float>());
+    return out;
 }
 
 }  // namespace sd

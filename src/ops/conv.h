@@ -32,6 +32,12 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = {},
 void conv2d_into(const Tensor& x, const Tensor& weight, const Tensor& bias,
                  const Conv2dOptions& options, const Tensor& out);
 
+// conv2d(x, weight, bias) + residual (f32 of the result's shape), then options' LeakyReLU:
+// a residual block's skip and activation added in the convolution's store, no extra pass
+// over the result.
+Tensor conv2d_add(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                  const Conv2dOptions& options, const Tensor& residual);
+
 namespace ref {
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = {},
               const Conv2dOptions& options = {});

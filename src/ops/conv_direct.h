@@ -18,8 +18,9 @@ void copy_upsampled(const float* row, int64_t w, int64_t iw0, float* d, int64_t 
 bool direct_applies(const Tensor& x, const Tensor& weight, const Conv2dOptions& options);
 
 // The convolution of every image of x (contiguous) by weight (contiguous) into out
-// (contiguous [B, O, OH, OW]), bias (null or [O]) and LeakyReLU included.
+// (contiguous [B, O, OH, OW]), bias (null or [O]), residual (null or laid out as out) and
+// LeakyReLU included, in that order.
 void conv2d_direct(const Tensor& x, const Tensor& weight, const float* bias,
-                   const Conv2dOptions& options, float* out);
+                   const Conv2dOptions& options, float* out, const float* residual = nullptr);
 
 }  // namespace sd::conv_detail

@@ -11,14 +11,13 @@
 namespace sd {
 namespace {
 
+using test::kConv;
+using test::kQ;
 using test::random_tensor;
 using test::scalar_tensor;
 using test::write_tensors;
 
-constexpr const char* kQ =
-    "cond_stage_model.transformer.text_model.encoder.layers.0.self_attn.q_proj.weight";
 constexpr const char* kProj = "model.diffusion_model.input_blocks.1.1.proj_in.weight";
-constexpr const char* kConv = "model.diffusion_model.input_blocks.1.0.in_layers.2.weight";
 
 class LoraApply : public ::testing::Test {
   protected:

@@ -18,6 +18,11 @@ namespace sd::test {
 
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
+// Weights of the small test models: an SD 1.x text encoder's q_proj and a UNet 3x3 conv.
+inline constexpr const char* kQ =
+    "cond_stage_model.transformer.text_model.encoder.layers.0.self_attn.q_proj.weight";
+inline constexpr const char* kConv = "model.diffusion_model.input_blocks.1.0.in_layers.2.weight";
+
 inline std::string lora_temp(const std::string& name) {
     return (std::filesystem::temp_directory_path() /
             ("sd_lora_" + std::to_string(::getpid()) + "_" + name))

@@ -82,5 +82,32 @@ TEST(WeightPatch, ConvTermsFollowTheLayersStrideAndPadding) {
     }
 }
 
+// forward_add (a residual block's conv + skip + activation): with a patch it adds the
+// residual and applies the LeakyReLU after the patched convolution, as without one.
+TEST(WeightPatch, ConvForwardAddAppliesThePatchBeforeTheResidual) {
+    Conv2d c;
+    c.weight = random_tensor({4, 3, 3, 3}, 20);
+    c.bias = random_tensor({4}, 21);
+    c.options.pad_h = c.options.pad_w = 1;
+    c.options.leaky_relu = true;
+    c.options.negative_slope = 0.25f;
+    c.name = "conv.weight";
+    const Tensor x = random_tensor({1, 3, 6, 6}, 22);
+    const Tensor residual = random_tensor({1, 4, 6, 6}, 23);
+    const Tensor delta = random_tensor({4, 3, 3, 3}, 24) * 0.5f;
+    auto expected = [&](const Tensor& weight) {
+        Conv2dOptions linear = c.options;
+        linear.leaky_relu = false;
+        std::vector<float> v = (conv2d(x, weight, c.bias, linear) + residual).to_vector();
+        for (float& e : v) e = e < 0 ? 0.25f * e : e;
+        return Tensor::from_vector({1, 4, 6, 6}, v);
+    };
+    EXPECT_LT(max_diff(c.forward_add(x, residual), expected(c.weight)), 1e-5f);
+    WeightPatches set;
+    set["conv.weight"].deltas.push_back(delta);
+    const ScopedWeightPatches active(&set);
+    EXPECT_LT(max_diff(c.forward_add(x, residual), expected(c.weight + delta)), 1e-4f);
+}
+
 }  // namespace
 }  // namespace sd

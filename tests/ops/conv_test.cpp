@@ -215,6 +215,49 @@ TEST(Conv2d, DirectPathUpsampledLeakyInto) {
     }
 }
 
+// conv2d_add: the residual added before the LeakyReLU, in the direct path's store (<= 64
+// output channels, upsampled input, two images) and after the im2col path (96 channels, and
+// the generic family, which has no direct path).
+TEST(Conv2d, ResidualAddedBeforeTheLeakyRelu) {
+    struct Case {
+        int64_t c, o;
+        bool up;
+    };
+    uint32_t seed = 81;
+    for (const Case& t : {Case{16, 64, true}, Case{24, 96, false}}) {
+        Tensor x = test::random_tensor({2, t.c, 7, 37}, seed);
+        Tensor w = make_weight(t.o, t.c, 3, 3, DType::F16, seed + 1);
+        Tensor bias = test::random_tensor({t.o}, seed + 2);
+        Conv2dOptions opt;
+        opt.pad_h = opt.pad_w = 1;
+        opt.upsample2x = t.up;
+        opt.leaky_relu = true;
+        opt.negative_slope = 0.1f;
+        Conv2dOptions linear = opt;
+        linear.leaky_relu = false;
+        const Tensor y = ref::conv2d(x, w, bias, linear);
+        const Tensor residual = test::random_tensor(y.shape(), seed + 3);
+        const std::vector<float> yv = y.to_vector(), rv = residual.to_vector();
+        std::vector<float> want(yv.size());
+        for (size_t i = 0; i < yv.size(); ++i) {
+            const float sum = yv[i] + rv[i];
+            want[i] = sum < 0 ? 0.1f * sum : sum;
+        }
+        const Tensor expected = Tensor::from_vector(y.shape(), want);
+        for (Isa isa : test::available_isas()) {
+            test::IsaScope scope(isa);
+            test::expect_close(conv2d_add(x, w, bias, opt, residual), expected,
+                               kAtolPerK * static_cast<double>(t.c * 9), kRtol,
+                               "conv2d_add " + std::to_string(t.o) + " " + isa_name(isa));
+        }
+        seed += 4;
+    }
+    Tensor x = test::random_tensor({1, 4, 5, 5}, 1);
+    Tensor w = make_weight(8, 4, 3, 3, DType::F32, 2);
+    // A residual of another shape than the result (8 x 3 x 3).
+    EXPECT_THROW(conv2d_add(x, w, Tensor(), {}, Tensor::zeros({1, 8, 5, 5})), Error);
+}
+
 // The LeakyReLU epilogue: the ref applies it by hand-checked rule, the kernels match the ref.
 TEST(Conv2d, LeakyReluEpilogue) {
     Tensor x = Tensor::from_vector({1, 1, 1, 2}, {1.0f, -2.0f});

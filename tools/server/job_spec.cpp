@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "base/error.h"
 #include "cli_options.h"
 #include "image/image_resize.h"
 #include "request_common.h"
@@ -37,12 +38,25 @@ void check_side(int value, const std::string& field, const char* what, const Ser
 }  // namespace
 
 JobSpec finalize_request(cli::CliParams p, RequestInputs in, const OutputOptions& output,
-                         const ServerLimits& limits) {
+                         const ParseContext& ctx) {
+    const ServerLimits& limits = ctx.limits;
+    // A LoRA for another family is the request's fault (400), found before it is queued.
+    auto check_fit = [&ctx](const std::string& path, const std::string& field) {
+        if (!ctx.check_lora) return;
+        try {
+            ctx.check_lora(path);
+        } catch (const sd::Error& e) {
+            throw bad_field(field, e.what());
+        }
+    };
+    for (const cli::LoraEntry& lora : in.loras) check_fit(lora.path, "lora");
     // <lora:NAME:WEIGHT> tags of the prompt (the webui's way) name files of the LoRA folder,
     // as the structured fields do; prompt files and embeddings belong to the command line.
-    for (const cli::PromptLora& tag : cli::take_lora_tags(p.prompt))
+    for (const cli::PromptLora& tag : cli::take_lora_tags(p.prompt)) {
         in.loras.push_back({resolve_lora_path(p.lora_model_dir, tag.name, "prompt"), tag.multiplier,
                             tag.high_noise});
+        check_fit(in.loras.back().path, "prompt");
+    }
     p.lora_model_dir.clear();
     p.prompt_file.clear();
     p.negative_prompt_file.clear();

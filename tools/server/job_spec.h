@@ -4,6 +4,7 @@
 // input images fitted to it, the mask.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,10 +32,15 @@ struct RequestInputs {
     std::vector<cli::LoraEntry> loras;
 };
 
-// What the request parsers start from: the command line's options and the limits.
+// Throws sd::Error (the reason) when the LoRA file at a path does not fit the loaded model.
+using LoraCheck = std::function<void(const std::string& path)>;
+
+// What the request parsers start from: the command line's options, the limits and the check
+// of each LoRA against the model (none: not checked, as in the parsers' unit tests).
 struct ParseContext {
     const cli::CliParams& defaults;
     ServerLimits limits;
+    LoraCheck check_lora = nullptr;
 };
 
 struct JobSpec {
@@ -44,9 +50,9 @@ struct JobSpec {
 };
 
 // Throws RequestError (an init image whose size breaks the limits, an unknown hires
-// upscaler, ...).
+// upscaler, a LoRA that fits none of the model's weights, ...).
 JobSpec finalize_request(cli::CliParams params, RequestInputs inputs, const OutputOptions& output,
-                         const ServerLimits& limits);
+                         const ParseContext& ctx);
 
 // "png", "jpeg" (or "jpg"), "webp"; std::nullopt otherwise.
 std::optional<sd::image::Format> output_format_from_name(const std::string& name);

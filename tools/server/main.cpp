@@ -116,6 +116,7 @@ int serve(server::ServerConfig config, cli::CliParams params, const sigset_t& st
     }
     server::JobQueue queue(*runner, {config.max_queue_size, config.job_retention_seconds});
     server::ServerState state(config, params, queue);
+    state.check_lora = [&runner](const std::string& path) { runner->check_lora(path); };
     if (!config.serve_html_path.empty()) state.index_html = read_text_file(config.serve_html_path);
     server::GuardedServer svr(http_limits(config));
     configure_http(svr, state);

@@ -1,6 +1,7 @@
 #include "model_runner.h"
 
 #include "sampling/rng.h"
+#include "stable-diffusion-ext.h"
 
 #include <algorithm>
 #include <chrono>
@@ -9,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "base/error.h"
 #include "base64.h"
 #include "generation_request.h"
 #include "image_metadata.h"
@@ -86,6 +88,11 @@ ModelRunner::ModelRunner(sd_ctx_t* ctx, const PreviewOptions& preview)
 
 ModelRunner::~ModelRunner() {
     free_sd_ctx(ctx_);
+}
+
+void ModelRunner::check_lora(const std::string& path) const {
+    char why[1024];
+    if (!sd_lora_fits(ctx_, path.c_str(), why, sizeof why)) sd::fail("%s", why);
 }
 
 void ModelRunner::interrupt() {

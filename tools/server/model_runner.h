@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "cli_params.h"
 #include "job.h"
@@ -20,6 +21,9 @@ class ModelRunner : public JobRunner {
     ~ModelRunner() override;
 
     RunOutcome run(JobSpec& spec, const RunHooks& hooks) override;
+    // Throws sd::Error (the reason) when the LoRA file fits none of the model's weights
+    // (sd_lora_fits); safe while a job runs.
+    void check_lora(const std::string& path) const;
     void interrupt() override;
 
   private:

@@ -164,7 +164,7 @@ JobSpec parse_native_request(const json& body, const ParseContext& ctx) {
     RequestInputs inputs;
     OutputOptions output;
     apply_native_fields(fields, ctx, p, inputs, output);
-    return finalize_request(std::move(p), std::move(inputs), output, ctx.limits);
+    return finalize_request(std::move(p), std::move(inputs), output, ctx);
 }
 
 void apply_extra_args(std::string& prompt, const std::string& field, const ParseContext& ctx,

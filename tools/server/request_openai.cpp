@@ -62,7 +62,7 @@ JobSpec parse_openai_generation(const json& body, const ParseContext& ctx) {
     std::string text = *prompt;
     apply_extra_args(text, "prompt", ctx, p, inputs, output);
     require_prompt(p.prompt, "prompt");
-    return finalize_request(std::move(p), std::move(inputs), output, ctx.limits);
+    return finalize_request(std::move(p), std::move(inputs), output, ctx);
 }
 
 JobSpec parse_openai_edit(const std::vector<FormPart>& form, const ParseContext& ctx) {
@@ -108,7 +108,7 @@ JobSpec parse_openai_edit(const std::vector<FormPart>& form, const ParseContext&
     std::string text = prompt->content;
     apply_extra_args(text, "prompt", ctx, p, inputs, output);
     require_prompt(p.prompt, "prompt");
-    return finalize_request(std::move(p), std::move(inputs), output, ctx.limits);
+    return finalize_request(std::move(p), std::move(inputs), output, ctx);
 }
 
 }  // namespace server

@@ -135,7 +135,7 @@ SdapiRequest parse_sdapi_request(const json& body, bool img2img, const ParseCont
     out.send_images = f.boolean("send_images").value_or(true);
     apply_extra_args(prompt, "prompt", ctx, p, inputs, output);
     out.parameters = echo_parameters(body, img2img);
-    out.spec = finalize_request(std::move(p), std::move(inputs), output, limits);
+    out.spec = finalize_request(std::move(p), std::move(inputs), output, ctx);
     return out;
 }
 

@@ -21,10 +21,11 @@ struct ServerState {
     cli::CliParams defaults;  // model files and default generation options
     JobQueue& queue;
     std::string index_html;  // --serve-html-path's page; empty: the built-in one
+    LoraCheck check_lora;    // a request's LoRAs against the loaded model
     std::atomic<bool> stopping{false};
     std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 
-    ParseContext parse_context() const { return {defaults, config.limits}; }
+    ParseContext parse_context() const { return {defaults, config.limits, check_lora}; }
     // The main model file (-m, else --diffusion-model).
     const std::string& model_path() const {
         return defaults.model_path.empty() ? defaults.diffusion_model_path : defaults.model_path;

@@ -39,6 +39,9 @@ struct GemmTile {
     // values below 0 are multiplied by leaky_slope.
     bool leaky = false;
     float leaky_slope = 0.0f;
+    // A residual added to what is stored, before the LeakyReLU (the x86 kernels; set only on
+    // a tile's last k block): C[i][j] += add[i * ldc + j].
+    const float* add = nullptr;
 };
 
 // The kernels of one instruction set: register tile, microkernel and packers.

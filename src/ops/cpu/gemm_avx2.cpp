@@ -77,6 +77,7 @@ void tile_kernel(const GemmTile& t) {
         for (int v = 0; v < NV; ++v) {
             __m256 add = first ? _mm256_add_ps(bm, bn[v]) : _mm256_maskload_ps(ci + 8 * v, mask[v]);
             __m256 r = _mm256_add_ps(acc[i][v], add);
+            if (t.add) r = _mm256_add_ps(r, _mm256_maskload_ps(t.add + i * ldc + 8 * v, mask[v]));
             if (t.leaky) {
                 const __m256 neg = _mm256_cmp_ps(r, _mm256_setzero_ps(), _CMP_LT_OQ);
                 r = _mm256_blendv_ps(r, _mm256_mul_ps(r, _mm256_set1_ps(t.leaky_slope)), neg);

@@ -37,7 +37,7 @@ inline void start_tile(const GemmTile& t, const float* (&a_rows)[M], __m512 (&ac
 
 // The epilogue of a tile: acc[i][v] holds C[i][16v .. 16v + 15]; stores the valid part
 // (t.mr rows, t.nr columns) as C = acc + bias_m[i] + bias_n[j] on the first k block,
-// C += acc after it, then LeakyReLU where t.leaky.
+// C += acc after it, then the residual t.add and LeakyReLU where set.
 template <int M, int NV>
 inline void store_tile(const GemmTile& t, const __m512 (&acc)[M][NV]) {
     __mmask16 mask[NV];
@@ -58,6 +58,8 @@ inline void store_tile(const GemmTile& t, const __m512 (&acc)[M][NV]) {
             __m512 add =
                 first ? _mm512_add_ps(bm, bn[v]) : _mm512_maskz_loadu_ps(mask[v], ci + 16 * v);
             __m512 r = _mm512_add_ps(acc[i][v], add);
+            if (t.add)
+                r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(mask[v], t.add + i * t.ldc + 16 * v));
             if (t.leaky) {
                 const __mmask16 neg = _mm512_cmp_ps_mask(r, _mm512_setzero_ps(), _CMP_LT_OQ);
                 r = _mm512_mask_mul_ps(r, neg, r, _mm512_set1_ps(t.leaky_slope));

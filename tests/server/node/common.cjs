@@ -247,6 +247,6 @@ async function runWithServer(name, body, serverArgs = []) {
 }
 
 module.exports = {
-  buildDir, clientsDir, fixturesDir, requireClient, check, sleep, startServer, stopServer,
+  buildDir, clientsDir, fixturesDir, fixturePath, requireClient, check, sleep, startServer, stopServer,
   request, waitJob, decodePng, psnr, seedOf, vmRssKiB, runWithServer,
 };

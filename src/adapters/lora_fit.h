@@ -1,0 +1,32 @@
+// Whether a LoRA file fits a model, from the file's header alone (tensor names and shapes;
+// no tensor read, no LoHa / LoKr delta built): each module mapped onto the model's weights as
+// lora_apply.h maps it, its sizes checked as lora_math.h would check them. Cheap enough to
+// run while a server request is parsed, so a LoRA for another family is the request's fault.
+#pragma once
+
+#include <string>
+
+#include "io/model_files.h"
+
+namespace sd {
+
+// The model weight a LoRA module's key names: the first of lora_target_candidates(key) the
+// model has, or null.
+const TensorRecord* find_lora_target(const ModelFiles& model, const std::string& key);
+
+struct LoraFit {
+    size_t tensors = 0;    // in the file
+    size_t fitting = 0;    // of modules whose name and sizes fit a model weight
+    size_t misfit = 0;     // of modules named for a model weight of other sizes
+    std::string made_for;  // the family its names and sizes suggest ("SDXL"), or ""
+};
+
+// Throws sd::Error naming the file when it cannot be opened as a tensor file.
+LoraFit lora_fit(const std::string& path, const ModelFiles& model);
+
+// Throws sd::Error naming the file and `model_name` ("SD 1.x") when none of its tensors fits
+// a weight of the model (the family it looks made for added where its names tell).
+void check_lora_fits(const std::string& path, const ModelFiles& model,
+                     const std::string& model_name);
+
+}  // namespace sd
