@@ -133,10 +133,12 @@ Conditions prepare(const ModelComponents& m, const ImageRequest& r) {
     c.control_hint = encode_control_hint(m, r, r.width, r.height);
     ConditionRequest text{r.prompt, r.clip_skip, r.width, r.height, false};
     c.cond = m.conditioner->encode(text);
+    c.cond.guidance = r.guidance;
     if (r.cfg_scale != 1.0f) {
         text.prompt = r.negative_prompt;
         text.negative = true;
         c.uncond = m.conditioner->encode(text);
+        c.uncond.guidance = r.guidance;
     }
     if (!m.memory.keep_text_encoder) m.conditioner->release_weights();
     c.sigmas = sigma_schedule(m, r);
