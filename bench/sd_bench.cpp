@@ -26,6 +26,7 @@
 #include "ops/compute_type.h"
 #include "ops/ops.h"
 #include "peak_flops.h"
+#include "t5_bench.h"
 #include "tensor/caching_allocator.h"
 #include "upscale_bench.h"
 
@@ -139,6 +140,7 @@ void usage() {
         "                [--params-backend cpu|disk] [--taesd FILE] [--lora FILE[:MULT]]\n"
         "                [--lora-apply-mode M] [--control-net FILE]\n"
         "       sd-bench --upscale-model FILE [-W 128] [-H 128] [--upscale-tile-size 128] [-t N]\n"
+        "       sd-bench --t5 FILE [--t5-tokens 256] [-t N]\n"
         "  -t THREADS        threads (default: physical cores)\n"
         "  --model FILE      time a whole model instead of single kernels: UNet pass, step, VAE\n"
         "  --params-backend  disk: the streaming low-memory mode (each layer's pages dropped)\n"
@@ -146,6 +148,7 @@ void usage() {
         "  --lora FILE[:M]   time the model with this LoRA (multiplier M, default 1)\n"
         "  --lora-apply-mode auto, immediately or at_runtime (default auto)\n"
         "  --upscale-model F time the ESRGAN upscaler on a W x H image (default 128x128)\n"
+        "  --t5 FILE         time the T5 encoder (a --t5xxl file) on --t5-tokens ids\n"
         "  --min-time S      seconds each case repeats for (default 2)\n"
         "  --isa NAME        kernel family to use (default: the best this CPU has)\n"
         "  --compute-type T  f32 (default) or bf16: AVX512-BF16 products (table: extra rows)\n");
@@ -156,6 +159,7 @@ int run(int argc, char** argv) {
     double min_time = 2.0;
     ModelBenchOptions model;
     UpscaleBenchOptions upscale;
+    T5BenchOptions t5;
     ComputeType compute = ComputeType::F32;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
@@ -187,6 +191,10 @@ int run(int argc, char** argv) {
             model.model = value();
         } else if (a == "--upscale-model") {
             upscale.model = value();
+        } else if (a == "--t5") {
+            t5.model = value();
+        } else if (a == "--t5-tokens") {
+            t5.tokens = std::atoi(value().c_str());
         } else if (a == "--upscale-tile-size") {
             upscale.tile_size = std::atoi(value().c_str());
         } else if (a == "--taesd") {
@@ -247,6 +255,7 @@ int run(int argc, char** argv) {
     std::printf("\n");
     if (!model.model.empty()) return run_model_bench(model, peak);
     if (!upscale.model.empty()) return run_upscale_bench(upscale, peak);
+    if (!t5.model.empty()) return run_t5_bench(t5, peak);
     set_compute_type(ComputeType::F32);
     std::printf("%-20s %-30s %10s %10s %8s %9s\n", "case", "shape", "ms", "GFLOP/s", "% peak",
                 "GB/s");

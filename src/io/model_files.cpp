@@ -56,6 +56,8 @@ const char* canonical_prefix(ModelRole role) {
             return "cond_stage_model.transformer.";
         case ModelRole::TextEncoder2:
             return "cond_stage_model.1.transformer.";
+        case ModelRole::T5:
+            return "text_encoders.t5xxl.transformer.";
     }
     return "";
 }

@@ -15,6 +15,7 @@ constexpr std::string_view kVaePrefix = "first_stage_model.";
 constexpr std::string_view kTextPrefix = "cond_stage_model.transformer.";
 constexpr std::string_view kText2Prefix = "cond_stage_model.1.transformer.";
 constexpr std::string_view kOpenClipPrefix = "cond_stage_model.model.";
+constexpr std::string_view kT5Prefix = "text_encoders.t5xxl.transformer.";
 // SDXL checkpoints (sgm): CLIP-L with Hugging Face names, OpenCLIP bigG with its own.
 constexpr std::string_view kSgmClipL = "conditioner.embedders.0.";
 constexpr std::string_view kSgmClipG = "conditioner.embedders.1.model.";
@@ -284,6 +285,8 @@ const char* model_role_name(ModelRole role) {
             return "text encoder";
         case ModelRole::TextEncoder2:
             return "second text encoder (clip_g)";
+        case ModelRole::T5:
+            return "T5 text encoder (t5xxl)";
     }
     return "?";
 }
@@ -361,6 +364,8 @@ std::vector<TensorRecord> to_canonical_names(std::vector<TensorRecord> records, 
                 part = ModelRole::TextEncoder;
             else if (consume(s, kSgmClipG))
                 part = ModelRole::TextEncoder2;
+            else if (consume(s, kT5Prefix))
+                part = ModelRole::T5;
             else {
                 out.push_back(std::move(r));  // not a component we know: kept for the report
                 continue;
@@ -371,6 +376,8 @@ std::vector<TensorRecord> to_canonical_names(std::vector<TensorRecord> records, 
             consume(s, kVaePrefix) || consume(s, "vae.");
         } else if (role == ModelRole::TextEncoder2) {
             consume(s, kText2Prefix) || consume(s, kSgmClipG);
+        } else if (role == ModelRole::T5) {
+            consume(s, kT5Prefix);
         } else {
             consume(s, kTextPrefix) || consume(s, kOpenClipPrefix) ||
                 consume(s, "cond_stage_model.");
@@ -398,6 +405,10 @@ std::vector<TensorRecord> to_canonical_names(std::vector<TensorRecord> records, 
                 break;
             case ModelRole::TextEncoder2:
                 convert_text_encoder(std::move(r), rest, kText2Prefix, out);
+                break;
+            case ModelRole::T5:
+                r.name = str(kT5Prefix) + rest;
+                out.push_back(std::move(r));
                 break;
             case ModelRole::Checkpoint:
                 break;

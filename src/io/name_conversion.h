@@ -7,6 +7,9 @@
 //                             CLIPTextModel names (SD 2.x's OpenCLIP layout is split into them)
 //   cond_stage_model.1.transformer.{text_model.*, text_projection.weight}
 //                             SDXL's second text encoder, OpenCLIP bigG, the same names
+//   text_encoders.t5xxl.transformer.*
+//                             the T5-XXL encoder of FLUX/SD3 (--t5xxl), Hugging Face
+//                             T5EncoderModel names (shared.weight, encoder.block.N...)
 //
 // Layouts read: the original single-file checkpoints (SD 1.x, SD 2.x with OpenCLIP's
 // `cond_stage_model.model.*` whose attention is one fused `in_proj_weight`), diffusers
@@ -25,8 +28,8 @@ namespace sd {
 
 // What a file given to the program holds: -m (a whole model) or one component.
 // TextEncoder is the first (or only) CLIP text encoder (--clip_l), TextEncoder2 SDXL's
-// OpenCLIP bigG (--clip_g).
-enum class ModelRole { Checkpoint, DiffusionModel, Vae, TextEncoder, TextEncoder2 };
+// OpenCLIP bigG (--clip_g), T5 the T5-XXL encoder (--t5xxl).
+enum class ModelRole { Checkpoint, DiffusionModel, Vae, TextEncoder, TextEncoder2, T5 };
 
 const char* model_role_name(ModelRole role);
 

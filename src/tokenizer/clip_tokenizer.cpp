@@ -14,6 +14,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "tokenizer/tokenizer_files.h"
 #include "tokenizer/unicode_text.h"
 
 namespace sd {
@@ -32,7 +33,6 @@ constexpr const char* kKeyBos = "tokenizer.ggml.bos_token_id";
 constexpr const char* kKeyEos = "tokenizer.ggml.eos_token_id";
 constexpr const char* kModelName = "clip";
 
-constexpr uintmax_t kMaxFileBytes = 64u << 20;
 constexpr size_t kMaxCacheEntries = 1u << 16;
 constexpr size_t kMaxCachedWordBytes = 256;
 
@@ -169,22 +169,6 @@ Vocabulary parse_vocab_json(std::string_view text, const std::string& source) {
     VocabSax sax(source);
     nlohmann::json::sax_parse(text.begin(), text.end(), &sax);
     return vocabulary_from_entries(std::move(sax.entries), source);
-}
-
-std::string read_text_file(const std::string& path, const char* what) {
-    std::error_code ec;
-    if (!fs::is_regular_file(path, ec)) fail("%s: no such file (%s)", path.c_str(), what);
-    const uintmax_t size = fs::file_size(path, ec);
-    if (ec) fail("%s: cannot read its size: %s", path.c_str(), ec.message().c_str());
-    if (size > kMaxFileBytes) {
-        fail("%s: %ju bytes is far more than a %s holds (limit %ju)", path.c_str(), size, what,
-             kMaxFileBytes);
-    }
-    std::ifstream in(path, std::ios::binary);
-    std::string data(static_cast<size_t>(size), '\0');
-    if (!in || !in.read(data.data(), static_cast<std::streamsize>(size)))
-        fail("%s: cannot read the file", path.c_str());
-    return data;
 }
 
 std::vector<std::string_view> split_lines(std::string_view text) {
@@ -573,8 +557,8 @@ ClipTokenizer ClipTokenizer::from_strings(std::string_view vocab_json, std::stri
 
 ClipTokenizer ClipTokenizer::from_files(const std::string& vocab_json_path,
                                         const std::string& merges_txt_path) {
-    const std::string vocab = read_text_file(vocab_json_path, "vocab.json");
-    const std::string merges = read_text_file(merges_txt_path, "merges.txt");
+    const std::string vocab = read_tokenizer_file(vocab_json_path, "vocab.json");
+    const std::string merges = read_tokenizer_file(merges_txt_path, "merges.txt");
     return load_texts(vocab, vocab_json_path, merges, merges_txt_path);
 }
 
@@ -816,9 +800,7 @@ ClipTokenizer find_clip_tokenizer(const ClipTokenizerSearch& search) {
                                                  search.model_file->path);
     }
 
-    std::string places;
-    for (size_t i = 0; i < searched.size(); ++i)
-        places += strfmt("\n  %zu. %s", i + 1, searched[i].c_str());
+    const std::string places = numbered_places(searched);
     fail(
         "no CLIP tokenizer vocabulary found. It needs vocab.json and merges.txt, the Hugging "
         "Face openai/clip-vit-large-patch14 tokenizer files (checkpoints do not contain "

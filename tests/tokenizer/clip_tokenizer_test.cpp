@@ -16,6 +16,7 @@
 #include "io/io_test_util.h"
 #include "io/tensor_writer.h"
 #include "test_util.h"
+#include "tokenizer/tokenizer_search_fixture.h"
 #include "tokenizer/unicode_text.h"
 
 namespace sd {
@@ -628,23 +629,8 @@ TEST(ClipTokenizer, GgufMetadataBuiltByHand) {
 
 // --- finding the vocabulary ---
 
-class FindClipTokenizer : public testing::Test {
+class FindClipTokenizer : public test::TokenizerSearchFixture {
   protected:
-    void SetUp() override {
-        if (const char* env = std::getenv("SD_TOKENIZER_DIR")) saved_env_ = env;
-        unsetenv("SD_TOKENIZER_DIR");
-        root_ = test::temp_path("clip_find");
-        fs::remove_all(root_);
-        fs::create_directories(root_);
-    }
-    void TearDown() override {
-        if (saved_env_) {
-            setenv("SD_TOKENIZER_DIR", saved_env_->c_str(), 1);
-        } else {
-            unsetenv("SD_TOKENIZER_DIR");
-        }
-        fs::remove_all(root_);
-    }
     // Places a vocabulary with `merges` merges in each location; 0 leaves it empty.
     ClipTokenizerSearch places(size_t explicit_merges, size_t env_merges, size_t beside_merges,
                                size_t gguf_merges) {
@@ -664,9 +650,7 @@ class FindClipTokenizer : public testing::Test {
         s.model_file = &file_;
         return s;
     }
-    fs::path root_;
     TensorFile file_;
-    std::optional<std::string> saved_env_;
 };
 
 TEST_F(FindClipTokenizer, TakesThePlacesInOrder) {
