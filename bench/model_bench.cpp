@@ -80,17 +80,22 @@ void print_row(const char* what, double seconds, double cpu, double flops, doubl
 int run_model_bench(const ModelBenchOptions& o, double peak) {
     double t0 = now_seconds();
     ModelFiles files;
-    files.add(o.model, ModelRole::Checkpoint);
+    if (!o.model.empty()) files.add(o.model, ModelRole::Checkpoint);
+    if (!o.diffusion_model.empty()) files.add(o.diffusion_model, ModelRole::DiffusionModel);
+    if (!o.clip_l.empty()) files.add(o.clip_l, ModelRole::TextEncoder);
+    if (!o.t5xxl.empty()) files.add(o.t5xxl, ModelRole::T5);
+    if (!o.vae.empty()) files.add(o.vae, ModelRole::Vae);
+    const std::string& main_file = o.model.empty() ? o.diffusion_model : o.model;
     LoadOptions options;
     options.tokenizer_dir = o.tokenizer_dir;
-    options.model_path = o.model;
+    options.model_path = main_file;
     options.memory.residency = o.streamed ? Residency::Streamed : Residency::Resident;
     LoadedModel loaded = load_model(files, options);
     if (!o.control_net.empty())
         loaded.components.control =
             load_control_net(o.control_net, loaded.components, options.memory);
     const ModelComponents& model = loaded.components;
-    std::printf("model %s (%s) loaded in %.2f s, %s weights\n", o.model.c_str(),
+    std::printf("model %s (%s) loaded in %.2f s, %s weights\n", main_file.c_str(),
                 model.family_name.c_str(), now_seconds() - t0,
                 o.streamed ? "streamed (--params-backend disk)" : "resident");
 
@@ -110,7 +115,7 @@ int run_model_bench(const ModelBenchOptions& o, double peak) {
     const Shape latent{1, f.channels, o.height / f.factor, o.width / f.factor};
     Tensor x = Tensor::full(latent, 0.1f);
     if (model.inpaint) x = concat({x, Tensor::zeros({1, 1 + f.channels, latent[2], latent[3]})}, 1);
-    Tensor t = Tensor::full({1}, 500.0f);
+    Tensor t = Tensor::full({1}, model.denoiser->is_flow() ? 0.5f : 500.0f);
     model.diffusion->forward(x, t, cond);
     reset_flop_counter();
     t0 = now_seconds();
@@ -143,6 +148,8 @@ int run_model_bench(const ModelBenchOptions& o, double peak) {
     r.height = o.height;
     r.steps = o.steps;
     r.method = EULER_SAMPLE_METHOD;
+    r.cfg_scale = o.cfg_scale;
+    r.guidance = o.guidance;
     if (model.control) r.control_image = hint_image;
     std::vector<double> step_end;
     GenerationHooks hooks;
@@ -180,9 +187,10 @@ int run_model_bench(const ModelBenchOptions& o, double peak) {
                 num_threads(), peak);
     // The steps' CPU time: the generation's less the decode's (prompt encoding included).
     const double step_cpu = (gen_cpu - decode_cpu) / static_cast<double>(o.steps);
-    print_row("UNet pass", pass_s, pass_cpu, pass_flops, peak);
+    print_row("diffusion model pass", pass_s, pass_cpu, pass_flops, peak);
     if (model.control) print_row("ControlNet pass", control_s, control_cpu, control_flops, peak);
-    print_row("sampling step (CFG)", step_s, step_cpu, step_flops, peak);
+    print_row(o.cfg_scale != 1.0f ? "sampling step (CFG)" : "sampling step", step_s, step_cpu,
+              step_flops, peak);
     print_row("VAE decode", decode_s, decode_cpu, decode_flops, peak);
     if (!o.taesd.empty()) {
         // TAESD decodes the same latent; the first run faults its weights in, the second counts.

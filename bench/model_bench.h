@@ -12,6 +12,10 @@ namespace sd::bench {
 
 struct ModelBenchOptions {
     std::string model;
+    // Component files (FLUX: --diffusion-model, --vae, --clip_l, --t5xxl), with or without -m.
+    std::string diffusion_model, vae, clip_l, t5xxl;
+    float cfg_scale = 7.0f;  // 1: one pass a step (no negative side)
+    float guidance = 3.5f;   // distilled guidance (FLUX.1-dev)
     std::string tokenizer_dir;
     int width = 512, height = 512;
     int steps = 3;          // sampling steps timed (plus one VAE decode)

@@ -138,7 +138,9 @@ void usage() {
         "usage: sd-bench [-t THREADS] [--min-time SECONDS] [--isa generic|avx2|avx512]\n"
         "       sd-bench --model FILE [--tokenizer-dir DIR] [-W 512] [-H 512] [--steps 3] [-t N]\n"
         "                [--params-backend cpu|disk] [--taesd FILE] [--lora FILE[:MULT]]\n"
-        "                [--lora-apply-mode M] [--control-net FILE]\n"
+        "                [--lora-apply-mode M] [--control-net FILE] [--cfg-scale 7]\n"
+        "       sd-bench --diffusion-model FILE --vae FILE --clip_l FILE --t5xxl FILE ...\n"
+        "                (FLUX as separate files; also [--guidance 3.5])\n"
         "       sd-bench --upscale-model FILE [-W 128] [-H 128] [--upscale-tile-size 128] [-t N]\n"
         "       sd-bench --t5 FILE [--t5-tokens 256] [-t N]\n"
         "  -t THREADS        threads (default: physical cores)\n"
@@ -189,6 +191,18 @@ int run(int argc, char** argv) {
                 fail("--compute-type: expected f32 or bf16, not '%s'", v.c_str());
         } else if (a == "--model") {
             model.model = value();
+        } else if (a == "--diffusion-model") {
+            model.diffusion_model = value();
+        } else if (a == "--vae") {
+            model.vae = value();
+        } else if (a == "--clip_l") {
+            model.clip_l = value();
+        } else if (a == "--t5xxl") {
+            model.t5xxl = value();
+        } else if (a == "--cfg-scale") {
+            model.cfg_scale = std::strtof(value().c_str(), nullptr);
+        } else if (a == "--guidance") {
+            model.guidance = std::strtof(value().c_str(), nullptr);
         } else if (a == "--upscale-model") {
             upscale.model = value();
         } else if (a == "--t5") {
@@ -253,7 +267,7 @@ int run(int argc, char** argv) {
                     num_threads(), bf16_peak, compute_type_name(compute));
     }
     std::printf("\n");
-    if (!model.model.empty()) return run_model_bench(model, peak);
+    if (!model.model.empty() || !model.diffusion_model.empty()) return run_model_bench(model, peak);
     if (!upscale.model.empty()) return run_upscale_bench(upscale, peak);
     if (!t5.model.empty()) return run_t5_bench(t5, peak);
     set_compute_type(ComputeType::F32);

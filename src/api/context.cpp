@@ -54,7 +54,6 @@ bool has(const char* s) {
 void reject_unbuilt(const sd_ctx_params_t& p) {
     const std::pair<const char*, const char*> paths[] = {
         {p.clip_vision_path, "--clip_vision"},
-        {p.t5xxl_path, "--t5xxl (SD3 / FLUX text encoder)"},
         {p.llm_path, "--llm"},
         {p.llm_vision_path, "--llm_vision"},
         {p.high_noise_diffusion_model_path, "--high-noise-diffusion-model"},
@@ -103,6 +102,7 @@ sd_ctx_t* create(const sd_ctx_params_t& p) {
         ctx->files.add(p.diffusion_model_path, sd::ModelRole::DiffusionModel);
     if (has(p.clip_l_path)) ctx->files.add(p.clip_l_path, sd::ModelRole::TextEncoder);
     if (has(p.clip_g_path)) ctx->files.add(p.clip_g_path, sd::ModelRole::TextEncoder2);
+    if (has(p.t5xxl_path)) ctx->files.add(p.t5xxl_path, sd::ModelRole::T5);
     if (has(p.vae_path)) ctx->files.add(p.vae_path, sd::ModelRole::Vae);
     sd::LoadOptions options;
     options.model_path = has(p.model_path) ? p.model_path : p.diffusion_model_path;
@@ -169,6 +169,19 @@ sd::HiresRequest to_hires(const sd_hires_params_t& p, int width, int height,
     return h;
 }
 
+// A size the latent cannot take (not a multiple of the VAE's factor) is aligned up to the
+// model's spatial multiple with a warning, as the reference's generate_image does.
+void align_size(const sd::ModelComponents& m, sd::ImageRequest& r) {
+    const int64_t f = m.latent.factor;
+    if (r.width <= 0 || r.height <= 0 || (r.width % f == 0 && r.height % f == 0)) return;
+    const int multiple = static_cast<int>(f * m.diffusion->down_factor());
+    const int w = (r.width + multiple - 1) / multiple * multiple;
+    const int h = (r.height + multiple - 1) / multiple * multiple;
+    SD_LOG_WARN("align up %dx%d to %dx%d (multiple=%d)", r.width, r.height, w, h, multiple);
+    r.width = w;
+    r.height = h;
+}
+
 sd::ImageRequest to_request(const sd_ctx_t& ctx, const sd_img_gen_params_t& p) {
     reject_unbuilt(p);
     sd::ImageRequest r;
@@ -177,6 +190,7 @@ sd::ImageRequest to_request(const sd_ctx_t& ctx, const sd_img_gen_params_t& p) {
     r.clip_skip = p.clip_skip;
     r.width = p.width;
     r.height = p.height;
+    align_size(ctx.model.components, r);
     const sd_sample_params_t& s = p.sample_params;
     r.method = s.sample_method == SAMPLE_METHOD_COUNT ? sd_get_default_sample_method(&ctx)
                                                       : s.sample_method;
@@ -188,6 +202,7 @@ sd::ImageRequest to_request(const sd_ctx_t& ctx, const sd_img_gen_params_t& p) {
              static_cast<int>(r.scheduler));
     r.steps = s.sample_steps;
     r.cfg_scale = s.guidance.txt_cfg;
+    r.guidance = s.guidance.distilled_guidance;
     r.eta = s.eta;
     if (s.custom_sigmas && s.custom_sigmas_count > 0)
         r.custom_sigmas.assign(s.custom_sigmas, s.custom_sigmas + s.custom_sigmas_count);

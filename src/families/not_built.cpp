@@ -15,12 +15,6 @@ std::string detect_chroma(const ModelFiles& f) {
                ? "Chroma"
                : "";
 }
-std::string detect_flux(const ModelFiles& f) {
-    if (!f.has_prefix(kDm + "double_blocks.")) return "";
-    const TensorRecord* img_in = f.find(kDm + "img_in.weight");
-    const bool fill = img_in && img_in->shape.size() == 2 && img_in->shape[1] == 384;
-    return fill ? "FLUX fill" : "FLUX";
-}
 std::string detect_wan(const ModelFiles& f) {
     return f.has_prefix(kDm + "blocks.0.cross_attn.") || f.has_prefix(kDm + "blocks.0.self_attn.")
                ? "Wan"
@@ -37,7 +31,6 @@ std::string detect_lumina2(const ModelFiles& f) {
 
 extern const Family kSd3Family{"SD3", detect_sd3, {}, {16, 8, 1.5305f, 0.0609f}};
 extern const Family kChromaFamily{"Chroma", detect_chroma, {}, {16, 8, 0.3611f, 0.1159f}};
-extern const Family kFluxFamily{"FLUX", detect_flux, {}, {16, 8, 0.3611f, 0.1159f}};
 // Wan's and Qwen-Image's VAEs normalise each latent channel by its own mean and std; their
 // latent formats are declared when they are built.
 extern const Family kWanFamily{"Wan", detect_wan, {}, {16, 8, 1.0f, 0.0f}};

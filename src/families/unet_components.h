@@ -90,7 +90,9 @@ class ContextConditioner : public Conditioner {
   public:
     explicit ContextConditioner(TextConditioner text) : text_(std::move(text)) {}
     Conditioning encode(const ConditionRequest& r) const override {
-        return {text_.encode(r.prompt, r.clip_skip).context, {}};
+        Conditioning c;
+        c.context = text_.encode(r.prompt, r.clip_skip).context;
+        return c;
     }
     void release_weights() const override { text_.release_weights(); }
     const TextConditioner& text() const { return text_; }

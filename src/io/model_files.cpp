@@ -107,6 +107,11 @@ void ModelFiles::add_diffusers_folder(const std::string& dir) {
         fail("%s: lists none of unet, vae, text_encoder with its folder", index_path.c_str());
 }
 
+std::string ModelFiles::source_of(const std::string& name) const {
+    auto it = source_.find(name);
+    return it == source_.end() ? std::string() : it->second;
+}
+
 void ModelFiles::merge(TensorFile file, ModelRole role) {
     std::vector<TensorRecord> records = to_canonical_names(std::move(file.tensors), role);
     // A component file replaces that component's tensors from earlier files.

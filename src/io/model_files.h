@@ -30,6 +30,8 @@ class ModelFiles {
     const std::vector<TensorFile>& files() const { return files_; }
     // Paths of the files added, for messages.
     std::string describe_sources() const;
+    // The path of the file that holds tensor `name`, or "" when none does.
+    std::string source_of(const std::string& name) const;
 
   private:
     void merge(TensorFile file, ModelRole role);

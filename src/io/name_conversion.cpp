@@ -19,6 +19,8 @@ constexpr std::string_view kT5Prefix = "text_encoders.t5xxl.transformer.";
 // SDXL checkpoints (sgm): CLIP-L with Hugging Face names, OpenCLIP bigG with its own.
 constexpr std::string_view kSgmClipL = "conditioner.embedders.0.";
 constexpr std::string_view kSgmClipG = "conditioner.embedders.1.model.";
+// ComfyUI's all-in-one FLUX / SD3 files name their CLIP-L so (and T5 as kT5Prefix).
+constexpr std::string_view kComfyClipL = "text_encoders.clip_l.transformer.";
 
 bool starts_with(std::string_view s, std::string_view p) {
     return s.substr(0, p.size()) == p;
@@ -276,21 +278,24 @@ std::set<int> unet_up_blocks_with_attention(const std::vector<TensorRecord>& rec
 
 // Which component a name of a -m file belongs to, by its top-level prefix.
 ModelRole infer_role(const std::vector<TensorRecord>& records) {
-    bool unet = false, vae = false, text = false;
+    bool unet = false, vae = false, text = false, t5 = false;
     for (const TensorRecord& r : records) {
         std::string_view n = r.name;
         if (starts_with(n, kUnetPrefix) || starts_with(n, kVaePrefix) ||
-            starts_with(n, "cond_stage_model.") || starts_with(n, "conditioner.")) {
+            starts_with(n, "cond_stage_model.") || starts_with(n, "conditioner.") ||
+            starts_with(n, "text_encoders.")) {
             return ModelRole::Checkpoint;
         }
         unet |= starts_with(n, "input_blocks.") || starts_with(n, "down_blocks.") ||
-                starts_with(n, "time_embed");
+                starts_with(n, "time_embed") || starts_with(n, "double_blocks.");
+        t5 |= starts_with(n, "encoder.block.");
         vae |= starts_with(n, "encoder.conv_in.") || starts_with(n, "decoder.conv_in.");
         text |= starts_with(n, "text_model.") || starts_with(n, "transformer.resblocks.");
     }
     if (unet) return ModelRole::DiffusionModel;
     if (vae) return ModelRole::Vae;
     if (text) return ModelRole::TextEncoder;
+    if (t5) return ModelRole::T5;
     return ModelRole::Checkpoint;
 }
 
@@ -387,8 +392,12 @@ std::vector<TensorRecord> to_canonical_names(std::vector<TensorRecord> records, 
                 part = ModelRole::TextEncoder;
             else if (consume(s, kSgmClipG))
                 part = ModelRole::TextEncoder2;
+            else if (consume(s, kComfyClipL))
+                part = ModelRole::TextEncoder;
             else if (consume(s, kT5Prefix))
                 part = ModelRole::T5;
+            else if (consume(s, "vae."))
+                part = ModelRole::Vae;
             else {
                 out.push_back(std::move(r));  // not a component we know: kept for the report
                 continue;

@@ -116,13 +116,11 @@ Tensor ClipTextEncoder::forward(const Tensor& tokens, int clip_skip, const Tenso
 }
 
 Tensor ClipTextEncoder::pooled(const Tensor& tokens, int64_t index) const {
-    SD_CHECK(text_projection.has_value(),
-             "this CLIP text encoder was loaded without its projection");
     SD_CHECK(tokens.dim() == 2 && tokens.size(0) == 1 && index >= 0 && index < tokens.size(1),
              "pooled CLIP output: token %lld of %s", (long long)index, tokens.describe().c_str());
     Tensor x = forward(tokens, 1, {}, /*final_norm=*/true);  // [1, L, hidden]
     Tensor eot = x.narrow(1, index, 1).contiguous().view({1, config_.hidden});
-    return text_projection->forward(eot);
+    return text_projection ? text_projection->forward(eot) : eot;
 }
 
 }  // namespace sd

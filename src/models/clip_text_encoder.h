@@ -43,8 +43,8 @@ class ClipTextEncoder {
                    bool final_norm = true) const;
 
     // The pooled output of one window: every layer, the final layer norm, the state of
-    // token `index` (the end token) times the text projection. tokens: i32 [1, 77];
-    // returns f32 [1, projection width]. Needs the projection loaded.
+    // token `index` (the end token) times the text projection, or as it is when the
+    // encoder has none (FLUX's CLIP-L). tokens: i32 [1, 77]; returns f32 [1, width].
     Tensor pooled(const Tensor& tokens, int64_t index) const;
 
     const ClipConfig& config() const { return config_; }

@@ -74,6 +74,16 @@ AttentionDims check_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                      ? options.scale
                      : static_cast<float>(1.0 / std::sqrt(static_cast<double>(dims.d)));
     dims.causal = options.causal;
+    if (options.rope.defined()) {
+        const Tensor& r = options.rope;
+        SD_CHECK(r.dtype() == DType::F32 && r.device() == Device::CPU && r.is_contiguous() &&
+                     r.dim() == 3 && dims.d % 2 == 0 && r.size(1) == dims.d / 2 && r.size(2) == 2 &&
+                     r.size(0) >= std::max(dims.lq, dims.lk),
+                 "scaled_dot_product_attention: rope %s must be contiguous f32 [L >= %lld, D/2, 2] "
+                 "for q %s, k %s",
+                 r.describe().c_str(), static_cast<long long>(std::max(dims.lq, dims.lk)),
+                 qs.c_str(), ks.c_str());
+    }
     dims.causal_offset = dims.lk > dims.lq ? dims.lk - dims.lq : 0;
 
     if (mask.defined()) {
@@ -232,6 +242,36 @@ void pack_transposed(const float* src, int64_t sl, int64_t sd, int64_t L, int64_
     }
 }
 
+// Row `x` (element stride sd) rotated by the (cos, sin) pairs `cs` and scaled into `dst`.
+inline void rope_row(const float* x, int64_t sd, const float* cs, int64_t D, float scale,
+                     float* dst) {
+    for (int64_t p = 0; p < D / 2; ++p) {
+        const float x0 = x[2 * p * sd], x1 = x[(2 * p + 1) * sd];
+        const float c = cs[2 * p], sn = cs[2 * p + 1];
+        dst[2 * p] = (c * x0 - sn * x1) * scale;
+        dst[2 * p + 1] = (sn * x0 + c * x1) * scale;
+    }
+}
+
+// pack_transposed of the keys rotated by rope (rows of D/2 (cos, sin) pairs), one row at a
+// time through `tmp` (D floats).
+void pack_transposed_rope(const float* src, int64_t sl, int64_t sd, int64_t L, int64_t D, int W,
+                          const float* rope, float* tmp, float* dst) {
+    const int64_t nkb = (L + W - 1) / W;
+    for (int64_t kb = 0; kb < nkb; ++kb) {
+        float* blk = dst + kb * D * W;
+        for (int l = 0; l < W; ++l) {
+            const int64_t j = kb * W + l;
+            if (j < L) {
+                rope_row(src + j * sl, sd, rope + j * D, D, 1.0f, tmp);
+                for (int64_t i = 0; i < D; ++i) blk[i * W + l] = tmp[i];
+            } else {
+                for (int64_t i = 0; i < D; ++i) blk[i * W + l] = 0.0f;
+            }
+        }
+    }
+}
+
 // Copies rows [0, L) of a [L, D] matrix into rows of Dp >= D floats, zero padded.
 void pack_rows(const float* src, int64_t sl, int64_t sd, int64_t L, int64_t D, int64_t Dp,
                float* dst) {
@@ -363,6 +403,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
     const float* kp = static_cast<const float*>(k.data_ptr());
     const float* vp = static_cast<const float*>(v.data_ptr());
     const float* mp = has_mask ? static_cast<const float*>(mask.data_ptr()) : nullptr;
+    const float* rope = options.rope.defined() ? options.rope.data<float>() : nullptr;
     float* op = out.data<float>();
 
     // At least ~2e5 flops a chunk, so tiny calls stay on one thread.
@@ -383,7 +424,12 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
             const int padded = static_cast<int>(round_up(rows, kTileRows));
             const float* vb = vp + b * vs[0] + h * vs[1];
             if (s->packed_bh != bh) {
-                pack_transposed(kp + b * ks[0] + h * ks[1], ks[2], ks[3], Lk, D, W, s->kt);
+                if (rope) {
+                    pack_transposed_rope(kp + b * ks[0] + h * ks[1], ks[2], ks[3], Lk, D, W, rope,
+                                         s->q, s->kt);  // s->q is free until the queries
+                } else {
+                    pack_transposed(kp + b * ks[0] + h * ks[1], ks[2], ks[3], Lk, D, W, s->kt);
+                }
                 if (!v_in_place) {
                     if (value_lanes) {
                         pack_rows(vb, vs[2], vs[3], Lk, Dv, Dvp, s->v);
@@ -399,6 +445,8 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                 float* dst = s->q + r * D;
                 if (r >= rows) {
                     std::memset(dst, 0, sizeof(float) * D);
+                } else if (rope) {
+                    rope_row(qb + (i0 + r) * qs[2], qs[3], rope + (i0 + r) * D, D, qscale, dst);
                 } else if (const float* src = qb + (i0 + r) * qs[2]; qs[3] == 1) {
                     for (int i = 0; i < D; ++i) dst[i] = src[i] * qscale;
                 } else {

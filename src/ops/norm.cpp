@@ -205,4 +205,29 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, flo
     return out;
 }
 
+Tensor rms_norm(const Tensor& x, const Tensor& weight, float eps) {
+    cpu::require_f32(x, "rms_norm", "x");
+    SD_CHECK(x.dim() >= 1, "rms_norm: x %s has no dimension to normalise", x.describe().c_str());
+    const int64_t n = x.size(-1);
+    Tensor wkeep;
+    const float* w = affine_param(weight, n, "rms_norm", "weight", x, &wkeep);
+    Tensor out = Tensor::empty(x.shape());
+    if (out.numel() == 0) return out;
+    const Tensor xs = x.stride(-1) == 1 ? x : x.contiguous();
+    const auto* src = static_cast<const float*>(xs.data_ptr());
+    float* dst = out.data<float>();
+    parallel_for(
+        out.numel() / n, std::max<int64_t>(1, cpu::kGrainMemory / n), [&](int64_t r0, int64_t r1) {
+            for (int64_t r = r0; r < r1; ++r) {
+                const float* row = src + cpu::strided_offset(xs.shape(), xs.strides(), r * n);
+                float* o = dst + r * n;
+                float ss = 0.0f;
+                for (int64_t i = 0; i < n; ++i) ss += row[i] * row[i];
+                const float rs = 1.0f / std::sqrt(ss / static_cast<float>(n) + eps);
+                for (int64_t i = 0; i < n; ++i) o[i] = row[i] * rs * (w ? w[i] : 1.0f);
+            }
+        });
+    return out;
+}
+
 }  // namespace sd

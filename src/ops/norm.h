@@ -21,10 +21,16 @@ Tensor group_norm(Tensor&& x, int64_t groups, const Tensor& weight, const Tensor
 // Normalises over the last dimension; weight, bias: undefined or [x.size(-1)].
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps = 1e-5f);
 
+// Root-mean-square norm over the last dimension (T5's layer norm, FLUX's QK norm):
+// x / sqrt(mean(x^2) + eps) * weight; weight: undefined or [x.size(-1)]. Rows may be strided
+// (a head's slice of a fused qkv projection); the result is contiguous.
+Tensor rms_norm(const Tensor& x, const Tensor& weight, float eps = 1e-6f);
+
 namespace ref {
 Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight, const Tensor& bias,
                   float eps = 1e-5f, bool silu = false);
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps = 1e-5f);
+Tensor rms_norm(const Tensor& x, const Tensor& weight, float eps = 1e-6f);
 }  // namespace ref
 
 }  // namespace sd

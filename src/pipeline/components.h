@@ -21,8 +21,12 @@ namespace sd {
 
 // What a diffusion model is conditioned on. Each family fills the parts it has.
 struct Conditioning {
-    Tensor context;  // cross-attention states [1, L, D]
-    Tensor vector;   // the pooled / ADM vector [1, N] (SDXL's y: pooled text + size/crop)
+    Tensor context;         // cross-attention states [1, L, D]
+    Tensor vector;          // the pooled / ADM vector [1, N] (SDXL's y: pooled text + size/crop)
+    float guidance = 0.0f;  // distilled guidance (FLUX.1-dev's guidance_in; set by the loop)
+    // Reference images' latents (FLUX Kontext), in the model's latent space (set by the loop).
+    std::vector<Tensor> ref_latents;
+    bool increase_ref_index = false;
 };
 
 struct ConditionRequest {

@@ -134,10 +134,12 @@ Conditions prepare(const ModelComponents& m, const ImageRequest& r) {
     ConditionRequest text{r.prompt, r.clip_skip, r.width, r.height, false};
     c.cond = m.conditioner->encode(text);
     cancellation_point();
+    c.cond.guidance = r.guidance;
     if (r.cfg_scale != 1.0f) {
         text.prompt = r.negative_prompt;
         text.negative = true;
         c.uncond = m.conditioner->encode(text);
+        c.uncond.guidance = r.guidance;
     }
     if (!m.memory.keep_text_encoder) m.conditioner->release_weights();
     c.sigmas = sigma_schedule(m, r);

@@ -27,6 +27,7 @@ struct ImageRequest {
     Scheduler scheduler = DISCRETE_SCHEDULER;
     int steps = 20;
     float cfg_scale = 7.0f;
+    float guidance = 3.5f;  // distilled guidance, for models with a guidance input (FLUX.1-dev)
     float eta = INFINITY;
     std::vector<float> custom_sigmas;
     int64_t seed = 42;  // image i of the batch uses seed + i

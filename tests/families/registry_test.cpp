@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "families/family_test_util.h"
 #include "fixture_files.h"
 #include "io/io_test_util.h"
 #include "io/tensor_writer.h"
@@ -17,21 +18,9 @@
 namespace sd {
 namespace {
 
-// A sparse checkpoint of `manifest` with the given write_sparse_checkpoint.py options.
-std::string sparse(const std::string& manifest, const std::string& name,
-                   const std::string& options = "") {
-    std::string path = testing::TempDir() + "/" + name + ".safetensors";
-    test::run_or_fail("/usr/bin/python3 " + std::string(SD_TESTS_SOURCE_DIR) +
-                      "/tools/write_sparse_checkpoint.py " + test::fixtures_dir() + "/manifests/" +
-                      manifest + ".tsv " + path + " " + options);
-    return path;
-}
-
+using test::sparse;
 LoadOptions options() {
-    LoadOptions o;
-    o.tokenizer_dir = test::fixtures_dir() + "/tokenizers";
-    o.with_vae_encoder = false;
-    return o;
+    return test::family_test_options();
 }
 
 std::string variant_of(const std::string& path, ModelRole role = ModelRole::Checkpoint) {
@@ -48,7 +37,7 @@ TEST(FamilyRegistry, DetectsEachLayout) {
                                 "--shape model.diffusion_model.input_blocks.0.0.weight=320,9,3,3")),
               "SDXL inpaint");
     EXPECT_EQ(variant_of(sparse("sd3_medium", "sd3"), ModelRole::DiffusionModel), "SD3");
-    EXPECT_EQ(variant_of(sparse("flux_dev_d2s2", "flux"), ModelRole::DiffusionModel), "FLUX");
+    EXPECT_EQ(variant_of(sparse("flux_dev_d2s2", "flux"), ModelRole::DiffusionModel), "FLUX.1-dev");
     for (const Family* f : families()) EXPECT_NE(f->detect, nullptr) << f->name;
 }
 

@@ -1,5 +1,5 @@
-// Helpers for file-format tests: temporary files with given bytes, and the error text of
-// a call expected to fail.
+// Helpers for file-format tests: temporary files with given bytes or tensors, and the error
+// text of a call expected to fail.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -8,9 +8,11 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <string>
 
 #include "base/error.h"
+#include "io/tensor_writer.h"
 
 namespace sd::test {
 
@@ -22,6 +24,16 @@ inline std::string write_temp(const std::string& name, const std::string& bytes)
     std::string path = temp_path(name);
     std::ofstream f(path, std::ios::binary);
     f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    return path;
+}
+
+// f32 tensors by name written as TempDir()/NAME.safetensors; returns the path.
+inline std::string write_f32_safetensors(const std::map<std::string, Tensor>& params,
+                                         const std::string& name) {
+    std::vector<OutputTensor> out;
+    for (const auto& [n, t] : params) out.push_back({n, DType::F32, t.shape(), [t] { return t; }});
+    const std::string path = testing::TempDir() + "/" + name + ".safetensors";
+    write_safetensors(path, out);
     return path;
 }
 

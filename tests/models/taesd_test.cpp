@@ -10,7 +10,7 @@
 #include <map>
 
 #include "fixture_files.h"
-#include "io/tensor_writer.h"
+#include "io/io_test_util.h"
 #include "test_util.h"
 
 namespace sd {
@@ -46,11 +46,7 @@ Params small_taesd(int64_t width, int64_t z, bool with_encoder) {
 }
 
 std::string write_params(const Params& p, const std::string& name) {
-    std::vector<OutputTensor> out;
-    for (const auto& [n, t] : p) out.push_back({n, DType::F32, t.shape(), [t] { return t; }});
-    const std::string path = testing::TempDir() + "/" + name + ".safetensors";
-    write_safetensors(path, out);
-    return path;
+    return test::write_f32_safetensors(p, name);
 }
 
 // --- an independent taesd.py, one loop per operation, on std::vector images ---

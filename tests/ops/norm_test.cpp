@@ -188,5 +188,22 @@ TEST(LayerNorm, RejectsBadInput) {
     EXPECT_THROW(layer_norm(Tensor::full({}, 1.0f), Tensor(), Tensor()), Error);
 }
 
+TEST(RmsNorm, MatchesReferenceAndHandValues) {
+    // x / sqrt(mean(x^2) + eps) * w: [3, 4] -> rms 2.5, scaled by w.
+    const Tensor x = Tensor::from_vector({1, 2}, {3.0f, 4.0f});
+    const Tensor w = Tensor::from_vector({2}, {1.0f, 2.0f});
+    const float r = std::sqrt(12.5f + 1e-6f);
+    test::expect_close(rms_norm(x, w), Tensor::from_vector({1, 2}, {3.0f / r, 8.0f / r}), 1e-6,
+                       1e-6, "hand");
+    // A head's slice of a fused projection (strided rows), with and without weights.
+    const Tensor qkv = test::random_tensor({2, 37, 3 * 128}, 4);
+    const Tensor k = qkv.narrow(2, 128, 128);
+    const Tensor scale = test::random_tensor({128}, 5, 0.5f, 1.5f);
+    test::expect_close(rms_norm(k, scale), ref::rms_norm(k, scale), kTol, kTol, "strided");
+    test::expect_close(rms_norm(k, Tensor()), ref::rms_norm(k, Tensor()), kTol, kTol, "no weight");
+    EXPECT_THROW(rms_norm(k, Tensor::zeros({7})), Error);
+    EXPECT_THROW(rms_norm(Tensor::zeros({8}, DType::F16), Tensor()), Error);
+}
+
 }  // namespace
 }  // namespace sd

@@ -86,7 +86,9 @@ TEST(LatentPreview, ModesAndTheirSizes) {
 class ZeroConditioner : public Conditioner {
   public:
     Conditioning encode(const ConditionRequest&) const override {
-        return {Tensor::zeros({1, 1, 8}), {}};
+        Conditioning c;
+        c.context = Tensor::zeros({1, 1, 8});
+        return c;
     }
     void release_weights() const override {}
 };

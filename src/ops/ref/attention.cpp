@@ -12,8 +12,33 @@
 
 namespace sd::ref {
 
-Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+namespace {
+
+// x [B, H, L, D] with each row's pairs rotated by rope [>= L, D/2, 2] (cos, sin).
+Tensor rotated(const Tensor& x, const Tensor& rope) {
+    std::vector<float> v = x.to_vector();
+    const std::vector<float> cs = rope.to_vector();
+    const int64_t rows = x.size(0) * x.size(1), L = x.size(2), D = x.size(3);
+    for (int64_t r = 0; r < rows * L; ++r) {
+        const float* c = cs.data() + (r % L) * D;
+        float* row = v.data() + r * D;
+        for (int64_t p = 0; p < D / 2; ++p) {
+            const double x0 = row[2 * p], x1 = row[2 * p + 1];
+            row[2 * p] = static_cast<float>(c[2 * p] * x0 - c[2 * p + 1] * x1);
+            row[2 * p + 1] = static_cast<float>(c[2 * p + 1] * x0 + c[2 * p] * x1);
+        }
+    }
+    return Tensor::from_vector(x.shape(), v);
+}
+
+}  // namespace
+
+Tensor scaled_dot_product_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v,
                                     const Tensor& mask, const AttentionOptions& options) {
+    attn::check_attention(q_in, k_in, v, mask, options);
+    const bool rope = options.rope.defined();
+    const Tensor q = rope ? rotated(q_in, options.rope) : q_in;
+    const Tensor k = rope ? rotated(k_in, options.rope) : k_in;
     const attn::AttentionDims dims = attn::check_attention(q, k, v, mask, options);
     Tensor out = Tensor::zeros({dims.batch, dims.heads, dims.lq, dims.dv});
     if (out.numel() == 0) return out;

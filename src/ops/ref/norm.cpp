@@ -74,4 +74,19 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, flo
     return Tensor::from_vector(x.shape(), v);
 }
 
+Tensor rms_norm(const Tensor& x, const Tensor& weight, float eps) {
+    cpu::require_f32(x, "rms_norm", "x");
+    SD_CHECK(x.dim() >= 1, "rms_norm: x %s has no dimension to normalise", x.describe().c_str());
+    const int64_t n = x.size(-1);
+    const std::vector<float> w = param(weight, n, 1.0f, "rms_norm", "weight");
+    std::vector<float> v = x.to_vector();
+    for (int64_t r = 0; n > 0 && r < x.numel() / n; ++r) {
+        double ss = 0;
+        for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(v[r * n + i]) * v[r * n + i];
+        const double rs = 1.0 / std::sqrt(ss / static_cast<double>(n) + eps);
+        for (int64_t i = 0; i < n; ++i) v[r * n + i] = static_cast<float>(v[r * n + i] * rs * w[i]);
+    }
+    return Tensor::from_vector(x.shape(), v);
+}
+
 }  // namespace sd::ref

@@ -1,0 +1,222 @@
+// FLUX.1 (dev, schnell; Kontext's reference images through Conditioning::ref_latents), as
+// stable-diffusion.cpp runs it:
+//   text: CLIP-L's pooled output (the first 77-token window, every layer, final norm, the
+//         end token's state; no projection) as the vector, and T5-XXL's states of 256-token
+//         windows (prompt-weighted, mean restored) as the context (FluxCLIPEmbedder);
+//   model: the FLUX DiT with the request's distilled guidance (dev), predicting the flow
+//         velocity (FLUX_FLOW_PRED, shift 1.15 for dev, 1.0 for schnell);
+//   latent: the 16-channel FLUX VAE at scale 0.3611, shift 0.1159.
+// Files: --diffusion-model, --vae, --clip_l, --t5xxl, or one file holding them all.
+#include <algorithm>
+
+#include "base/error.h"
+#include "families/latent_rgb.h"
+#include "families/unet_components.h"
+#include "models/flux.h"
+#include "models/t5_encoder.h"
+#include "pipeline/prompt_weighting.h"
+#include "tokenizer/t5_tokenizer.h"
+
+namespace sd {
+namespace {
+
+const std::string kDm = "model.diffusion_model.";
+const std::string kClip = "cond_stage_model.transformer.";
+const std::string kT5 = "text_encoders.t5xxl.transformer.";
+constexpr size_t kClipWindow = 77;
+constexpr size_t kT5Window = 256;
+
+std::string detect(const ModelFiles& f) {
+    if (!f.has_prefix(kDm + "double_blocks.")) return "";
+    const TensorRecord* img_in = f.find(kDm + "img_in.weight");
+    if (img_in && img_in->shape.size() == 2 && img_in->shape[1] == 384) return "FLUX fill";
+    return f.find(kDm + "guidance_in.in_layer.weight") ? "FLUX.1-dev" : "FLUX.1-schnell";
+}
+
+// The first tensor name under `prefix` ("" when none).
+std::string first_with(const ModelFiles& files, const std::string& prefix) {
+    for (const std::string& n : files.names()) {
+        if (n.compare(0, prefix.size(), prefix) == 0) return n;
+    }
+    return "";
+}
+
+// The reference's apply_token_weights: states times their tokens' weights, then scaled so
+// that the mean over the window is what it was.
+Tensor apply_token_weights(const Tensor& states, const std::vector<float>& weights) {
+    if (std::all_of(weights.begin(), weights.end(), [](float w) { return w == 1.0f; }))
+        return states;
+    const int64_t n = states.size(1), width = states.size(2);
+    std::vector<float> v = states.contiguous().to_vector();
+    double before = 0, after = 0;
+    for (float x : v) before += x;
+    for (int64_t i = 0; i < n; ++i) {
+        for (int64_t j = 0; j < width; ++j) v[i * width + j] *= weights[static_cast<size_t>(i)];
+    }
+    for (float x : v) after += x;
+    const float total = static_cast<float>(v.size());
+    const float mean0 = static_cast<float>(before) / total,
+                mean1 = static_cast<float>(after) / total;
+    if (std::isfinite(mean0) && std::isfinite(mean1) && mean1 != 0.0f) {
+        for (float& x : v) x *= mean0 / mean1;
+    }
+    return Tensor::from_vector(states.shape(), v);
+}
+
+class FluxConditioner : public Conditioner {
+  public:
+    FluxConditioner(ClipTokenizer clip_tokenizer, ClipTextEncoder clip, T5Tokenizer t5_tokenizer,
+                    T5Encoder t5)
+        : clip_tokenizer_(std::move(clip_tokenizer)),
+          clip_(std::move(clip)),
+          t5_tokenizer_(std::move(t5_tokenizer)),
+          t5_(std::move(t5)) {}
+
+    Conditioning encode(const ConditionRequest& r) const override {
+        std::vector<int32_t> clip_ids, t5_ids;
+        std::vector<float> clip_weights, t5_weights;
+        std::vector<WeightedText> pieces = parse_prompt_attention(r.prompt);
+        if (pieces.empty()) pieces.push_back({"", 1.0f, false});
+        for (const WeightedText& piece : pieces) {
+            // The reference's parser keeps BREAK as a piece of its own with weight -1.
+            const std::string text = piece.is_break ? "BREAK" : piece.text;
+            const float weight = piece.is_break ? -1.0f : piece.weight;
+            const std::vector<int32_t> c = clip_tokenizer_.encode(text);
+            clip_ids.insert(clip_ids.end(), c.begin(), c.end());
+            clip_weights.insert(clip_weights.end(), c.size(), weight);
+            const std::vector<int32_t> t = t5_tokenizer_.encode(text);  // with its </s>
+            t5_ids.insert(t5_ids.end(), t.begin(), t.end());
+            t5_weights.insert(t5_weights.end(), t.size(), weight);
+        }
+        Conditioning out;
+        out.vector = pooled(clip_ids);
+        const std::vector<int32_t> ids = t5_tokenizer_.pad_windows(t5_ids, kT5Window, &t5_weights);
+        std::vector<Tensor> windows;
+        for (size_t at = 0; at + kT5Window <= ids.size(); at += kT5Window) {
+            const std::vector<int32_t> window(ids.begin() + at, ids.begin() + at + kT5Window);
+            const std::vector<float> weights(t5_weights.begin() + at,
+                                             t5_weights.begin() + at + kT5Window);
+            windows.push_back(apply_token_weights(t5_.forward(window), weights));
+        }
+        out.context = windows.size() == 1 ? windows[0] : concat(windows, 1);
+        return out;
+    }
+
+    void release_weights() const override {
+        clip_.release_weights();
+        t5_.release_weights();
+    }
+
+  private:
+    // CLIP-L's pooled vector of the first window: [1, 768].
+    Tensor pooled(const std::vector<int32_t>& ids) const {
+        std::vector<int32_t> window =
+            clip_tokenizer_.pad_windows(ids, kClipWindow, ClipTokenizer::kEndOfTextId);
+        window.resize(kClipWindow);
+        Tensor tokens = Tensor::empty({1, static_cast<int64_t>(kClipWindow)}, DType::I32);
+        std::copy(window.begin(), window.end(), tokens.data<int32_t>());
+        const auto end = std::find(window.begin(), window.end(), clip_tokenizer_.eos_id());
+        const int64_t index =
+            std::min<int64_t>(end - window.begin(), static_cast<int64_t>(kClipWindow) - 1);
+        return clip_.pooled(tokens, index);
+    }
+
+    ClipTokenizer clip_tokenizer_;
+    ClipTextEncoder clip_;
+    T5Tokenizer t5_tokenizer_;
+    T5Encoder t5_;
+};
+
+class FluxDiffusionModel : public DiffusionModel {
+  public:
+    explicit FluxDiffusionModel(FluxModel flux) : flux_(std::move(flux)) {}
+    using DiffusionModel::forward;
+    Tensor forward(const Tensor& x, const Tensor& timesteps, const Conditioning& c,
+                   const ControlSignal* control) const override {
+        SD_CHECK(!control, "ControlNet is not supported for FLUX models");
+        return flux_.forward(x, timesteps, c.context, c.vector, c.guidance, c.ref_latents,
+                             c.increase_ref_index);
+    }
+    int64_t in_channels() const override {
+        return flux_.config().in_channels / (flux_.config().patch * flux_.config().patch);
+    }
+    // The reference aligns FLUX sizes to the VAE's factor alone; patches are padded inside.
+    int64_t down_factor() const override { return 1; }
+    void release_weights() const override { flux_.release_weights(); }
+    const FluxModel& flux() const { return flux_; }
+
+  private:
+    FluxModel flux_;
+};
+
+// A text encoder given to the wrong option is named with the option it came through.
+void check_text_encoders(const ModelFiles& files) {
+    const bool clip = files.find(kClip + "text_model.embeddings.token_embedding.weight");
+    const bool t5 = files.find(kT5 + "shared.weight") && files.has_prefix(kT5 + "encoder.block.");
+    if (!t5 && files.has_prefix(kT5)) {
+        fail(
+            "--t5xxl: %s holds no T5 encoder (no shared.weight, encoder.block.N); is it a CLIP "
+            "text encoder? FLUX wants T5-XXL there and CLIP-L in --clip_l",
+            files.source_of(first_with(files, kT5)).c_str());
+    }
+    if (!clip && files.has_prefix(kClip)) {
+        fail(
+            "--clip_l: %s holds no CLIP text model (no text_model.embeddings); is it a T5 "
+            "encoder? FLUX wants CLIP-L there and T5-XXL in --t5xxl",
+            files.source_of(first_with(files, kClip)).c_str());
+    }
+    SD_CHECK(clip, "%s: FLUX needs its CLIP-L text encoder (--clip_l FILE)",
+             files.describe_sources().c_str());
+    SD_CHECK(t5, "%s: FLUX needs its T5-XXL text encoder (--t5xxl FILE)",
+             files.describe_sources().c_str());
+}
+
+T5Tokenizer find_t5_vocabulary(const ModelFiles& files, const LoadOptions& options) {
+    T5TokenizerSearch search;
+    search.tokenizer_dir = options.tokenizer_dir;
+    search.model_path = options.model_path;
+    search.t5_path = files.source_of(kT5 + "shared.weight");
+    for (const TensorFile& f : files.files()) {
+        if (T5Tokenizer::gguf_has_vocab(f.metadata)) search.model_file = &f;
+    }
+    return find_t5_tokenizer(search);
+}
+
+ModelComponents assemble(const ModelFiles& files, const LoadOptions& options) {
+    const TensorRecord* img_in = files.find(kDm + "img_in.weight");
+    if (img_in && img_in->shape.size() == 2 && img_in->shape[1] == 384)
+        fail("FLUX fill (inpaint) models are not supported by this build yet");
+    check_text_encoders(files);
+    SD_CHECK(files.has_prefix("first_stage_model."),
+             "%s: FLUX needs its VAE (ae.safetensors: --vae FILE)",
+             files.describe_sources().c_str());
+    ModelComponents m;
+    m.conditioner = std::make_unique<FluxConditioner>(
+        find_model_tokenizer(files, options), load_clip_text_encoder(files, options, kClip),
+        find_t5_vocabulary(files, options),
+        T5Encoder::load(Weights(files, kT5, options.memory.residency)));
+    const Residency residency = options.memory.residency;
+    auto flux =
+        std::make_unique<FluxDiffusionModel>(FluxModel::load(Weights(files, kDm, residency)));
+    const bool dev = flux->flux().config().guidance_embed;
+    m.diffusion = std::move(flux);
+    m.codec = load_kl_vae(files, options);
+    const auto* vae = dynamic_cast<const KlVaeCodec*>(m.codec.get());
+    SD_CHECK(vae && vae->vae().config().z_channels == 16,
+             "%s: the VAE has %lld latent channels; FLUX's has 16 (ae.safetensors)",
+             files.describe_sources().c_str(),
+             vae ? (long long)vae->vae().config().z_channels : 0LL);
+    m.denoiser =
+        make_denoiser(resolve_prediction(options.prediction, FLUX_FLOW_PRED), dev ? 1.15f : 1.0f);
+    return m;
+}
+
+}  // namespace
+
+extern const Family kFluxFamily{"FLUX",
+                                detect,
+                                {EULER_SAMPLE_METHOD, DISCRETE_SCHEDULER},
+                                {16, 8, 0.3611f, 0.1159f, kFluxRgb},
+                                assemble};
+
+}  // namespace sd

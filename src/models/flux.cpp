@@ -1,0 +1,300 @@
+#include "models/flux.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "nn/rope.h"
+
+namespace sd {
+namespace {
+
+constexpr float kNormEps = 1e-6f;
+constexpr int64_t kTimeEmbedding = 256;
+constexpr float kTimeFactor = 1000.0f;
+
+int count_blocks(const Weights& w, const char* kind, const char* tensor) {
+    int n = 0;
+    while (w.has(std::string(kind) + "." + std::to_string(n) + "." + tensor)) ++n;
+    return n;
+}
+
+int64_t dim_of(const Weights& w, const std::string& name, int d) {
+    auto s = w.shape_of(name);
+    SD_CHECK(s && static_cast<int>(s->size()) > d, "FLUX under '%s': '%s' is missing or not %d-D",
+             w.prefix().c_str(), name.c_str(), d + 1);
+    return (*s)[d];
+}
+
+FluxConfig read_config(const Weights& w) {
+    SD_CHECK(w.has("img_in.weight"), "no FLUX model under '%s' (no img_in.weight)",
+             w.prefix().c_str());
+    FluxConfig c;
+    c.hidden = dim_of(w, "img_in.weight", 0);
+    c.in_channels = dim_of(w, "img_in.weight", 1);
+    c.context_dim = dim_of(w, "txt_in.weight", 1);
+    c.vec_dim = dim_of(w, "vector_in.in_layer.weight", 1);
+    c.out_channels = dim_of(w, "final_layer.linear.weight", 0);
+    c.guidance_embed = w.has("guidance_in.in_layer.weight");
+    c.depth = count_blocks(w, "double_blocks", "img_attn.qkv.weight");
+    c.depth_single = count_blocks(w, "single_blocks", "linear1.weight");
+    c.head_dim = c.depth > 0 ? dim_of(w, "double_blocks.0.img_attn.norm.query_norm.scale", 0)
+                 : c.depth_single > 0 ? dim_of(w, "single_blocks.0.norm.query_norm.scale", 0)
+                                      : 128;
+    c.mlp_hidden = c.depth > 0 ? dim_of(w, "double_blocks.0.img_mlp.0.weight", 0)
+                   : c.depth_single > 0
+                       ? dim_of(w, "single_blocks.0.linear1.weight", 0) - 3 * c.hidden
+                       : 4 * c.hidden;
+    SD_CHECK(c.head_dim > 0 && c.hidden % c.head_dim == 0,
+             "FLUX: the QK norm width %lld does not divide the width %lld", (long long)c.head_dim,
+             (long long)c.hidden);
+    c.heads = c.hidden / c.head_dim;
+    const int axes = std::accumulate(c.axes_dim.begin(), c.axes_dim.end(), 0);
+    SD_CHECK(axes == c.head_dim, "FLUX: heads of %lld channels, but RoPE axes cover %d",
+             (long long)c.head_dim, axes);
+    SD_CHECK(c.in_channels % (c.patch * c.patch) == 0 && c.in_channels == c.out_channels,
+             "FLUX: img_in takes %lld values and final_layer.linear gives %lld; want equal "
+             "multiples of %lld",
+             (long long)c.in_channels, (long long)c.out_channels, (long long)(c.patch * c.patch));
+    return c;
+}
+
+// The heads of part `i` (0 q, 1 k, 2 v) of a fused projection [1, L, >= 3 hidden]:
+// a [1, L, H, D] view.
+Tensor head_view(const Tensor& qkv, int i, int64_t heads, int64_t head_dim) {
+    const int64_t L = qkv.size(1), row = qkv.stride(1);
+    return qkv.as_strided({1, L, heads, head_dim}, {L * row, row, head_dim, 1},
+                          qkv.offset() + i * heads * head_dim);
+}
+
+// (1 + scale) * LayerNorm(x) + shift with (shift, scale) = chunks i, i + 1 of `mod`: one
+// layer norm with that weight and bias.
+Tensor modulated_norm(const Tensor& x, const Tensor& mod, int64_t i, int64_t hidden) {
+    const Tensor shift = mod.narrow(1, i * hidden, hidden).view({hidden});
+    const Tensor scale = add_scalar(mod.narrow(1, (i + 1) * hidden, hidden), 1.0f).view({hidden});
+    return layer_norm(x, scale, shift, kNormEps);
+}
+
+// x + gate * y with gate = chunk i of `mod`.
+Tensor gated(const Tensor& x, const Tensor& y, const Tensor& mod, int64_t i, int64_t hidden) {
+    return x + y * mod.narrow(1, i * hidden, hidden).view({1, 1, hidden});
+}
+
+// Attention of q, k, v [1, L, H, D] with the RoPE table applied as q and k load -> [1, L, H D].
+Tensor rope_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& rope) {
+    AttentionOptions options;
+    options.rope = rope;
+    const std::vector<int> heads_first = {0, 2, 1, 3};
+    Tensor out = scaled_dot_product_attention(q.permute(heads_first), k.permute(heads_first),
+                                              v.permute(heads_first), {}, options);
+    return permute_copy(out, heads_first).view({1, q.size(1), q.size(2) * q.size(3)});
+}
+
+}  // namespace
+
+FluxMlpEmbedder FluxMlpEmbedder::load(const Weights& w, int64_t in, int64_t hidden) {
+    return {Linear::load(w["in_layer"], in, hidden), Linear::load(w["out_layer"], hidden, hidden)};
+}
+
+Tensor FluxMlpEmbedder::forward(const Tensor& x) const {
+    return out_layer.forward(silu(in_layer.forward(x)));
+}
+
+FluxSelfAttention FluxSelfAttention::load(const Weights& w, int64_t hidden, int64_t head_dim) {
+    FluxSelfAttention a;
+    a.qkv = Linear::load(w["qkv"], hidden, 3 * hidden);
+    a.proj = Linear::load(w["proj"], hidden, hidden);
+    a.query_scale = w.get("norm.query_norm.scale", {head_dim});
+    a.key_scale = w.get("norm.key_norm.scale", {head_dim});
+    return a;
+}
+
+FluxModel FluxModel::load(const Weights& w) {
+    FluxModel m;
+    m.config_ = read_config(w);
+    const FluxConfig& c = m.config_;
+    const int64_t C = c.hidden;
+    m.img_in = Linear::load(w["img_in"], c.in_channels, C);
+    m.txt_in = Linear::load(w["txt_in"], c.context_dim, C);
+    m.time_in = FluxMlpEmbedder::load(w["time_in"], kTimeEmbedding, C);
+    if (c.guidance_embed)
+        m.guidance_in = FluxMlpEmbedder::load(w["guidance_in"], kTimeEmbedding, C);
+    m.vector_in = FluxMlpEmbedder::load(w["vector_in"], c.vec_dim, C);
+    for (int i = 0; i < c.depth; ++i) {
+        const Weights b = w["double_blocks"][i];
+        FluxDoubleBlock d;
+        d.img_mod = Linear::load(b["img_mod"]["lin"], C, 6 * C);
+        d.txt_mod = Linear::load(b["txt_mod"]["lin"], C, 6 * C);
+        d.img_attn = FluxSelfAttention::load(b["img_attn"], C, c.head_dim);
+        d.txt_attn = FluxSelfAttention::load(b["txt_attn"], C, c.head_dim);
+        d.img_mlp_0 = Linear::load(b["img_mlp"]["0"], C, c.mlp_hidden);
+        d.img_mlp_2 = Linear::load(b["img_mlp"]["2"], c.mlp_hidden, C);
+        d.txt_mlp_0 = Linear::load(b["txt_mlp"]["0"], C, c.mlp_hidden);
+        d.txt_mlp_2 = Linear::load(b["txt_mlp"]["2"], c.mlp_hidden, C);
+        m.double_blocks.push_back(std::move(d));
+    }
+    for (int i = 0; i < c.depth_single; ++i) {
+        const Weights b = w["single_blocks"][i];
+        FluxSingleBlock s;
+        s.linear1 = Linear::load(b["linear1"], C, 3 * C + c.mlp_hidden);
+        s.linear2 = Linear::load(b["linear2"], C + c.mlp_hidden, C);
+        s.modulation = Linear::load(b["modulation"]["lin"], C, 3 * C);
+        s.query_scale = b.get("norm.query_norm.scale", {c.head_dim});
+        s.key_scale = b.get("norm.key_norm.scale", {c.head_dim});
+        m.single_blocks.push_back(std::move(s));
+    }
+    m.final_adaln = Linear::load(w["final_layer"]["adaLN_modulation"]["1"], C, 2 * C);
+    m.final_linear = Linear::load(w["final_layer"]["linear"], C, c.out_channels);
+    w.check("FLUX");
+    m.pages_ = w.pages();
+    SD_LOG_INFO("FLUX: %d double + %d single blocks, width %lld (%lld heads), %s", c.depth,
+                c.depth_single, (long long)C, (long long)c.heads,
+                c.guidance_embed ? "guidance embedding (dev)" : "no guidance embedding (schnell)");
+    return m;
+}
+
+void FluxModel::double_block(const FluxDoubleBlock& b, Tensor& img, Tensor& txt, const Tensor& vec,
+                             const Tensor& rope) const {
+    const int64_t C = config_.hidden, H = config_.heads, D = config_.head_dim;
+    const Tensor im = b.img_mod.forward(vec), tm = b.txt_mod.forward(vec);  // [1, 6C]
+    const Tensor img_qkv = b.img_attn.qkv.forward(modulated_norm(img, im, 0, C));
+    const Tensor txt_qkv = b.txt_attn.qkv.forward(modulated_norm(txt, tm, 0, C));
+    // Text tokens first, then the image's, each stream with its own QK norm.
+    auto normed = [&](int part, const Tensor& txt_scale, const Tensor& img_scale) {
+        return concat({rms_norm(head_view(txt_qkv, part, H, D), txt_scale, kNormEps),
+                       rms_norm(head_view(img_qkv, part, H, D), img_scale, kNormEps)},
+                      1);
+    };
+    const Tensor q = normed(0, b.txt_attn.query_scale, b.img_attn.query_scale);
+    const Tensor k = normed(1, b.txt_attn.key_scale, b.img_attn.key_scale);
+    const Tensor v = concat({head_view(txt_qkv, 2, H, D), head_view(img_qkv, 2, H, D)}, 1);
+    const Tensor attn = rope_attention(q, k, v, rope);
+    const int64_t lt = txt.size(1), li = img.size(1);
+    img = gated(img, b.img_attn.proj.forward(attn.narrow(1, lt, li)), im, 2, C);
+    img = gated(img,
+                b.img_mlp_2.forward(
+                    gelu(b.img_mlp_0.forward(modulated_norm(img, im, 3, C)), GeluApprox::Tanh)),
+                im, 5, C);
+    txt = gated(txt, b.txt_attn.proj.forward(attn.narrow(1, 0, lt)), tm, 2, C);
+    txt = gated(txt,
+                b.txt_mlp_2.forward(
+                    gelu(b.txt_mlp_0.forward(modulated_norm(txt, tm, 3, C)), GeluApprox::Tanh)),
+                tm, 5, C);
+}
+
+Tensor FluxModel::single_block(const FluxSingleBlock& b, const Tensor& x, const Tensor& vec,
+                               const Tensor& rope) const {
+    const int64_t C = config_.hidden, H = config_.heads, D = config_.head_dim;
+    const Tensor mod = b.modulation.forward(vec);                      // [1, 3C]
+    const Tensor h = b.linear1.forward(modulated_norm(x, mod, 0, C));  // [1, L, 3C + mlp]
+    const Tensor attn = rope_attention(rms_norm(head_view(h, 0, H, D), b.query_scale, kNormEps),
+                                       rms_norm(head_view(h, 1, H, D), b.key_scale, kNormEps),
+                                       head_view(h, 2, H, D), rope);
+    const Tensor mlp = gelu(h.narrow(2, 3 * C, config_.mlp_hidden), GeluApprox::Tanh);
+    return gated(x, b.linear2.forward(concat({attn, mlp}, 2)), mod, 2, C);
+}
+
+Tensor FluxModel::forward(const Tensor& x, const Tensor& timesteps, const Tensor& context,
+                          const Tensor& y, float guidance, const std::vector<Tensor>& refs,
+                          bool increase_ref_index) const {
+    const FluxConfig& c = config_;
+    const int64_t p = c.patch;
+    SD_CHECK(x.dim() == 4 && x.size(0) == 1 && x.size(1) * p * p == c.in_channels,
+             "FLUX: latent %s does not fit img_in (%lld inputs = channels * %lld)",
+             x.describe().c_str(), (long long)c.in_channels, (long long)(p * p));
+    SD_CHECK(context.dim() == 3 && context.size(0) == 1 && context.size(2) == c.context_dim,
+             "FLUX: text context %s, want [1, L, %lld]", context.describe().c_str(),
+             (long long)c.context_dim);
+    SD_CHECK(y.defined() && y.numel() == c.vec_dim, "FLUX: pooled vector %s, want %lld values",
+             y.describe().c_str(), (long long)c.vec_dim);
+    const int64_t channels = x.size(1), H = x.size(2), W = x.size(3);
+    // Padded to whole patches (the reference's pad_to_patch_size), cropped back at the end.
+    auto patches = [&](const Tensor& t) {
+        const int64_t ph = (p - t.size(2) % p) % p, pw = (p - t.size(3) % p) % p;
+        return flux_patchify(ph || pw ? pad2d(t, 0, pw, 0, ph) : t.contiguous(), p);
+    };
+    const int64_t h = (H + p - 1) / p, w = (W + p - 1) / p;
+    std::vector<Tensor> image_tokens = {patches(x)};
+    std::vector<std::pair<int64_t, int64_t>> refs_hw;
+    for (const Tensor& r : refs) {
+        SD_CHECK(r.dim() == 4 && r.size(0) == 1 && r.size(1) == channels,
+                 "FLUX: reference latent %s, want [1, %lld, h, w]", r.describe().c_str(),
+                 (long long)channels);
+        image_tokens.push_back(patches(r));
+        refs_hw.emplace_back(r.size(2), r.size(3));
+    }
+    Tensor img =
+        img_in.forward(image_tokens.size() == 1 ? image_tokens[0] : concat(image_tokens, 1));
+    Tensor txt = txt_in.forward(context);
+    const int64_t lt = txt.size(1);
+
+    Tensor vec = time_in.forward(timestep_embedding(timesteps * kTimeFactor, kTimeEmbedding));
+    if (c.guidance_embed) {
+        const Tensor g = Tensor::full({1}, guidance * kTimeFactor);
+        vec = vec + guidance_in.forward(timestep_embedding(g, kTimeEmbedding));
+    }
+    vec = vec + vector_in.forward(y.view({1, c.vec_dim}));
+    const Tensor svec = silu(vec);  // every modulation reads SiLU(vec)
+
+    const Tensor rope =
+        rope_table(flux_positions(lt, h, w, p, refs_hw, increase_ref_index), c.axes_dim, c.theta);
+    for (const FluxDoubleBlock& b : double_blocks) double_block(b, img, txt, svec, rope);
+    Tensor tokens = concat({txt, img}, 1);
+    for (const FluxSingleBlock& b : single_blocks) tokens = single_block(b, tokens, svec, rope);
+
+    const Tensor mod = final_adaln.forward(svec);  // shift, scale
+    Tensor out =
+        final_linear.forward(modulated_norm(tokens.narrow(1, lt, h * w), mod, 0, c.hidden));
+    out = flux_unpatchify(out, channels, h, w, p);
+    if (h * p != H || w * p != W) out = out.narrow(2, 0, H).narrow(3, 0, W).contiguous();
+    return out;
+}
+
+std::vector<float> flux_positions(int64_t txt, int64_t h, int64_t w, int64_t patch,
+                                  const std::vector<std::pair<int64_t, int64_t>>& refs_hw,
+                                  bool increase_ref_index) {
+    std::vector<float> ids(static_cast<size_t>(3 * txt), 0.0f);
+    auto add_image = [&](int64_t rows, int64_t cols, float index, int64_t dy, int64_t dx) {
+        for (int64_t i = 0; i < rows; ++i) {
+            for (int64_t j = 0; j < cols; ++j) {
+                ids.push_back(index);
+                ids.push_back(static_cast<float>(i + dy));
+                ids.push_back(static_cast<float>(j + dx));
+            }
+        }
+    };
+    add_image(h, w, 0.0f, 0, 0);
+    // References: index 1 for all, side by side (offsets in latent pixels, as the reference
+    // measures them), or indices 1, 2, ... at the origin.
+    int64_t cur_h = 0, cur_w = 0, index = 1;
+    for (const auto& [rh, rw] : refs_hw) {
+        int64_t dy = 0, dx = 0;
+        if (!increase_ref_index) {
+            if (rh + cur_h > rw + cur_w) {
+                dx = cur_w;
+            } else {
+                dy = cur_h;
+            }
+        }
+        add_image((rh + patch / 2) / patch, (rw + patch / 2) / patch, static_cast<float>(index), dy,
+                  dx);
+        if (increase_ref_index) ++index;
+        cur_h = std::max(cur_h, rh + dy);
+        cur_w = std::max(cur_w, rw + dx);
+    }
+    return ids;
+}
+
+Tensor flux_patchify(const Tensor& x, int64_t p) {
+    const int64_t C = x.size(1), h = x.size(2) / p, w = x.size(3) / p;
+    const Tensor v = x.contiguous().view({C, h, p, w, p});  // batch 1
+    return permute_copy(v, {1, 3, 0, 2, 4}).view({1, h * w, C * p * p});
+}
+
+Tensor flux_unpatchify(const Tensor& x, int64_t channels, int64_t h, int64_t w, int64_t p) {
+    const Tensor v = x.contiguous().view({h, w, channels, p, p});  // batch 1
+    return permute_copy(v, {2, 0, 3, 1, 4}).view({1, channels, h * p, w * p});
+}
+
+}  // namespace sd

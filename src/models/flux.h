@@ -1,0 +1,111 @@
+// The FLUX.1 diffusion transformer (dev and schnell; Kontext's reference images as extra
+// tokens), as BFL's flux/model.py Flux and stable-diffusion.cpp's flux.hpp, with the
+// BFL/ComfyUI tensor names:
+//   img_in (2x2 patches of the latent), txt_in (T5 states), vec = time_in(t) [+ guidance_in(g)]
+//   + vector_in(CLIP pooled) -> double_blocks.N (separate img / txt weights, joint attention)
+//   -> single_blocks.N (one stream: attention and MLP side by side) -> final_layer.
+// Attention uses 3-axis RoPE (axes 16, 56, 56, theta 10000; text ids 0, image ids
+// (index, row, col)) applied inside the attention kernel, and RMS-normed q / k.
+// Widths and depths are read from the weights; dev (guidance_in) and schnell (none) too.
+#pragma once
+
+#include <vector>
+
+#include "nn/layers.h"
+
+namespace sd {
+
+struct FluxConfig {
+    int64_t in_channels = 64;  // img_in's input: latent channels * patch^2
+    int64_t out_channels = 64;
+    int64_t hidden = 3072;
+    int64_t heads = 24;
+    int64_t head_dim = 128;
+    int64_t context_dim = 4096;  // txt_in's input (T5-XXL)
+    int64_t vec_dim = 768;       // vector_in's input (CLIP-L pooled)
+    int64_t mlp_hidden = 12288;
+    int depth = 19;
+    int depth_single = 38;
+    bool guidance_embed = true;  // dev; schnell has no guidance_in
+    int64_t patch = 2;
+    float theta = 10000.0f;
+    std::vector<int> axes_dim = {16, 56, 56};
+};
+
+struct FluxMlpEmbedder {  // in_layer -> SiLU -> out_layer
+    Linear in_layer, out_layer;
+    static FluxMlpEmbedder load(const Weights& w, int64_t in, int64_t hidden);
+    Tensor forward(const Tensor& x) const;
+};
+
+struct FluxSelfAttention {  // qkv, QK RMS norm scales, proj
+    Linear qkv, proj;
+    Tensor query_scale, key_scale;
+    static FluxSelfAttention load(const Weights& w, int64_t hidden, int64_t head_dim);
+};
+
+struct FluxDoubleBlock {
+    Linear img_mod, txt_mod;  // 6 x hidden: shift, scale, gate for attention, then MLP
+    FluxSelfAttention img_attn, txt_attn;
+    Linear img_mlp_0, img_mlp_2, txt_mlp_0, txt_mlp_2;
+};
+
+struct FluxSingleBlock {
+    Linear linear1;  // qkv and the MLP's input side by side
+    Linear linear2;  // attention output and MLP activation side by side
+    Linear modulation;
+    Tensor query_scale, key_scale;
+};
+
+// A reference image (Kontext): its latent [1, C, h, w], placed as extra tokens.
+struct FluxReference {
+    Tensor latent;
+};
+
+class FluxModel {
+  public:
+    // w = "model.diffusion_model."; throws listing every missing or mis-shaped tensor.
+    static FluxModel load(const Weights& w);
+
+    // x: [1, C, H, W] latent (H, W padded to the patch size inside), timesteps: f32 [1] in
+    // [0, 1] (scaled by 1000 inside, as the reference's time_factor), context: [1, Lt,
+    // context_dim], y: [1, vec_dim], guidance: the distilled guidance (dev only), refs:
+    // Kontext reference latents; increase_ref_index gives each its own index (else all 1,
+    // placed side by side). Returns the velocity [1, C, H, W].
+    Tensor forward(const Tensor& x, const Tensor& timesteps, const Tensor& context, const Tensor& y,
+                   float guidance, const std::vector<Tensor>& refs = {},
+                   bool increase_ref_index = false) const;
+
+    const FluxConfig& config() const { return config_; }
+    void release_weights() const { pages_.release(); }
+    const WeightPages& weight_pages() const { return pages_; }
+
+  private:
+    Tensor attention(const Tensor& qkv, const FluxSelfAttention* a, const Tensor& q_scale,
+                     const Tensor& k_scale, const Tensor& rope) const;
+    void double_block(const FluxDoubleBlock& b, Tensor& img, Tensor& txt, const Tensor& vec,
+                      const Tensor& rope) const;
+    Tensor single_block(const FluxSingleBlock& b, const Tensor& x, const Tensor& vec,
+                        const Tensor& rope) const;
+
+    FluxConfig config_;
+    Linear img_in, txt_in;
+    FluxMlpEmbedder time_in, guidance_in, vector_in;
+    std::vector<FluxDoubleBlock> double_blocks;
+    std::vector<FluxSingleBlock> single_blocks;
+    Linear final_adaln, final_linear;
+    WeightPages pages_;
+};
+
+// The positions of FLUX's tokens: `txt` text tokens at (0, 0, 0), the h x w image patches at
+// (0, row, col), then each reference's patches (refs_hw: its latent height and width) at
+// (index, row + h_offset, col + w_offset) as the reference's gen_flux_ids. Rows of 3 values.
+std::vector<float> flux_positions(int64_t txt, int64_t h, int64_t w, int64_t patch,
+                                  const std::vector<std::pair<int64_t, int64_t>>& refs_hw,
+                                  bool increase_ref_index);
+
+// [1, C, H, W] (H, W multiples of p) -> [1, (H/p)(W/p), C p p] and back.
+Tensor flux_patchify(const Tensor& x, int64_t p);
+Tensor flux_unpatchify(const Tensor& x, int64_t channels, int64_t h, int64_t w, int64_t p);
+
+}  // namespace sd

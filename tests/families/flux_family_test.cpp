@@ -1,0 +1,65 @@
+// The FLUX family on full-size layouts whose data is a hole (sparse files from the fixture
+// manifests): dev and schnell told apart by guidance_in, and text encoders given to the
+// wrong option (an SD CLIP as --t5xxl, a T5 as --clip_l) named in the error.
+#include <gtest/gtest.h>
+
+#include "families/family_test_util.h"
+#include "families/registry.h"
+#include "fixture_files.h"
+#include "io/io_test_util.h"
+#include "test_util.h"
+
+namespace sd {
+namespace {
+
+using test::sparse;
+LoadOptions options() {
+    return test::family_test_options();
+}
+
+TEST(FluxFamily, DevAndSchnellFromGuidanceIn) {
+    ModelFiles dev;
+    dev.add(sparse("flux_dev_d2s2", "flux_dev"), ModelRole::DiffusionModel);
+    EXPECT_EQ(detect_family(dev).variant, "FLUX.1-dev");
+    ModelFiles schnell;
+    schnell.add(sparse("flux_dev_d2s2", "flux_schnell", "--drop-prefix guidance_in."),
+                ModelRole::DiffusionModel);
+    EXPECT_EQ(detect_family(schnell).variant, "FLUX.1-schnell");
+    EXPECT_EQ(std::string(detect_family(schnell).family->name), "FLUX");
+}
+
+TEST(FluxFamily, TextEncoderUnderTheWrongOptionIsNamed) {
+    const std::string flux = sparse("flux_dev_d2s2", "flux_mixed");
+    const std::string vae = sparse("flux_ae", "flux_ae_sparse");
+    const std::string clip = sparse("clip_l", "clip_l_sparse");
+    const std::string t5 = sparse("t5xxl_l2", "t5_sparse");
+    {
+        ModelFiles files;  // an SD CLIP given as --t5xxl
+        files.add(flux, ModelRole::DiffusionModel);
+        files.add(vae, ModelRole::Vae);
+        files.add(clip, ModelRole::TextEncoder);
+        files.add(clip, ModelRole::T5);
+        const std::string error = test::error_of([&] { load_model(files, options()); });
+        EXPECT_NE(error.find("--t5xxl"), std::string::npos) << error;
+    }
+    {
+        ModelFiles files;  // a T5 given as --clip_l
+        files.add(flux, ModelRole::DiffusionModel);
+        files.add(vae, ModelRole::Vae);
+        files.add(t5, ModelRole::TextEncoder);
+        files.add(t5, ModelRole::T5);
+        const std::string error = test::error_of([&] { load_model(files, options()); });
+        EXPECT_NE(error.find("--clip_l"), std::string::npos) << error;
+    }
+    {
+        ModelFiles files;  // no T5 at all
+        files.add(flux, ModelRole::DiffusionModel);
+        files.add(vae, ModelRole::Vae);
+        files.add(clip, ModelRole::TextEncoder);
+        const std::string error = test::error_of([&] { load_model(files, options()); });
+        EXPECT_NE(error.find("--t5xxl"), std::string::npos) << error;
+    }
+}
+
+}  // namespace
+}  // namespace sd

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""An independent FLUX.1 forward pass in numpy (float64), written from BFL's flux/model.py,
+flux/modules/layers.py and flux/math.py, for tests/models/flux_test.cpp.
+
+Usage: flux_reference.py MODEL.safetensors INPUTS.safetensors OUT.f32
+MODEL holds FLUX weights (f32, BFL names); INPUTS holds x [1, C, H, W], t [1], context
+[1, L, D], y [1, V] and guidance [1]. OUT receives the prediction [1, C, H, W] as raw
+little-endian f32."""
+import json
+import struct
+import sys
+
+import numpy as np
+
+
+def load(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        assert info["dtype"] == "F32", name
+        b, e = info["data_offsets"]
+        out[name] = np.frombuffer(data[b:e], dtype="<f4").reshape(info["shape"]).astype(np.float64)
+    return out
+
+
+def silu(x):
+    return x / (1.0 + np.exp(-x))
+
+
+def gelu_tanh(x):
+    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
+
+
+def layer_norm(x, eps=1e-6):
+    m = x.mean(-1, keepdims=True)
+    v = ((x - m) ** 2).mean(-1, keepdims=True)
+    return (x - m) / np.sqrt(v + eps)
+
+
+def rms_norm(x, scale, eps=1e-6):
+    return x / np.sqrt((x ** 2).mean(-1, keepdims=True) + eps) * scale
+
+
+def timestep_embedding(t, dim=256, max_period=10000.0, time_factor=1000.0):
+    t = t * time_factor
+    half = dim // 2
+    freqs = np.exp(-np.log(max_period) * np.arange(half) / half)
+    args = t * freqs
+    return np.concatenate([np.cos(args), np.sin(args)])
+
+
+def rope(pos, dim, theta):  # [L] -> [L, dim / 2, 2, 2]
+    omega = 1.0 / theta ** (np.arange(0, dim, 2) / dim)
+    a = pos[:, None] * omega[None, :]
+    return np.stack([np.cos(a), -np.sin(a), np.sin(a), np.cos(a)], -1).reshape(len(pos), dim // 2, 2, 2)
+
+
+def apply_rope(x, pe):  # x [H, L, D]
+    xr = x.reshape(*x.shape[:-1], -1, 1, 2)
+    return (pe[..., 0] * xr[..., 0] + pe[..., 1] * xr[..., 1]).reshape(x.shape)
+
+
+def attention(q, k, v, pe):  # [H, L, D] each -> [L, H * D]
+    q, k = apply_rope(q, pe), apply_rope(k, pe)
+    s = q @ k.transpose(0, 2, 1) / np.sqrt(q.shape[-1])
+    s = np.exp(s - s.max(-1, keepdims=True))
+    s /= s.sum(-1, keepdims=True)
+    o = s @ v
+    return o.transpose(1, 0, 2).reshape(q.shape[1], -1)
+
+
+def forward(W, x, t, ctx, y, g):
+    def linear(name, v):
+        return v @ W[name + ".weight"].T + W[name + ".bias"]
+
+    def embedder(name, v):
+        return linear(name + ".out_layer", silu(linear(name + ".in_layer", v)))
+
+    hidden = W["img_in.weight"].shape[0]
+    head_dim = W["double_blocks.0.img_attn.norm.query_norm.scale"].shape[0]
+    heads = hidden // head_dim
+    depth = len({k.split(".")[1] for k in W if k.startswith("double_blocks.")})
+    single = len({k.split(".")[1] for k in W if k.startswith("single_blocks.")})
+
+    C, H, Wd = x.shape[1:]
+    p = 2
+    xp = np.pad(x[0], ((0, 0), (0, (-H) % p), (0, (-Wd) % p)))
+    h, w = xp.shape[1] // p, xp.shape[2] // p
+    img = linear("img_in", xp.reshape(C, h, p, w, p).transpose(1, 3, 0, 2, 4).reshape(h * w, C * p * p))
+    txt = linear("txt_in", ctx[0])
+    vec = embedder("time_in", timestep_embedding(t[0]))
+    if "guidance_in.in_layer.weight" in W:
+        vec = vec + embedder("guidance_in", timestep_embedding(g[0]))
+    vec = vec + embedder("vector_in", y[0])
+    svec = silu(vec)
+
+    lt = txt.shape[0]
+    ids = np.zeros((lt + h * w, 3))
+    ids[lt:, 1] = np.repeat(np.arange(h), w)
+    ids[lt:, 2] = np.tile(np.arange(w), h)
+    pe = np.concatenate([rope(ids[:, a], d, 10000.0) for a, d in enumerate([16, 56, 56])], axis=1)
+
+    def heads_of(v, name):  # [L, 3 hidden] -> normed q, k and v, each [H, L, D]
+        q, k, vv = v.reshape(len(v), 3, heads, head_dim).transpose(1, 2, 0, 3)
+        return rms_norm(q, W[name + ".query_norm.scale"]), rms_norm(k, W[name + ".key_norm.scale"]), vv
+
+    for i in range(depth):
+        b = "double_blocks.%d." % i
+        im = linear(b + "img_mod.lin", svec).reshape(6, hidden)
+        tm = linear(b + "txt_mod.lin", svec).reshape(6, hidden)
+        iq, ik, iv = heads_of(linear(b + "img_attn.qkv", (1 + im[1]) * layer_norm(img) + im[0]), b + "img_attn.norm")
+        tq, tk, tv = heads_of(linear(b + "txt_attn.qkv", (1 + tm[1]) * layer_norm(txt) + tm[0]), b + "txt_attn.norm")
+        a = attention(np.concatenate([tq, iq], 1), np.concatenate([tk, ik], 1), np.concatenate([tv, iv], 1), pe)
+        img = img + im[2] * linear(b + "img_attn.proj", a[lt:])
+        img = img + im[5] * linear(b + "img_mlp.2", gelu_tanh(linear(b + "img_mlp.0", (1 + im[4]) * layer_norm(img) + im[3])))
+        txt = txt + tm[2] * linear(b + "txt_attn.proj", a[:lt])
+        txt = txt + tm[5] * linear(b + "txt_mlp.2", gelu_tanh(linear(b + "txt_mlp.0", (1 + tm[4]) * layer_norm(txt) + tm[3])))
+
+    xx = np.concatenate([txt, img])
+    for i in range(single):
+        b = "single_blocks.%d." % i
+        mod = linear(b + "modulation.lin", svec).reshape(3, hidden)
+        h1 = linear(b + "linear1", (1 + mod[1]) * layer_norm(xx) + mod[0])
+        q, k, v = heads_of(h1[:, : 3 * hidden], b + "norm")
+        a = attention(q, k, v, pe)
+        xx = xx + mod[2] * linear(b + "linear2", np.concatenate([a, gelu_tanh(h1[:, 3 * hidden:])], 1))
+
+    mod = linear("final_layer.adaLN_modulation.1", svec).reshape(2, hidden)  # shift, scale
+    out = linear("final_layer.linear", (1 + mod[1]) * layer_norm(xx[lt:]) + mod[0])
+    out = out.reshape(h, w, C, p, p).transpose(2, 0, 3, 1, 4).reshape(C, h * p, w * p)
+    return out[:, :H, :Wd][None]
+
+
+def main():
+    W = load(sys.argv[1])
+    i = load(sys.argv[2])
+    out = forward(W, i["x"], i["t"], i["context"], i["y"], i["guidance"])
+    out.astype("<f4").tofile(sys.argv[3])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,222 @@
+// FLUX.1: the RoPE table against values worked out by hand, attention with RoPE fused into
+// its loads against the reference kernel on rotated copies, a tiny random FLUX (1 double +
+// 1 single block, width 128) against the independent numpy implementation in
+// flux_reference.py, dev / schnell read from the weights, and a mis-shaped tensor named.
+#include "models/flux.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+
+#include "fixture_files.h"
+#include "io/io_test_util.h"
+#include "nn/rope.h"
+#include "test_util.h"
+
+namespace sd {
+namespace {
+
+using Params = std::map<std::string, Tensor>;
+
+std::string write_params(const Params& p, const std::string& name) {
+    return test::write_f32_safetensors(p, name);
+}
+
+// A FLUX of width 128 (one head of 128), MLP 256, `depth` double and `single` single
+// blocks, text width 32, pooled width 16, with random weights.
+Params tiny_flux(int depth, int single, bool guidance) {
+    Params p;
+    uint32_t seed = 100;
+    const int64_t C = 128, mlp = 256, D = 128;
+    auto linear = [&](const std::string& name, int64_t in, int64_t out) {
+        const float bound = 1.0f / std::sqrt(static_cast<float>(in));
+        p[name + ".weight"] = test::random_tensor({out, in}, seed++, -bound, bound);
+        p[name + ".bias"] = test::random_tensor({out}, seed++, -0.1f, 0.1f);
+    };
+    auto scale = [&](const std::string& name) {
+        p[name + ".scale"] = test::random_tensor({D}, seed++, 0.5f, 1.5f);
+    };
+    auto embedder = [&](const std::string& name, int64_t in) {
+        linear(name + ".in_layer", in, C);
+        linear(name + ".out_layer", C, C);
+    };
+    linear("img_in", 64, C);
+    linear("txt_in", 32, C);
+    embedder("time_in", 256);
+    if (guidance) embedder("guidance_in", 256);
+    embedder("vector_in", 16);
+    for (int i = 0; i < depth; ++i) {
+        const std::string b = "double_blocks." + std::to_string(i) + ".";
+        for (const char* s : {"img", "txt"}) {
+            const std::string x = b + s;
+            linear(x + "_mod.lin", C, 6 * C);
+            linear(x + "_attn.qkv", C, 3 * C);
+            linear(x + "_attn.proj", C, C);
+            scale(x + "_attn.norm.query_norm");
+            scale(x + "_attn.norm.key_norm");
+            linear(x + "_mlp.0", C, mlp);
+            linear(x + "_mlp.2", mlp, C);
+        }
+    }
+    for (int i = 0; i < single; ++i) {
+        const std::string b = "single_blocks." + std::to_string(i) + ".";
+        linear(b + "linear1", C, 3 * C + mlp);
+        linear(b + "linear2", C + mlp, C);
+        linear(b + "modulation.lin", C, 3 * C);
+        scale(b + "norm.query_norm");
+        scale(b + "norm.key_norm");
+    }
+    linear("final_layer.adaLN_modulation.1", C, 2 * C);
+    linear("final_layer.linear", C, 64);
+    return p;
+}
+
+FluxModel load_flux(const std::string& path) {
+    ModelFiles files;
+    files.add(path, ModelRole::DiffusionModel);
+    return FluxModel::load(Weights(files, "model.diffusion_model."));
+}
+
+TEST(FluxRope, TableMatchesHandValues) {
+    // Axes of width 2 and 4, theta 100: frequencies 1 | 1, 100^-0.5 = 0.1.
+    const Tensor t = rope_table({0.0f, 0.0f, 2.0f, 3.0f}, {2, 4}, 100.0f);
+    ASSERT_EQ(t.shape(), (Shape{2, 3, 2}));
+    const std::vector<float> v = t.to_vector();
+    const float want[2][3] = {{0.0f, 0.0f, 0.0f}, {2.0f, 3.0f, 0.3f}};  // angles
+    for (int i = 0; i < 2; ++i) {
+        for (int p = 0; p < 3; ++p) {
+            EXPECT_NEAR(v[(i * 3 + p) * 2], std::cos(want[i][p]), 1e-6) << i << " " << p;
+            EXPECT_NEAR(v[(i * 3 + p) * 2 + 1], std::sin(want[i][p]), 1e-6) << i << " " << p;
+        }
+    }
+    EXPECT_THROW(rope_table({1.0f, 2.0f, 3.0f}, {2, 4}, 100.0f), Error);  // not rows of 2
+    EXPECT_THROW(rope_table({1.0f}, {3}, 100.0f), Error);                 // odd width
+}
+
+TEST(FluxRope, PositionsOfTextImageAndReferences) {
+    // 2 text tokens, a 2x3 patch grid, one 4x2 reference latent (2x1 patches, index 1).
+    const std::vector<float> ids = flux_positions(2, 2, 3, 2, {{4, 2}}, false);
+    const std::vector<float> want = {0, 0, 0, 0, 0, 0,                                      // text
+                                     0, 0, 0, 0, 0, 1, 0, 0, 2, 0, 1, 0, 0, 1, 1, 0, 1, 2,  // image
+                                     1, 0, 0, 1, 1, 0};  // reference
+    EXPECT_EQ(ids, want);
+    // Two references side by side: the second placed after the first along the wider side.
+    const std::vector<float> two = flux_positions(0, 0, 0, 2, {{2, 2}, {2, 2}}, false);
+    EXPECT_EQ(two, (std::vector<float>{1, 0, 0, 1, 2, 0}));
+    const std::vector<float> inc = flux_positions(0, 0, 0, 2, {{2, 2}, {2, 2}}, true);
+    EXPECT_EQ(inc, (std::vector<float>{1, 0, 0, 2, 0, 0}));
+}
+
+// q, k rotated by hand, then the reference attention without RoPE.
+Tensor rotate(const Tensor& x, const Tensor& rope) {
+    std::vector<float> v = x.contiguous().to_vector();
+    const std::vector<float> r = rope.to_vector();
+    const int64_t L = x.size(2), D = x.size(3);
+    for (int64_t row = 0; row < x.numel() / D; ++row) {
+        const int64_t pos = row % L;
+        for (int64_t p = 0; p < D / 2; ++p) {
+            const float c = r[(pos * D / 2 + p) * 2], s = r[(pos * D / 2 + p) * 2 + 1];
+            const float a = v[row * D + 2 * p], b = v[row * D + 2 * p + 1];
+            v[row * D + 2 * p] = c * a - s * b;
+            v[row * D + 2 * p + 1] = s * a + c * b;
+        }
+    }
+    return Tensor::from_vector(x.shape(), v);
+}
+
+TEST(FluxRope, AttentionRotatesOnLoad) {
+    const Tensor q = test::random_tensor({1, 3, 37, 16}, 1);
+    const Tensor k = test::random_tensor({1, 3, 37, 16}, 2);
+    const Tensor v = test::random_tensor({1, 3, 37, 16}, 3);
+    std::vector<float> pos;
+    for (int i = 0; i < 37; ++i) {
+        pos.insert(pos.end(), {static_cast<float>(i % 2), static_cast<float>(i / 6),
+                               static_cast<float>(i % 6)});
+    }
+    AttentionOptions options;
+    options.rope = rope_table(pos, {4, 6, 6}, 10000.0f);
+    const Tensor want =
+        ref::scaled_dot_product_attention(rotate(q, options.rope), rotate(k, options.rope), v);
+    for (Isa isa : test::available_isas()) {
+        test::IsaScope scope(isa);
+        test::expect_close(scaled_dot_product_attention(q, k, v, {}, options), want, 2e-5, 2e-5,
+                           "kernel");
+        // Strided q / k (a head's slice of a wider row) read in place.
+        test::expect_close(
+            scaled_dot_product_attention(test::non_contiguous_copy(q), test::non_contiguous_copy(k),
+                                         v, {}, options),
+            want, 2e-5, 2e-5, "strided");
+    }
+    test::expect_close(ref::scaled_dot_product_attention(q, k, v, {}, options), want, 1e-6, 1e-6,
+                       "ref");
+    AttentionOptions short_table;
+    short_table.rope = rope_table(std::vector<float>(30, 0.0f), {4, 6, 6}, 10000.0f);  // 10 rows
+    EXPECT_THROW(scaled_dot_product_attention(q, k, v, {}, short_table), Error);
+}
+
+TEST(FluxModel, TinyModelMatchesNumpy) {
+    const std::string model = write_params(tiny_flux(1, 1, true), "flux_tiny");
+    const FluxModel flux = load_flux(model);
+    EXPECT_EQ(flux.config().depth, 1);
+    EXPECT_EQ(flux.config().depth_single, 1);
+    EXPECT_EQ(flux.config().heads, 1);
+    EXPECT_EQ(flux.config().mlp_hidden, 256);
+    EXPECT_TRUE(flux.config().guidance_embed);
+    // A latent of odd width: padded to whole patches inside and cropped back.
+    Params in;
+    in["x"] = test::random_tensor({1, 16, 6, 5}, 11);
+    in["t"] = Tensor::from_vector({1}, {0.7f});
+    in["context"] = test::random_tensor({1, 5, 32}, 12);
+    in["y"] = test::random_tensor({1, 16}, 13);
+    in["guidance"] = Tensor::from_vector({1}, {3.5f});
+    const std::string inputs = write_params(in, "flux_tiny_inputs");
+    const std::string out_path = testing::TempDir() + "/flux_tiny_out.f32";
+    const std::string cmd = "/usr/bin/python3 " + test::tests_source_dir() +
+                            "/models/flux_reference.py " + model + " " + inputs + " " + out_path;
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    std::ifstream f(out_path, std::ios::binary);
+    std::vector<float> want(16 * 6 * 5);
+    f.read(reinterpret_cast<char*>(want.data()), static_cast<std::streamsize>(want.size() * 4));
+    ASSERT_TRUE(f.good());
+    const Tensor got = flux.forward(in["x"], in["t"], in["context"], in["y"], 3.5f);
+    test::expect_close(got, Tensor::from_vector({1, 16, 6, 5}, want), 2e-4, 2e-4, "FLUX");
+    std::remove(out_path.c_str());
+}
+
+TEST(FluxModel, SchnellHasNoGuidanceAndDepthComesFromNames) {
+    const FluxModel flux = load_flux(write_params(tiny_flux(2, 3, false), "flux_schnell"));
+    EXPECT_FALSE(flux.config().guidance_embed);
+    EXPECT_EQ(flux.config().depth, 2);
+    EXPECT_EQ(flux.config().depth_single, 3);
+    const Tensor out =
+        flux.forward(test::random_tensor({1, 16, 4, 4}, 1), Tensor::full({1}, 0.5f),
+                     test::random_tensor({1, 3, 32}, 2), test::random_tensor({1, 16}, 3), 0.0f);
+    EXPECT_EQ(out.shape(), (Shape{1, 16, 4, 4}));
+    // Inputs that do not fit the weights are errors, not crashes.
+    EXPECT_THROW(flux.forward(Tensor::zeros({1, 4, 4, 4}), Tensor::full({1}, 0.5f),
+                              Tensor::zeros({1, 3, 32}), Tensor::zeros({1, 16}), 0.0f),
+                 Error);
+    EXPECT_THROW(flux.forward(Tensor::zeros({1, 16, 4, 4}), Tensor::full({1}, 0.5f),
+                              Tensor::zeros({1, 3, 64}), Tensor::zeros({1, 16}), 0.0f),
+                 Error);
+}
+
+TEST(FluxModel, MisShapedTensorIsNamed) {
+    Params p = tiny_flux(1, 1, true);
+    p["double_blocks.0.txt_attn.proj.weight"] = Tensor::zeros({128, 64});
+    const std::string path = write_params(p, "flux_bad");
+    try {
+        load_flux(path);
+        FAIL() << "a mis-shaped tensor loaded";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("double_blocks.0.txt_attn.proj.weight"),
+                  std::string::npos)
+            << e.what();
+    }
+}
+
+}  // namespace
+}  // namespace sd
