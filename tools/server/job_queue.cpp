@@ -110,6 +110,7 @@ std::string JobQueue::submit(JobSpec spec, const std::string& api, Retention ret
     job->api = api;
     job->retention = retention;
     job->images = spec.params.batch_count;
+    spec.source = {};  // only a shared queue sends the request on
     job->spec = std::make_shared<JobSpec>(std::move(spec));
     {
         std::lock_guard<std::mutex> lock(mutex_);

@@ -11,6 +11,7 @@
 #include "cli_params.h"
 #include "generation_request.h"
 #include "image/image_io.h"
+#include "request_source.h"
 #include "server_config.h"
 
 namespace server {
@@ -41,6 +42,7 @@ struct JobSpec {
     cli::CliParams params;           // the defaults with the request applied
     cli::GenerationRequest request;  // prompt, seed, size and images, settled
     OutputOptions output;
+    RequestSource source;  // the request as received (what the Redis queue sends a worker)
 };
 
 // Throws RequestError (an init image whose size breaks the limits, an unknown hires

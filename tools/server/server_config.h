@@ -25,6 +25,10 @@ struct ServerConfig {
     size_t max_body_bytes = size_t{64} << 20;
     int http_threads = 0;  // 0: max_queue_size + 16
     ServerLimits limits;
+    // --queue redis://...: jobs go through Redis (redis_queue.h); --role api|worker|both.
+    std::string queue_url;
+    std::string role = "both";
+    int queue_visibility_seconds = 30;  // a worker silent this long loses its job
     bool verbose = false;
     bool color = false;
     bool help = false;
