@@ -355,7 +355,14 @@ void RedisWorker::report_once(RedisClient& client) {
                 {"XCLAIM", stream_key(settings_.model), kGroup, name_, "0", job->entry, "JUSTID"}};
             return r.job.cancel_requested;
         });
-    if (cancel && !job->cancelled.exchange(true)) runner_.interrupt();
+    if (cancel) cancel_job(*job, "its hash");
+}
+
+void RedisWorker::cancel_job(Current& job, const char* via) {
+    if (job.cancelled.exchange(true)) return;
+    cli::log_info("worker %s: cancelling job %s (cancel via %s)", name_.c_str(), job.id.c_str(),
+                  via);
+    runner_.interrupt();
 }
 
 void RedisWorker::listen_cancels() {
@@ -370,9 +377,7 @@ void RedisWorker::listen_cancels() {
             const RedisReply m = client.next_message(std::chrono::milliseconds(200));
             if (m.elements.size() != 3 || m.elements[0].text() != "message") continue;
             std::lock_guard<std::mutex> lock(mutex_);
-            if (current_ && current_->id == m.elements[2].text() &&
-                !current_->cancelled.exchange(true))
-                runner_.interrupt();
+            if (current_ && current_->id == m.elements[2].text()) cancel_job(*current_, "pub/sub");
         } catch (const std::exception&) {
             subscribed = false;  // report_once reads the flag from the hash meanwhile
             std::this_thread::sleep_for(std::chrono::milliseconds(200));

@@ -51,6 +51,7 @@ class RedisWorker {
     void store_outcome(RedisClient& client, const Current& job, RunOutcome& outcome,
                        const JobSpec* spec);
     void report_once(RedisClient& client);
+    void cancel_job(Current& job, const char* via);
     void backoff(int& step);
 
     WorkerSettings settings_;

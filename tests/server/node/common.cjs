@@ -249,6 +249,7 @@ async function runWithServer(name, body, serverArgs = []) {
 }
 
 module.exports = {
+  failureCount: () => failures,
   buildDir, clientsDir, fixturesDir, requireClient, check, sleep, startServer, stopServer,
   request, waitJob, decodePng, psnr, seedOf, vmRssKiB, runWithServer,
 };
