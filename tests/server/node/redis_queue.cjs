@@ -9,11 +9,11 @@
 
 const { spawn } = require("node:child_process");
 const fs = require("node:fs");
-const net = require("node:net");
 const os = require("node:os");
 const path = require("node:path");
 const { check, sleep, startServer, stopServer, request, decodePng, seedOf, failureCount } =
   require("./common.cjs");
+const { freePort, startRedis, stopRedis } = require("./redis_helpers.cjs");
 
 const COUNT = 20;
 const SEED0 = 3000;
@@ -23,43 +23,6 @@ const CANCEL_RUNNING = 6;  // native, long: cancelled from B while it generates
 const CANCEL_QUEUED = 3;   // native: cancelled from B while both workers are busy
 const LONG_STEPS = { [KILLED]: 6, [CANCEL_RUNNING]: 40 };
 const PIXEL_CHECKED = [1, 2, 4];  // also rendered alone first
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.on("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-// redis-server on 127.0.0.1:port with its data (AOF) in `dir`; resolves once it accepts.
-async function startRedis(port, dir) {
-  const child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1",
-    "--dir", dir, "--appendonly", "yes", "--appendfsync", "always", "--save", ""],
-  { stdio: ["ignore", "pipe", "pipe"] });
-  let log = "";
-  child.stdout.on("data", (d) => { log += d.toString(); });
-  child.stderr.on("data", (d) => { log += d.toString(); });
-  const spawnError = new Promise((resolve) => child.on("error", resolve));
-  const exited = new Promise((resolve) => child.on("exit", (code) => resolve(code)));
-  const deadline = Date.now() + 20000;
-  while (Date.now() < deadline) {
-    if (/Ready to accept connections/.test(log)) return { child, exited, log: () => log };
-    const failed = await Promise.race([spawnError, sleep(50).then(() => null)]);
-    if (failed) throw new Error("cannot run redis-server (scripts/install-deps.sh installs it): " + failed.message);
-    if (child.exitCode !== null) break;
-  }
-  child.kill("SIGKILL");
-  throw new Error("redis-server did not start:\n" + log);
-}
-
-async function stopRedis(redis) {
-  redis.child.kill("SIGTERM");  // flushes the AOF and exits
-  await Promise.race([redis.exited, sleep(10000)]);
-}
 
 // A native job's status through `base`, tolerating Redis outages (503).
 async function jobStatus(base, id) {
