@@ -139,11 +139,13 @@ void RedisWorker::take_jobs() {
 bool RedisWorker::next_delivery(RedisClient& client, std::string& entry, std::string& id) {
     const std::string stream = stream_key(settings_.model);
     // A delivery idle past the visibility timeout: its worker is gone.
+    // The scan goes on from where the last one stopped (each looks at a few entries).
     const RedisReply claimed =
         client
             .command({"XAUTOCLAIM", stream, kGroup, name_, std::to_string(settings_.visibility_ms),
-                      "0-0", "COUNT", "1"})
+                      claim_cursor_, "COUNT", "1"})
             .expect("XAUTOCLAIM");
+    claim_cursor_ = claimed.elements.empty() ? "0-0" : claimed.elements[0].text();
     if (claimed.elements.size() >= 2)
         for (const RedisReply& e : claimed.elements[1].elements)
             if (entry_of(e, entry, id)) {

@@ -60,6 +60,7 @@ class RedisWorker {
     std::atomic<bool> stopping_{false};
     std::mutex mutex_;
     std::shared_ptr<Current> current_;  // the running job
+    std::string claim_cursor_ = "0-0";  // XAUTOCLAIM's scan of the deliveries (taker thread)
     std::thread taker_, reporter_, listener_;
 };
 
