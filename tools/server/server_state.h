@@ -8,7 +8,7 @@
 
 #include "cli_params.h"
 #include "job_spec.h"
-#include "queue_backend.h"
+#include "job_queue.h"
 #include "server_config.h"
 
 namespace server {
