@@ -218,16 +218,26 @@ Lookup RedisQueue::read(RedisClient& client, const std::string& id, JobSnapshot*
             JobPreview{p.value("step", 0), p.value("image", 0), p.value("png", ""),
                        p.value("width", 0u), p.value("height", 0u)});
     }
-    if (s.status == JobStatus::Queued && !field("entry").empty()) {
-        // Entries before this one, less those delivered to workers already.
-        const std::string stream = stream_key(field("model"));
-        const auto replies = client.pipeline(
-            {{"XRANGE", stream, "-", field("entry")}, {"XPENDING", stream, kGroup}});
-        const long long before = static_cast<long long>(replies[0].elements.size());
-        const long long delivered =
-            replies[1].elements.empty() ? 0 : replies[1].elements[0].integer;
-        s.queue_position = static_cast<int>(std::max(1LL, before - delivered));
-    }
+    if (s.status == JobStatus::Queued && !field("entry").empty())
+        s.queue_position = queue_position(client, field("model"), field("entry"));
+    s.spec = spec_of(id, field("output_format"), field("sampler"));
+    return Lookup::Found;
+}
+
+// Entries before this one, less those delivered to workers already.
+int RedisQueue::queue_position(RedisClient& client, const std::string& model,
+                               const std::string& entry) {
+    const std::string stream = stream_key(model);
+    const auto replies =
+        client.pipeline({{"XRANGE", stream, "-", entry}, {"XPENDING", stream, kGroup}});
+    const long long before = static_cast<long long>(replies[0].elements.size());
+    const long long delivered = replies[1].elements.empty() ? 0 : replies[1].elements[0].integer;
+    return static_cast<int>(std::max(1LL, before - delivered));
+}
+
+// This node's parsed request (a synchronous job), else what the hash says of it.
+std::shared_ptr<JobSpec> RedisQueue::spec_of(const std::string& id, const std::string& format,
+                                             const std::string& sampler) {
     std::shared_ptr<JobSpec> local;
     {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -236,12 +246,10 @@ Lookup RedisQueue::read(RedisClient& client, const std::string& id, JobSnapshot*
     }
     if (!local) {
         local = std::make_shared<JobSpec>();
-        local->output.format =
-            output_format_from_name(field("output_format")).value_or(sd::image::Format::Png);
+        local->output.format = output_format_from_name(format).value_or(sd::image::Format::Png);
     }
-    apply_sampler(*local, field("sampler"));
-    s.spec = local;
-    return Lookup::Found;
+    apply_sampler(*local, sampler);
+    return local;
 }
 
 Lookup RedisQueue::find(const std::string& id, JobSnapshot* out) {

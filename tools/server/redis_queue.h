@@ -45,6 +45,9 @@ class RedisQueue : public QueueBackend {
   private:
     void listen_done();
     Lookup read(RedisClient& client, const std::string& id, JobSnapshot* out);
+    int queue_position(RedisClient& client, const std::string& model, const std::string& entry);
+    std::shared_ptr<JobSpec> spec_of(const std::string& id, const std::string& format,
+                                     const std::string& sampler);
     nlohmann::json live_workers(RedisClient& client);
     void record_entry(RedisClient& client, const std::string& id, const std::string& entry);
 

@@ -164,10 +164,10 @@ bool RedisWorker::next_delivery(RedisClient& client, std::string& entry, std::st
     return false;
 }
 
-void RedisWorker::handle(RedisClient& client, const std::string& entry, const std::string& id) {
-    std::string payload;
+StartAction RedisWorker::begin(RedisClient& client, const std::string& entry, const std::string& id,
+                               std::string& payload) {
     const std::string model = settings_.model;
-    const StartAction action = transact<StartAction>(
+    return transact<StartAction>(
         client, id, {"payload"}, [&](const JobRead& r, std::vector<Command>& cmds) {
             const StartAction a = decide_start(r.job, settings_.max_attempts);
             payload = r.extra[0];
@@ -196,17 +196,11 @@ void RedisWorker::handle(RedisClient& client, const std::string& entry, const st
             }
             return a;
         });
-    if (action != StartAction::Run) return;
+}
 
-    auto job = std::make_shared<Current>();
-    job->id = id;
-    job->entry = entry;
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        current_ = job;
-    }
+RunOutcome RedisWorker::run_payload(const std::shared_ptr<Current>& job, const std::string& payload,
+                                    std::optional<JobSpec>& spec) {
     RunOutcome outcome;
-    std::optional<JobSpec> spec;
     try {
         const json p = json::parse(payload);
         RequestSource source{p.at("kind").get<std::string>(), p.at("body")};
@@ -215,25 +209,36 @@ void RedisWorker::handle(RedisClient& client, const std::string& entry, const st
         job->images = spec->params.batch_count;
     } catch (const std::exception& e) {
         outcome.error = std::string("the worker cannot take this request: ") + e.what();
+        return outcome;
     }
-    if (spec && !job->cancelled && !stopping_) {
-        RunHooks hooks;
-        hooks.cancelled = &job->cancelled;
-        int last_step = 0;
-        hooks.on_step = [job, &last_step](int step, int steps) {
-            if (step <= last_step) job->image = std::min(job->image + 1, job->images - 1);
-            last_step = step;
-            job->steps = steps * job->images;
-            job->step = job->image * steps + step;
-        };
-        hooks.on_preview = [job](JobPreview preview) {
-            preview.image = job->image;
-            auto shared = std::make_shared<const JobPreview>(std::move(preview));
-            std::lock_guard<std::mutex> lock(job->preview_mutex);
-            job->preview = std::move(shared);
-        };
-        outcome = runner_.run(*spec, hooks);
+    if (job->cancelled || stopping_) return outcome;
+    RunHooks hooks;
+    hooks.cancelled = &job->cancelled;
+    int last_step = 0;
+    hooks.on_step = [job, &last_step](int step, int steps) {
+        advance_progress(*job, last_step, step, steps);
+    };
+    hooks.on_preview = [job](JobPreview preview) {
+        preview.image = job->image;
+        auto shared = std::make_shared<const JobPreview>(std::move(preview));
+        std::lock_guard<std::mutex> lock(job->preview_mutex);
+        job->preview = std::move(shared);
+    };
+    return runner_.run(*spec, hooks);
+}
+
+void RedisWorker::handle(RedisClient& client, const std::string& entry, const std::string& id) {
+    std::string payload;
+    if (begin(client, entry, id, payload) != StartAction::Run) return;
+    auto job = std::make_shared<Current>();
+    job->id = id;
+    job->entry = entry;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        current_ = job;
     }
+    std::optional<JobSpec> spec;
+    RunOutcome outcome = run_payload(job, payload, spec);
     {
         std::lock_guard<std::mutex> lock(mutex_);
         current_.reset();

@@ -11,10 +11,12 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "job.h"
+#include "job_transitions.h"
 #include "redis_client.h"
 
 namespace server {
@@ -48,6 +50,11 @@ class RedisWorker {
     void listen_cancels();
     bool next_delivery(RedisClient& client, std::string& entry, std::string& id);
     void handle(RedisClient& client, const std::string& entry, const std::string& id);
+    // The start transaction: what to do with this delivery (and the stored request).
+    StartAction begin(RedisClient& client, const std::string& entry, const std::string& id,
+                      std::string& payload);
+    RunOutcome run_payload(const std::shared_ptr<Current>& job, const std::string& payload,
+                           std::optional<JobSpec>& spec);
     void store_outcome(RedisClient& client, const Current& job, RunOutcome& outcome,
                        const JobSpec* spec);
     void report_once(RedisClient& client);
