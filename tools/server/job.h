@@ -2,6 +2,7 @@
 // interface of whatever runs one (JobRunner: the model, or a stand-in in the tests).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -63,6 +64,16 @@ struct JobSnapshot {
     // The request as it ran (sampler and scheduler settled); read it once the job finished.
     std::shared_ptr<const JobSpec> spec;
 };
+
+// Advances a job's progress (atomics step, steps, image, images) by the runner's step
+// `step` of `steps` of the current image; a step not above the last starts the next image.
+template <class Job>
+void advance_progress(Job& job, int& last_step, int step, int steps) {
+    if (step <= last_step) job.image = std::min(job.image + 1, job.images - 1);
+    last_step = step;
+    job.steps = steps * job.images;
+    job.step = job.image * steps + step;
+}
 
 struct RunHooks {
     // A sampling step of the current image finished: `step` of `steps` (1-based).

@@ -110,6 +110,7 @@ std::string JobQueue::submit(JobSpec spec, const std::string& api, Retention ret
     job->api = api;
     job->retention = retention;
     job->images = spec.params.batch_count;
+    spec.source = {};  // only a shared queue sends the request on
     job->spec = std::make_shared<JobSpec>(std::move(spec));
     {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -300,10 +301,7 @@ void JobQueue::run_one(const std::shared_ptr<Job>& job) {
     hooks.cancelled = &job->cancel_requested;
     int last_step = 0;
     hooks.on_step = [job, &last_step](int step, int steps) {
-        if (step <= last_step) job->image = std::min(job->image + 1, job->images - 1);
-        last_step = step;
-        job->steps = steps * job->images;
-        job->step = job->image * steps + step;
+        advance_progress(*job, last_step, step, steps);
     };
     hooks.on_preview = [this, job](JobPreview preview) {
         preview.image = job->image;

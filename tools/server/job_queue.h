@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "job.h"
+#include "queue_backend.h"
 
 namespace server {
 
@@ -26,25 +27,10 @@ struct QueueSettings {
     int retention_seconds = 600;
 };
 
-struct QueueStats {
-    int queued = 0;
-    int generating = 0;
-    int retained = 0;  // finished jobs still readable
-    uint64_t accepted = 0;
-    uint64_t rejected = 0;  // refused because the queue was full
-    uint64_t completed = 0;
-    uint64_t failed = 0;
-    uint64_t cancelled = 0;
-};
-
-enum class Lookup { Found, Expired, NotFound };
-enum class CancelResult { Cancelled, Cancelling, AlreadyFinished, Expired, NotFound };
-enum class Retention { Timed, UntilCollected };
-
-class JobQueue {
+class JobQueue : public QueueBackend {
   public:
     JobQueue(JobRunner& runner, QueueSettings settings);
-    ~JobQueue();
+    ~JobQueue() override;
     JobQueue(const JobQueue&) = delete;
     JobQueue& operator=(const JobQueue&) = delete;
 
@@ -54,17 +40,17 @@ class JobQueue {
 
     // Queues a job and returns its id. Throws RequestError 429 when the queue is full and
     // 503 when the server is stopping.
-    std::string submit(JobSpec spec, const std::string& api, Retention retention);
-    Lookup find(const std::string& id, JobSnapshot* out);
-    CancelResult cancel(const std::string& id, JobSnapshot* out);
+    std::string submit(JobSpec spec, const std::string& api, Retention retention) override;
+    Lookup find(const std::string& id, JobSnapshot* out) override;
+    CancelResult cancel(const std::string& id, JobSnapshot* out) override;
     // Blocks until the job finished (or the queue stops) and forgets an UntilCollected job.
-    JobSnapshot wait(const std::string& id);
+    JobSnapshot wait(const std::string& id) override;
     // As wait(), asking `abandoned` every 100 ms; once it says so (the client has gone) the
     // job is cancelled, and waited for as before.
-    JobSnapshot wait(const std::string& id, const std::function<bool()>& abandoned);
-    QueueStats stats();
+    JobSnapshot wait(const std::string& id, const std::function<bool()>& abandoned) override;
+    QueueStats stats() override;
     // The generating job, if any.
-    std::optional<JobSnapshot> current();
+    std::optional<JobSnapshot> current() override;
     const QueueSettings& settings() const { return settings_; }
 
   private:

@@ -12,6 +12,7 @@
 #include "cli_params.h"
 #include "generation_request.h"
 #include "image/image_io.h"
+#include "request_source.h"
 #include "server_config.h"
 
 namespace server {
@@ -47,6 +48,7 @@ struct JobSpec {
     cli::CliParams params;           // the defaults with the request applied
     cli::GenerationRequest request;  // prompt, seed, size and images, settled
     OutputOptions output;
+    RequestSource source;  // the request as received (what the Redis queue sends a worker)
 };
 
 // Throws RequestError (an init image whose size breaks the limits, an unknown hires

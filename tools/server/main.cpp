@@ -29,6 +29,7 @@
 #include "job_queue.h"
 #include "log_output.h"
 #include "model_runner.h"
+#include "queue_setup.h"
 #include "routes.h"
 #include "server_log.h"
 #include "server_options.h"
@@ -108,15 +109,33 @@ class StopDeadline {
     std::thread thread_;
 };
 
+// --role worker: no HTTP, jobs from Redis until a signal.
+int run_worker(server::QueueSetup& queues, const sigset_t& stop_signals) {
+    queues.start();
+    int signal_number = 0;
+    sigwait(&stop_signals, &signal_number);
+    cli::log_info("signal %d: stopping", signal_number);
+    queues.stop();
+    cli::log_info("stopped");
+    return 0;
+}
+
 int serve(server::ServerConfig config, cli::CliParams params, const sigset_t& stop_signals) {
-    std::unique_ptr<server::ModelRunner> runner = server::ModelRunner::load(params);
-    if (!runner) {
-        cli::log_error("cannot load the model; see the messages above");
-        return 1;
+    std::unique_ptr<server::ModelRunner> runner;
+    if (server::QueueSetup::runs_model(config)) {
+        runner = server::ModelRunner::load(params);
+        if (!runner) {
+            cli::log_error("cannot load the model; see the messages above");
+            return 1;
+        }
     }
-    server::JobQueue queue(*runner, {config.max_queue_size, config.job_retention_seconds});
-    server::ServerState state(config, params, queue);
-    state.check_lora = [&runner](const std::string& path) { runner->check_lora(path); };
+    server::QueueSetup queues(config, params, runner.get());
+    if (!server::QueueSetup::serves_http(config)) return run_worker(queues, stop_signals);
+    server::ServerState state(config, params, queues.queue());
+    // An API node without the model cannot check a LoRA; its worker does at job time.
+    state.check_lora = [&runner](const std::string& path) {
+        if (runner) runner->check_lora(path);
+    };
     if (!config.serve_html_path.empty()) state.index_html = read_text_file(config.serve_html_path);
     server::GuardedServer svr(http_limits(config));
     configure_http(svr, state);
@@ -135,7 +154,7 @@ int serve(server::ServerConfig config, cli::CliParams params, const sigset_t& st
     // Debian's cpp-httplib listens with a backlog of 5: a burst of clients would see their
     // connections dropped and retried a second later. Listening again raises it.
     if (listen_fd >= 0) ::listen(listen_fd, SOMAXCONN);
-    queue.start();
+    queues.start();
     cli::log_info("listening on http://%s:%d", config.listen_ip.c_str(), port);
     std::thread http([&] {
         svr.listen_after_bind();
@@ -147,7 +166,7 @@ int serve(server::ServerConfig config, cli::CliParams params, const sigset_t& st
     const StopDeadline deadline;
     state.stopping = true;
     svr.begin_stop();  // idle and half-read connections end at once
-    queue.stop();      // answers every waiting request before the HTTP threads are joined
+    queues.stop();     // answers every waiting request before the HTTP threads are joined
     svr.stop();
     http.join();
     runner.reset();

@@ -14,6 +14,7 @@
 #include "base64.h"
 #include "generation_request.h"
 #include "image_metadata.h"
+#include "log_output.h"
 #include "result_images.h"
 #include "server_log.h"
 
@@ -100,6 +101,14 @@ void ModelRunner::interrupt() {
 }
 
 RunOutcome ModelRunner::run(JobSpec& spec, const RunHooks& hooks) {
+    const auto t0 = std::chrono::steady_clock::now();
+    RunOutcome outcome = run_job(spec, hooks);
+    const std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - t0;
+    cli::log_info("job ran in %.1f ms (generation and encoding)", ms.count());
+    return outcome;
+}
+
+RunOutcome ModelRunner::run_job(JobSpec& spec, const RunHooks& hooks) {
     RunOutcome outcome;
     ErrorCapture errors;
     try {

@@ -28,6 +28,7 @@ class ModelRunner : public JobRunner {
 
   private:
     ModelRunner(sd_ctx_t* ctx, const PreviewOptions& preview);
+    RunOutcome run_job(JobSpec& spec, const RunHooks& hooks);
 
     sd_ctx_t* ctx_;
     ProgressRelay relay_;

@@ -5,6 +5,7 @@
 
 #include "http_json.h"
 #include "request_error.h"
+#include "request_replay.h"
 #include "requests.h"
 #include "routes.h"
 
@@ -41,7 +42,9 @@ void register_openai_routes(httplib::Server& svr, ServerState& state) {
 
     svr.Post("/v1/images/generations",
              guarded([&state](const httplib::Request& req, httplib::Response& res) {
-                 JobSpec spec = parse_openai_generation(parse_body(req), state.parse_context());
+                 json body = parse_body(req);
+                 JobSpec spec = parse_openai_generation(body, state.parse_context());
+                 spec.source = {"openai_generation", std::move(body)};
                  send_json(res, 200,
                            images_response(generate_and_wait(state, std::move(spec), "openai")));
              }));
@@ -51,7 +54,9 @@ void register_openai_routes(httplib::Server& svr, ServerState& state) {
                  if (!req.is_multipart_form_data())
                      throw bad_request("invalid_multipart",
                                        "expected a multipart/form-data body (prompt, image, ...)");
-                 JobSpec spec = parse_openai_edit(form_parts(req), state.parse_context());
+                 const std::vector<FormPart> parts = form_parts(req);
+                 JobSpec spec = parse_openai_edit(parts, state.parse_context());
+                 spec.source = {"openai_edit", form_parts_json(parts)};
                  send_json(res, 200,
                            images_response(generate_and_wait(state, std::move(spec), "openai")));
              }));

@@ -93,7 +93,9 @@ std::string info_text(const ServerState& state, const SdapiRequest& request,
 
 void any2img(ServerState& state, const httplib::Request& req, httplib::Response& res,
              bool img2img) {
-    SdapiRequest request = parse_sdapi_request(parse_body(req), img2img, state.parse_context());
+    json body = parse_body(req);
+    SdapiRequest request = parse_sdapi_request(body, img2img, state.parse_context());
+    request.spec.source = {img2img ? "sdapi_img2img" : "sdapi_txt2img", std::move(body)};
     JobSnapshot done = generate_and_wait(state, std::move(request.spec), "sdapi");
     json images = json::array();
     if (request.send_images)

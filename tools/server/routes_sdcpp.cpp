@@ -216,7 +216,9 @@ void register_sdcpp_routes(httplib::Server& svr, ServerState& state) {
 
     svr.Post(
         "/sdcpp/v1/img_gen", guarded([&state](const httplib::Request& req, httplib::Response& res) {
-            JobSpec spec = parse_native_request(parse_body(req), state.parse_context());
+            json body = parse_body(req);
+            JobSpec spec = parse_native_request(body, state.parse_context());
+            spec.source = {"native", std::move(body)};
             const std::string id = state.queue.submit(std::move(spec), "sdcpp", Retention::Timed);
             JobSnapshot job;
             state.queue.find(id, &job);

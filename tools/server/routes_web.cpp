@@ -49,20 +49,22 @@ void register_web_routes(httplib::Server& svr, ServerState& state) {
                 const auto uptime = std::chrono::duration_cast<std::chrono::seconds>(
                     std::chrono::steady_clock::now() - state.started);
                 const bool stopping = state.stopping.load();
-                send_json(res, stopping ? 503 : 200,
-                          {{"status", stopping ? "stopping" : "ok"},
-                           {"uptime_seconds", uptime.count()},
-                           {"queue",
-                            {{"queued", s.queued},
-                             {"generating", s.generating},
-                             {"max_queue_size", state.config.max_queue_size}}},
-                           {"jobs",
-                            {{"accepted", s.accepted},
-                             {"rejected", s.rejected},
-                             {"completed", s.completed},
-                             {"failed", s.failed},
-                             {"cancelled", s.cancelled},
-                             {"retained", s.retained}}}});
+                json body = {{"status", stopping ? "stopping" : "ok"},
+                             {"uptime_seconds", uptime.count()},
+                             {"queue",
+                              {{"queued", s.queued},
+                               {"generating", s.generating},
+                               {"max_queue_size", state.config.max_queue_size}}},
+                             {"jobs",
+                              {{"accepted", s.accepted},
+                               {"rejected", s.rejected},
+                               {"completed", s.completed},
+                               {"failed", s.failed},
+                               {"cancelled", s.cancelled},
+                               {"retained", s.retained}}}};
+                json cluster = state.queue.cluster_health();
+                if (!cluster.is_null()) body["cluster"] = std::move(cluster);
+                send_json(res, stopping ? 503 : 200, body);
             }));
 }
 

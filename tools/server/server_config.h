@@ -28,6 +28,10 @@ struct ServerConfig {
     int http_read_timeout_seconds = 5;  // a request's head in all, and each body read
     int max_client_connections = 64;    // open connections from one address
     ServerLimits limits;
+    // --queue redis://...: jobs go through Redis (redis_queue.h); --role api|worker|both.
+    std::string queue_url;
+    std::string role = "both";
+    int queue_visibility_seconds = 30;  // a worker silent this long loses its job
     bool verbose = false;
     bool color = false;
     bool help = false;

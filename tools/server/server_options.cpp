@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "cli_options.h"
+#include "redis_url.h"
 
 namespace server {
 namespace {
@@ -86,6 +87,29 @@ const std::vector<ServerOption>& server_options() {
          "open connections one client address may hold; more are answered 503 at once",
          [](ServerConfig& c, const std::string& v) {
              c.max_client_connections = to_int("--max-client-connections", v, 1, 100000);
+         }},
+        {"", "--queue", "<url>", "none (in process)",
+         "share a Redis job queue: redis://[user:password@]HOST:PORT[/DB]",
+         [](ServerConfig& c, const std::string& v) {
+             try {
+                 parse_redis_url(v);
+             } catch (const std::invalid_argument& e) {
+                 throw cli::UsageError(std::string("--queue: ") + e.what());
+             }
+             c.queue_url = v;
+         }},
+        {"", "--role", "<api|worker|both>", "both",
+         "with --queue: take requests (api), run jobs on the model (worker), or both",
+         [](ServerConfig& c, const std::string& v) {
+             if (v != "api" && v != "worker" && v != "both")
+                 throw cli::UsageError("invalid value '" + v +
+                                       "' for --role: expected api, worker or both");
+             c.role = v;
+         }},
+        {"", "--queue-visibility-timeout", "<seconds>", "30",
+         "with --queue: a job whose worker stopped answering this long goes to another",
+         [](ServerConfig& c, const std::string& v) {
+             c.queue_visibility_seconds = to_int("--queue-visibility-timeout", v, 2, 24 * 3600);
          }},
     };
     return options;
@@ -189,6 +213,8 @@ void check_server_config(const ServerConfig& config) {
     if (config.limits.min_side > config.limits.max_side)
         throw cli::UsageError("--max-image-size must be at least " +
                               std::to_string(config.limits.min_side));
+    if (config.queue_url.empty() && config.role != "both")
+        throw cli::UsageError("--role " + config.role + " needs --queue redis://HOST:PORT");
 }
 
 void print_server_help(std::ostream& out, const std::string& program) {

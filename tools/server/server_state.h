@@ -7,19 +7,19 @@
 #include <string>
 
 #include "cli_params.h"
-#include "job_queue.h"
 #include "job_spec.h"
+#include "job_queue.h"
 #include "server_config.h"
 
 namespace server {
 
 struct ServerState {
-    ServerState(ServerConfig c, cli::CliParams d, JobQueue& q)
+    ServerState(ServerConfig c, cli::CliParams d, QueueBackend& q)
         : config(std::move(c)), defaults(std::move(d)), queue(q) {}
 
     ServerConfig config;
     cli::CliParams defaults;  // model files and default generation options
-    JobQueue& queue;
+    QueueBackend& queue;
     std::string index_html;  // --serve-html-path's page; empty: the built-in one
     LoraCheck check_lora;    // a request's LoRAs against the loaded model
     std::atomic<bool> stopping{false};

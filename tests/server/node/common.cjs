@@ -43,8 +43,9 @@ function check(ok, what, detail) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-// Starts sd-server on 127.0.0.1 with a free port; resolves once it listens.
-async function startServer(extraArgs = []) {
+// Starts sd-server on 127.0.0.1 with a free port; resolves once it listens (or, with
+// `ready`, once its log matches that pattern: a --role worker has no port).
+async function startServer(extraArgs = [], ready = null) {
   const threads = String(Math.max(1, Math.min(4, require("node:os").availableParallelism())));
   const args = ["-m", fixturePath(), "--tokenizer-dir", path.join(fixturesDir, "tokenizers"),
                 "-l", "127.0.0.1", "--listen-port", "0", "-t", threads,
@@ -58,6 +59,7 @@ async function startServer(extraArgs = []) {
   const deadline = Date.now() + 120000;
   while (Date.now() < deadline) {
     const m = /listening on http:\/\/([0-9.]+):(\d+)/.exec(log);
+    if (ready && ready.test(log)) return { child, base: null, pid: child.pid, exited, log: () => log };
     if (m) {
       const server = { child, base: `http://${m[1]}:${m[2]}`, pid: child.pid, exited,
                        log: () => log };
@@ -247,6 +249,7 @@ async function runWithServer(name, body, serverArgs = []) {
 }
 
 module.exports = {
+  failureCount: () => failures,
   buildDir, clientsDir, fixturesDir, fixturePath, requireClient, check, sleep, startServer, stopServer,
   request, waitJob, decodePng, psnr, seedOf, vmRssKiB, runWithServer,
 };

@@ -1,0 +1,313 @@
+// The Redis queue end to end without a model: a redis-server of its own on a loopback
+// port, the API side (RedisQueue) and workers (RedisWorker) over a stand-in runner. A job
+// runs once and its result reaches the waiter; cancels of queued and generating jobs; a
+// job left by a dead worker is taken over after the visibility timeout; a delivery of a job
+// that has its outcome is acknowledged, not run; a job that killed its workers too often
+// fails; the cap (429) and Redis gone (503).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "redis_jobs.h"
+#include "redis_queue.h"
+#include "request_error.h"
+#include "requests.h"
+#include "worker_loop.h"
+
+extern char** environ;
+
+namespace server {
+namespace {
+
+using namespace std::chrono_literals;
+
+int free_port() {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    socklen_t len = sizeof(addr);
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    ::close(fd);
+    return ntohs(addr.sin_port);
+}
+
+// Counts its runs; while `hold` is set a run waits (for release or a cancel).
+class StandInRunner : public JobRunner {
+  public:
+    RunOutcome run(JobSpec& spec, const RunHooks& hooks) override {
+        std::unique_lock<std::mutex> lock(mutex_);
+        ++runs;
+        cv_.notify_all();
+        cv_.wait_for(lock, 20s, [&] { return !hold || hooks.cancelled->load(); });
+        lock.unlock();
+        hooks.on_step(1, 1);
+        RunOutcome out;
+        if (hooks.cancelled->load()) return out;
+        out.ok = true;
+        out.images.push_back({"aW1n", spec.request.seed, "Seed: x", 64, 64});
+        return out;
+    }
+    void interrupt() override { cv_.notify_all(); }
+    void release() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        hold = false;
+        cv_.notify_all();
+    }
+    bool wait_runs(int n) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        return cv_.wait_for(lock, 20s, [&] { return runs >= n; });
+    }
+
+    int runs = 0;
+    bool hold = false;
+
+  private:
+    std::mutex mutex_;
+    std::condition_variable cv_;
+};
+
+// redis-server on 127.0.0.1:port (no persistence); its pid once it answers, -1 otherwise.
+pid_t spawn_redis(int port) {
+    const std::string p = std::to_string(port);
+    const char* argv[] = {"redis-server", "--port", p.c_str(),      "--bind", "127.0.0.1",
+                          "--save",       "",       "--appendonly", "no",     nullptr};
+    pid_t pid = -1;
+    posix_spawn_file_actions_t quiet;  // its log is not the test's
+    posix_spawn_file_actions_init(&quiet);
+    posix_spawn_file_actions_addopen(&quiet, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    const int spawned = posix_spawnp(&pid, "redis-server", &quiet, nullptr,
+                                     const_cast<char* const*>(argv), environ);
+    posix_spawn_file_actions_destroy(&quiet);
+    if (spawned != 0) return -1;
+    RedisEndpoint e;
+    e.host = "127.0.0.1";
+    e.port = port;
+    for (int i = 0; i < 200; ++i) {
+        try {
+            RedisClient(e, 1s).connect_now();
+            return pid;
+        } catch (const std::exception&) {
+            std::this_thread::sleep_for(50ms);
+        }
+    }
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    return -1;
+}
+
+void stop_redis(pid_t pid) {
+    if (pid <= 0) return;
+    ::kill(pid, SIGTERM);
+    ::waitpid(pid, nullptr, 0);
+}
+
+class RedisQueueTest : public ::testing::Test {
+  protected:
+    static void SetUpTestSuite() {
+        port_ = free_port();
+        pid_ = spawn_redis(port_);
+        ASSERT_GT(pid_, 0) << "cannot run redis-server on port " << port_
+                           << " (scripts/install-deps.sh installs it)";
+    }
+    static void TearDownTestSuite() { stop_redis(pid_); }
+    void SetUp() override { RedisClient(endpoint()).command({"FLUSHALL"}); }
+
+    static RedisEndpoint endpoint() {
+        RedisEndpoint e;
+        e.host = "127.0.0.1";
+        e.port = port_;
+        return e;
+    }
+    RedisQueueSettings queue_settings(int max_pending = 16) {
+        return {endpoint(), "fake", max_pending, 60};
+    }
+    WorkerSettings worker_settings(const std::string& name) {
+        WorkerSettings w;
+        w.endpoint = endpoint();
+        w.model = "fake";
+        w.visibility_ms = 2000;
+        w.result_ttl_seconds = 60;
+        w.name = name;
+        return w;
+    }
+    JobSpec native_spec(int64_t seed) {
+        const nlohmann::json body = {{"prompt", "a house"}, {"seed", seed}};
+        JobSpec spec = parse_native_request(body, {defaults_, ServerLimits{}});
+        spec.source = {"native", body};
+        return spec;
+    }
+    // A job delivered to a worker called "ghost" that never acknowledges it, with `fields`
+    // written into its hash (what the ghost left).
+    std::string ghost_job(RedisQueue& queue, const std::vector<std::string>& fields) {
+        const std::string id = queue.submit(native_spec(5), "sdcpp", Retention::Timed);
+        RedisClient c(endpoint());
+        const std::string stream = redis_jobs::stream_key("fake");
+        c.command({"XGROUP", "CREATE", stream, redis_jobs::kGroup, "0", "MKSTREAM"});
+        c.command({"XREADGROUP", "GROUP", redis_jobs::kGroup, "ghost", "COUNT", "1", "STREAMS",
+                   stream, ">"})
+            .expect("XREADGROUP");
+        std::vector<std::string> hset = {"HSET", redis_jobs::job_key(id)};
+        hset.insert(hset.end(), fields.begin(), fields.end());
+        c.command(hset).expect("HSET");
+        return id;
+    }
+    long long pending_deliveries() {
+        const RedisReply r =
+            RedisClient(endpoint())
+                .command({"XPENDING", redis_jobs::stream_key("fake"), redis_jobs::kGroup});
+        return r.elements.empty() ? 0 : r.elements[0].integer;
+    }
+    // A ghost's job left `fields`; a worker then takes it over. Its state once finished.
+    JobSnapshot taken_over(RedisQueue& queue, const std::vector<std::string>& fields,
+                           StandInRunner& runner) {
+        const std::string id = ghost_job(queue, fields);
+        RedisWorker worker(worker_settings("w1"), runner);
+        worker.start();
+        return poll_until_finished(queue, id);
+    }
+    JobSnapshot poll_until_finished(RedisQueue& queue, const std::string& id) {
+        JobSnapshot s;
+        for (int i = 0; i < 200; ++i) {
+            if (queue.find(id, &s) == Lookup::Found && is_finished(s.status)) break;
+            std::this_thread::sleep_for(50ms);
+        }
+        return s;
+    }
+
+    static inline int port_ = 0;
+    static inline pid_t pid_ = -1;
+    cli::CliParams defaults_;
+};
+
+TEST_F(RedisQueueTest, AJobRunsOnceAndItsResultReachesTheWaiter) {
+    RedisQueue queue(queue_settings());
+    queue.start();
+    StandInRunner runner;
+    RedisWorker worker(worker_settings("w1"), runner);
+    worker.start();
+    const std::string id = queue.submit(native_spec(77), "openai", Retention::UntilCollected);
+    const JobSnapshot done = queue.wait(id);
+    ASSERT_EQ(done.status, JobStatus::Completed) << done.error_message;
+    ASSERT_EQ(done.images->size(), 1u);
+    EXPECT_EQ((*done.images)[0].seed, 77);
+    EXPECT_EQ(done.spec->request.seed, 77);  // this node's parsed request
+    EXPECT_EQ(runner.runs, 1);
+    EXPECT_EQ(queue.stats().completed, 1u);
+    EXPECT_EQ(pending_deliveries(), 0);
+    EXPECT_NE(queue.find(id, nullptr), Lookup::Found);  // collected
+}
+
+TEST_F(RedisQueueTest, CancelsAQueuedAndAGeneratingJob) {
+    RedisQueue queue(queue_settings());
+    StandInRunner runner;
+    runner.hold = true;
+    RedisWorker worker(worker_settings("w1"), runner);
+    worker.start();
+    const std::string running = queue.submit(native_spec(1), "sdcpp", Retention::Timed);
+    ASSERT_TRUE(runner.wait_runs(1));
+    const std::string queued = queue.submit(native_spec(2), "sdcpp", Retention::Timed);
+    JobSnapshot s;
+    EXPECT_EQ(queue.cancel(queued, &s), CancelResult::Cancelled);
+    EXPECT_EQ(s.status, JobStatus::Cancelled);
+    EXPECT_EQ(queue.cancel(running, &s), CancelResult::Cancelling);
+    const auto t0 = std::chrono::steady_clock::now();
+    s = poll_until_finished(queue, running);
+    EXPECT_EQ(s.status, JobStatus::Cancelled);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+    EXPECT_EQ(queue.cancel(running, nullptr), CancelResult::AlreadyFinished);
+    EXPECT_EQ(runner.runs, 1);  // the queued one never ran
+    EXPECT_EQ(queue.stats().cancelled, 2u);
+}
+
+TEST_F(RedisQueueTest, AJobLeftByADeadWorkerIsTakenOver) {
+    RedisQueue queue(queue_settings());
+    StandInRunner runner;
+    const JobSnapshot s =
+        taken_over(queue, {"status", "generating", "worker", "ghost", "attempts", "1"}, runner);
+    EXPECT_EQ(s.status, JobStatus::Completed) << s.error_message;
+    EXPECT_EQ(runner.runs, 1);
+    EXPECT_EQ(pending_deliveries(), 0);
+}
+
+TEST_F(RedisQueueTest, ADeliveryOfAFinishedJobIsAcknowledgedNotRun) {
+    RedisQueue queue(queue_settings());
+    const std::string id = ghost_job(queue, {"status", "completed", "result", "[]"});
+    StandInRunner runner;
+    RedisWorker worker(worker_settings("w1"), runner);
+    worker.start();
+    for (int i = 0; i < 200 && pending_deliveries() > 0; ++i) std::this_thread::sleep_for(50ms);
+    EXPECT_EQ(pending_deliveries(), 0);
+    EXPECT_EQ(runner.runs, 0);
+    JobSnapshot s;
+    ASSERT_EQ(queue.find(id, &s), Lookup::Found);
+    EXPECT_EQ(s.status, JobStatus::Completed);
+    EXPECT_EQ(queue.stats().completed, 0u);  // nothing counted a second time
+}
+
+TEST_F(RedisQueueTest, AJobThatKilledItsWorkersTooOftenFails) {
+    RedisQueue queue(queue_settings());
+    StandInRunner runner;
+    const JobSnapshot s =
+        taken_over(queue, {"status", "generating", "worker", "ghost", "attempts", "3"}, runner);
+    EXPECT_EQ(s.status, JobStatus::Failed);
+    EXPECT_EQ(s.error_code, "worker_lost");
+    EXPECT_EQ(runner.runs, 0);
+}
+
+TEST_F(RedisQueueTest, AFullQueueAnswers429) {
+    RedisQueue queue(queue_settings(2));
+    queue.submit(native_spec(1), "sdcpp", Retention::Timed);
+    queue.submit(native_spec(2), "sdcpp", Retention::Timed);
+    try {
+        queue.submit(native_spec(3), "sdcpp", Retention::Timed);
+        FAIL() << "accepted a third job";
+    } catch (const RequestError& e) {
+        EXPECT_EQ(e.status(), 429);
+        EXPECT_EQ(e.code(), "queue_full");
+    }
+    EXPECT_EQ(queue.stats().rejected, 1u);
+}
+
+TEST_F(RedisQueueTest, UnreachableRedisIsAClearErrorThen503) {
+    RedisEndpoint other = endpoint();
+    other.port = free_port();
+    try {
+        RedisQueue queue({other, "fake", 4, 60});
+        FAIL() << "no error";
+    } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find("cannot connect"), std::string::npos) << e.what();
+    }
+    const pid_t pid = spawn_redis(other.port);
+    ASSERT_GT(pid, 0);
+    RedisQueue queue({other, "fake", 4, 60});
+    queue.submit(native_spec(1), "sdcpp", Retention::Timed);
+    stop_redis(pid);
+    for (const auto& call : std::vector<std::function<void()>>{
+             [&] { queue.submit(native_spec(2), "sdcpp", Retention::Timed); },
+             [&] { queue.stats(); }, [&] { queue.find("job_x", nullptr); }}) {
+        try {
+            call();
+            ADD_FAILURE() << "answered without Redis";
+        } catch (const RequestError& e) {
+            EXPECT_EQ(e.status(), 503);
+            EXPECT_EQ(e.code(), "queue_unavailable");
+        }
+    }
+}
+
+}  // namespace
+}  // namespace server

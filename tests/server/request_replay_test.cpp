@@ -1,0 +1,61 @@
+// A request sent through the Redis queue: the worker's parse of the stored request (JSON
+// bodies, multipart form parts as JSON) gives the API node's JobSpec, with its seed.
+#include "request_replay.h"
+
+#include <gtest/gtest.h>
+
+#include "image/image_io.h"
+#include "request_error.h"
+
+namespace server {
+namespace {
+
+class RequestReplay : public ::testing::Test {
+  protected:
+    cli::CliParams defaults;
+    ParseContext ctx{defaults, ServerLimits{}};
+};
+
+TEST_F(RequestReplay, JsonKindsParseAgainWithTheApiNodesSeed) {
+    const nlohmann::json native = {{"prompt", "a cat"}, {"width", 64}, {"height", 128}};
+    const nlohmann::json sdapi = {{"prompt", "a dog"}, {"steps", 3}, {"seed", -1}};
+    const nlohmann::json openai = {{"prompt", "a fox"}, {"size", "256x64"}, {"n", 2}};
+    const JobSpec a = replay_request({"native", native}, 1234, ctx);
+    EXPECT_EQ(a.request.prompt, "a cat");
+    EXPECT_EQ(a.request.width, 64);
+    EXPECT_EQ(a.request.height, 128);
+    EXPECT_EQ(a.request.seed, 1234);
+    const JobSpec b = replay_request({"sdapi_txt2img", sdapi}, 99, ctx);
+    EXPECT_EQ(b.params.sample_params.sample_steps, 3);
+    EXPECT_EQ(b.request.seed, 99);  // the seed drawn on the API node, not a new one
+    const JobSpec c = replay_request({"openai_generation", openai}, 7, ctx);
+    EXPECT_EQ(c.request.width, 256);
+    EXPECT_EQ(c.params.batch_count, 2);
+    EXPECT_EQ(c.request.seed, 7);
+}
+
+TEST_F(RequestReplay, FormPartsRoundTripThroughJson) {
+    sd::image::Image image;
+    image.width = 72;
+    image.height = 64;
+    image.channels = 3;
+    image.pixels.assign(72 * 64 * 3, 200);
+    const std::vector<uint8_t> png = sd::image::encode_image(sd::image::Format::Png, image, "");
+    const std::vector<FormPart> form = {
+        {"prompt", "a cat", "", ""},
+        {"image", std::string(png.begin(), png.end()), "cat.png", "image/png"}};
+    const JobSpec direct = parse_openai_edit(form, ctx);
+    const JobSpec replayed = replay_request({"openai_edit", form_parts_json(form)}, 5, ctx);
+    EXPECT_EQ(replayed.request.prompt, direct.request.prompt);
+    EXPECT_EQ(replayed.request.width, 72);
+    EXPECT_EQ(replayed.request.init_image.pixels, direct.request.init_image.pixels);
+    EXPECT_EQ(replayed.request.seed, 5);
+}
+
+TEST_F(RequestReplay, AnUnknownKindIsRefused) {
+    EXPECT_THROW(replay_request({"bogus", nlohmann::json::object()}, 1, ctx), RequestError);
+    EXPECT_THROW(replay_request({"native", {{"width", "wide"}}}, 1, ctx), RequestError);
+}
+
+}  // namespace
+}  // namespace server

@@ -1,0 +1,105 @@
+// A thin RAII client over hiredis: one connection (not thread-safe; one per thread or
+// borrowed from a RedisPool), commands as argument vectors, replies copied into plain
+// values. A lost connection is a RedisError; the next command reconnects, at most once per
+// backoff step (0.1 s doubling to 5 s) so that callers fail fast while Redis is away.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "redis_url.h"
+
+struct redisContext;
+
+namespace server {
+
+// Redis cannot be reached (connection refused, lost, timed out).
+class RedisError : public std::runtime_error {
+  public:
+    using std::runtime_error::runtime_error;
+};
+
+struct RedisReply {
+    enum class Type { Nil, Integer, String, Status, Error, Array };
+    Type type = Type::Nil;
+    long long integer = 0;
+    std::string str;  // String, Status, Error
+    std::vector<RedisReply> elements;
+
+    bool is_nil() const { return type == Type::Nil; }
+    bool is_error() const { return type == Type::Error; }
+    // A String/Status reply's text, an Integer's digits, "" for Nil.
+    std::string text() const;
+    // Throws std::runtime_error naming `what` when the reply is an error.
+    const RedisReply& expect(const char* what) const;
+};
+
+class RedisClient {
+  public:
+    // `timeout`: for connecting and for each reply (blocking commands must wait less).
+    explicit RedisClient(RedisEndpoint endpoint,
+                         std::chrono::milliseconds timeout = std::chrono::seconds(5));
+    ~RedisClient();
+    RedisClient(const RedisClient&) = delete;
+    RedisClient& operator=(const RedisClient&) = delete;
+
+    RedisReply command(const std::vector<std::string>& args);
+    // Sends every command, then reads every reply (one round trip).
+    std::vector<RedisReply> pipeline(const std::vector<std::vector<std::string>>& commands);
+
+    // Pub/sub: after command({"SUBSCRIBE", ...}), the next pushed message; Nil when none
+    // arrived within `wait`.
+    RedisReply next_message(std::chrono::milliseconds wait);
+
+    // Connects now (throws RedisError with the reason), ignoring the backoff.
+    void connect_now();
+    bool connected() const { return ctx_ != nullptr; }
+    const RedisEndpoint& endpoint() const { return endpoint_; }
+
+  private:
+    void ensure_connected();
+    void drop(const std::string& why);  // frees the context and throws RedisError
+
+    RedisEndpoint endpoint_;
+    std::chrono::milliseconds timeout_;
+    redisContext* ctx_ = nullptr;
+    std::chrono::steady_clock::time_point next_attempt_{};
+    std::chrono::milliseconds backoff_{0};
+};
+
+// Connections shared by the HTTP threads: borrow one for a few commands.
+class RedisPool {
+  public:
+    explicit RedisPool(RedisEndpoint endpoint) : endpoint_(std::move(endpoint)) {}
+
+    class Lease {
+      public:
+        Lease(RedisPool& pool, std::unique_ptr<RedisClient> client)
+            : pool_(pool), client_(std::move(client)) {}
+        ~Lease() { pool_.give_back(std::move(client_)); }
+        Lease(const Lease&) = delete;
+        Lease& operator=(const Lease&) = delete;
+        RedisClient* operator->() { return client_.get(); }
+        RedisClient& operator*() { return *client_; }
+
+      private:
+        RedisPool& pool_;
+        std::unique_ptr<RedisClient> client_;
+    };
+
+    Lease borrow();
+    const RedisEndpoint& endpoint() const { return endpoint_; }
+
+  private:
+    void give_back(std::unique_ptr<RedisClient> client);
+
+    RedisEndpoint endpoint_;
+    std::mutex mutex_;
+    std::vector<std::unique_ptr<RedisClient>> idle_;
+};
+
+}  // namespace server
