@@ -14,6 +14,7 @@
 #include "api/callbacks.h"
 #include "api/placement.h"
 #include "api/preview_tap.h"
+#include "api/prompt_limit.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "base/thread_pool.h"
@@ -21,8 +22,11 @@
 #include "families/unet_components.h"
 #include "ops/compute_type.h"
 #include "pipeline/generate.h"
+#include "pipeline/image_size.h"
 #include "pipeline/taesd_codec.h"
 #include "stable-diffusion.h"
+
+static_assert(sd::kMaxPromptBytesPerToken == SD_MAX_PROMPT_BYTES_PER_TOKEN);
 
 struct sd_ctx_t {
     sd::ModelFiles files;
@@ -37,6 +41,7 @@ struct sd_ctx_t {
     sd::LoraMode lora_mode = sd::LoraMode::Immediately;
     sd::LoraSet loras;  // the LoRAs of the last generation, kept while the list stays the same
     std::atomic<int> cancel{0};
+    int max_prompt_tokens = SD_DEFAULT_MAX_PROMPT_TOKENS;
     std::mutex generating;  // one generation at a time on a context
 };
 
@@ -161,8 +166,7 @@ sd::HiresRequest to_hires(const sd_hires_params_t& p, int width, int height,
              static_cast<int>(p.upscaler));
     SD_CHECK(p.upscaler != SD_HIRES_UPSCALER_MODEL || !h.model_path.empty(),
              "hires upscaler Model needs a model file (hires model_path)");
-    sd::resolve_hires_target(h, width, height, p.scale,
-                             m.latent.factor * m.diffusion->down_factor());
+    sd::resolve_hires_target(h, width, height, p.scale, sd::size_multiple(m));
     return h;
 }
 
@@ -170,10 +174,14 @@ sd::ImageRequest to_request(const sd_ctx_t& ctx, const sd_img_gen_params_t& p) {
     reject_unbuilt(p);
     sd::ImageRequest r;
     r.prompt = p.prompt ? p.prompt : "";
+    r.max_prompt_tokens = ctx.max_prompt_tokens;
     r.negative_prompt = p.negative_prompt ? p.negative_prompt : "";
     r.clip_skip = p.clip_skip;
     r.width = p.width;
     r.height = p.height;
+    // Before the hires target, which the reference derives from the aligned size.
+    sd::align_size_up(r.width, r.height, sd::size_multiple(ctx.model.components),
+                      "generation request");
     const sd_sample_params_t& s = p.sample_params;
     r.method = s.sample_method == SAMPLE_METHOD_COUNT ? sd_get_default_sample_method(&ctx)
                                                       : s.sample_method;
@@ -350,6 +358,10 @@ bool sd_ctx_unload_control_net(sd_ctx_t* sd_ctx) {
 
 bool sd_ctx_has_control_net(const sd_ctx_t* sd_ctx) {
     return sd_ctx && sd_ctx->model.components.control != nullptr;
+}
+
+void sd_ctx_set_max_prompt_tokens(sd_ctx_t* sd_ctx, int max_tokens) {
+    if (sd_ctx) sd_ctx->max_prompt_tokens = std::max(0, max_tokens);
 }
 
 void sd_cancel_generation(sd_ctx_t* sd_ctx, enum sd_cancel_mode_t mode) {

@@ -92,6 +92,7 @@ int run_generate(CliParams& p) {
         log_error("new_sd_ctx failed");
         return 1;
     }
+    sd_ctx_set_max_prompt_tokens(ctx.get(), p.max_prompt_tokens);
     resolve_sampling_defaults(ctx.get(), p);
     if (!p.imat_out.empty()) {
         if (!load_imatrix_inputs(p)) return 1;
