@@ -3,6 +3,7 @@
 // point catches what the engine throws, logs it and returns NULL or false.
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -73,6 +74,14 @@ void reject_unbuilt(const sd_ctx_params_t& p) {
     for (const auto& [value, option] : paths) {
         if (has(value)) sd::fail("%s is not supported by this build yet", option);
     }
+    // Options this build would otherwise take and not act on: refused, naming them.
+    if (p.force_sdxl_vae_conv_scale)
+        sd::fail("--force-sdxl-vae-conv-scale is not supported by this build yet");
+    if (p.vae_format != SD_VAE_FORMAT_AUTO)
+        sd::fail(
+            "--vae-format (%d): only auto, the format read from the VAE's weights, is "
+            "supported by this build",
+            static_cast<int>(p.vae_format));
     if (p.wtype != SD_TYPE_COUNT)
         sd::fail(
             "--type for image generation is not supported yet; convert the model with -M convert");
@@ -147,6 +156,25 @@ void reject_unbuilt(const sd_img_gen_params_t& p) {
         sd::fail("--cache-mode is not supported by this build yet");
     if (p.sample_params.guidance.slg.scale != 0.0f && p.sample_params.guidance.slg.layer_count > 0)
         sd::fail("skip-layer guidance is not supported by this build yet");
+    // Options that would otherwise be taken and not acted on: refused, naming them.
+    const sd_sample_params_t& s = p.sample_params;
+    if (s.shifted_timestep > 0)
+        sd::fail("--timestep-shift (SDXL timestep shifting) is not supported by this build yet");
+    const float img_cfg = s.guidance.img_cfg;
+    if (std::isfinite(img_cfg) && img_cfg != 1.0f && img_cfg != s.guidance.txt_cfg)
+        sd::fail("--img-cfg-scale %g: image guidance is not supported by this build yet", img_cfg);
+    if (has(s.extra_sample_args))
+        sd::fail("--extra-sample-args is not supported by this build yet");
+    const sd_tiling_params_t& t = p.vae_tiling_params;
+    if (t.rel_size_x > 0 || t.rel_size_y > 0)
+        sd::fail(
+            "--vae-relative-tile-size is not supported by this build yet; give "
+            "--vae-tile-size");
+    if (t.tile_size_y > 0 && t.tile_size_x > 0 && t.tile_size_y != t.tile_size_x)
+        sd::fail("--vae-tile-size %dx%d: tiles are square in this build (give one size)",
+                 t.tile_size_x, t.tile_size_y);
+    if (has(t.extra_tiling_args))
+        sd::fail("--extra-tiling-args is not supported by this build yet");
 }
 
 sd::HiresRequest to_hires(const sd_hires_params_t& p, int width, int height,

@@ -554,6 +554,33 @@ TEST(CliLimits, AbsurdSizeAndHugePromptEndAtOnce) {
     EXPECT_NE(with_nul.output.find("NUL byte"), std::string::npos) << with_nul.output;
 }
 
+// Options this build would take and not act on are refused naming them (never a silent
+// no-op): context ones before any model loads, generation ones before anything runs.
+TEST(CliErrors, InertOptionsAreRefusedNamingThem) {
+    for (const std::vector<std::string>& extra :
+         {std::vector<std::string>{"--force-sdxl-vae-conv-scale"}, {"--vae-format", "flux"}}) {
+        std::vector<std::string> args = {"-m", small_model(), "-p", "a cat"};
+        args.insert(args.end(), extra.begin(), extra.end());
+        const RunResult r = run_cli(args);
+        EXPECT_EQ(r.exit_code, 1) << r.output;
+        EXPECT_NE(r.output.find(extra[0]), std::string::npos) << r.output;
+    }
+    const std::string model = sd::test::generated_checkpoint("sd15", "f16", 1);
+    for (const std::vector<std::string>& extra :
+         {std::vector<std::string>{"--timestep-shift", "100"},
+          {"--img-cfg-scale", "2"},
+          {"--vae-relative-tile-size", "2x2"},
+          {"--extra-sample-args", "x=1"}}) {
+        std::vector<std::string> args = {
+            "-m", model, "-p", "a cat",           "-W",
+            "64", "-H",  "64", "--tokenizer-dir", fixtures() + "/tokenizers"};
+        args.insert(args.end(), extra.begin(), extra.end());
+        const RunResult r = run_cli(args);
+        EXPECT_EQ(r.exit_code, 1) << r.output;
+        EXPECT_NE(r.output.find(extra[0]), std::string::npos) << r.output;
+    }
+}
+
 // --taesd and the previews on the sd15 fixture at 64x64: each preview mode writes
 // --preview-path (proj at latent size), and a TAESD file that is cut short or is not a TAESD
 // stops the run with its name.
