@@ -554,6 +554,25 @@ TEST(CliLimits, AbsurdSizeAndHugePromptEndAtOnce) {
     EXPECT_NE(with_nul.output.find("NUL byte"), std::string::npos) << with_nul.output;
 }
 
+// The log names where the CLIP tokenizer really came from: --tokenizer-dir wins over
+// SD_TOKENIZER_DIR, which is named when it is the source. (A 100000x100000 request stops
+// right after the model loads.)
+TEST(CliTokenizer, LogNamesItsRealSource) {
+    const std::string model = sd::test::generated_checkpoint("sd15", "f16", 1);
+    const std::string dir = fixtures() + "/tokenizers";
+    ::setenv("SD_TOKENIZER_DIR", dir.c_str(), 1);
+    const RunResult given =
+        run_cli({"-m", model, "-p", "x", "-W", "100000", "-H", "100000", "--tokenizer-dir", dir});
+    const RunResult env = run_cli({"-m", model, "-p", "x", "-W", "100000", "-H", "100000"});
+    ::unsetenv("SD_TOKENIZER_DIR");
+    EXPECT_NE(given.output.find("CLIP tokenizer: " + dir + "/clip (--tokenizer-dir)"),
+              std::string::npos)
+        << given.output;
+    EXPECT_NE(env.output.find("CLIP tokenizer: " + dir + "/clip (SD_TOKENIZER_DIR)"),
+              std::string::npos)
+        << env.output;
+}
+
 // Options this build would take and not act on are refused naming them (never a silent
 // no-op): context ones before any model loads, generation ones before anything runs.
 TEST(CliErrors, InertOptionsAreRefusedNamingThem) {
