@@ -150,6 +150,11 @@ TEST_F(ServerRequests, NativeNamesEachWrongField) {
     expect_field_error([&] { parse(R"({"hires": {"enabled": true, "upscaler": "Magic"}})"); },
                        "hires.upscaler");
     expect_field_error([&] { parse(R"({"ip_adapter_image": "aGVsbG8="})"); }, "ip_adapter_image");
+    expect_field_error(
+        [&] {
+            parse_native_request(json{{"mask_image", png_b64(64, 64, 255, 1)}}, ctx);
+        },
+        "mask_image");
 }
 
 TEST_F(ServerRequests, NativeSizeComesFromTheInitImageWhenNotGiven) {

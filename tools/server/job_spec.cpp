@@ -53,6 +53,9 @@ JobSpec finalize_request(cli::CliParams p, RequestInputs in, const OutputOptions
     }
     check_side(r.width, "width", "width", limits);
     check_side(r.height, "height", "height", limits);
+    // A mask selects what to repaint of an init image; alone it would do nothing.
+    if (!in.mask_image.empty() && in.init_image.empty())
+        throw bad_field("mask_image", "a mask needs an init image to repaint (init_image)");
     // Images of another size are fitted to the (aligned) size by the library; no mask
     // repaints everything.
     r.init_image = std::move(in.init_image);
