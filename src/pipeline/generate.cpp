@@ -19,6 +19,9 @@ namespace {
 void check_request(const ImageRequest& r) {
     SD_CHECK(r.steps > 0 || !r.custom_sigmas.empty(), "steps must be at least 1 (got %d)", r.steps);
     SD_CHECK(r.batch_count >= 1, "batch count must be at least 1 (got %d)", r.batch_count);
+    // Far beyond any use; the schedule alone would take gigabytes.
+    constexpr int kMaxSteps = 10000;
+    SD_CHECK(r.steps <= kMaxSteps, "%d steps: at most %d", r.steps, kMaxSteps);
     SD_CHECK(std::isfinite(r.cfg_scale), "cfg scale must be a number");
     SD_CHECK(r.strength >= 0.0f && r.strength <= 1.0f, "strength %g is outside [0, 1]", r.strength);
 }

@@ -77,6 +77,19 @@ double available_memory_bytes() {
     return available + std::max(0.0, proc_kb("/proc/self/status", "RssFile"));
 }
 
+void check_size_before_loading(int width, int height, int batch_count, bool tiled_decode) {
+    MemoryInputs in;
+    in.width = (int64_t{std::max(width, 1)} + 63) / 64 * 64;
+    in.height = (int64_t{std::max(height, 1)} + 63) / 64 * 64;
+    in.footprint.diffusion_per_pixel /= 2;  // a floor for any family: only absurd sizes fail
+    in.footprint.decode_per_pixel /= 2;
+    in.batch_count = std::max(batch_count, 1);
+    in.tiled_decode = tiled_decode;
+    const std::string what =
+        "a " + std::to_string(in.width) + "x" + std::to_string(in.height) + " image";
+    check_generation_memory(estimate_generation_memory(in), available_memory_bytes(), in, what);
+}
+
 void check_generation_memory(const MemoryEstimate& e, double available, const MemoryInputs& in,
                              const std::string& what) {
     SD_LOG_DEBUG(

@@ -51,4 +51,10 @@ double available_memory_bytes();
 void check_generation_memory(const MemoryEstimate& estimate, double available,
                              const MemoryInputs& in, const std::string& what);
 
+// Before any model is loaded: half the UNet families' activations alone (no weights, a
+// 64-pixel grid) for a width x height image against the machine, so that a program can
+// refuse an impossible size at once instead of after loading the model. Throws as
+// check_generation_memory.
+void check_size_before_loading(int width, int height, int batch_count, bool tiled_decode);
+
 }  // namespace sd

@@ -152,6 +152,13 @@ TEST_F(StandIn, AnAbsurdSizeIsRefusedAtOnceWithTheEstimate) {
     EXPECT_EQ(text->encodes, 0);  // refused before any network ran
 }
 
+TEST_F(StandIn, AbsurdStepCountIsRefused) {
+    ImageRequest r = request(64, 64);
+    r.steps = 2000000000;  // its schedule alone would take 8 GB
+    EXPECT_THROW(generate_images(m, r), Error);
+    EXPECT_EQ(text->encodes, 0);
+}
+
 TEST_F(StandIn, APromptOverTheLimitIsRefusedBeforeEncoding) {
     ImageRequest r = request(64, 64);
     r.max_prompt_tokens = 150;

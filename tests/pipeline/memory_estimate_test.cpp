@@ -74,6 +74,12 @@ TEST(MemoryEstimate, StreamedWeightsLowerTheEstimate) {
     EXPECT_LT(estimate_generation_memory(in).total(), resident - 4.5 * kGiB);
 }
 
+TEST(MemoryEstimate, BeforeLoadingOnlyAbsurdSizesFail) {
+    EXPECT_NO_THROW(check_size_before_loading(1024, 1024, 1, false));
+    EXPECT_NO_THROW(check_size_before_loading(200, 152, 4, false));
+    EXPECT_THROW(check_size_before_loading(100000, 100000, 1, true), Error);
+}
+
 TEST(MemoryEstimate, TheMachineHasSomeMemory) {
     const double available = available_memory_bytes();
     EXPECT_GT(available, 64.0 * 1024 * 1024);
