@@ -143,7 +143,9 @@ void usage() {
         "                (FLUX as separate files; also [--guidance 3.5])\n"
         "       sd-bench --upscale-model FILE [-W 128] [-H 128] [--upscale-tile-size 128] [-t N]\n"
         "       sd-bench --t5 FILE [--t5-tokens 256] [-t N]\n"
-        "  -t THREADS        threads (default: physical cores)\n"
+        "  -t THREADS        threads (default: physical cores); more than the usable CPUs are\n"
+        "                    clamped with a warning, as sd-cli does\n"
+        "  --oversubscribe   keep -t THREADS past the usable CPUs (to time the pool then)\n"
         "  --model FILE      time a whole model instead of single kernels: UNet pass, step, VAE\n"
         "  --params-backend  disk: the streaming low-memory mode (each layer's pages dropped)\n"
         "  --taesd FILE      with --model: also time TAESD's decode of the same latent\n"
@@ -158,6 +160,7 @@ void usage() {
 
 int run(int argc, char** argv) {
     int threads = 0;
+    bool oversubscribe = false;
     double min_time = 2.0;
     ModelBenchOptions model;
     UpscaleBenchOptions upscale;
@@ -169,7 +172,9 @@ int run(int argc, char** argv) {
             SD_CHECK(i + 1 < argc, "%s needs a value", a.c_str());
             return argv[++i];
         };
-        if (a == "-t" || a == "--threads") {
+        if (a == "--oversubscribe") {
+            oversubscribe = true;
+        } else if (a == "-t" || a == "--threads") {
             threads = std::atoi(value().c_str());
             SD_CHECK(threads > 0, "-t must be a positive number of threads");
         } else if (a == "--min-time") {
@@ -250,7 +255,7 @@ int run(int argc, char** argv) {
             fail("unknown argument '%s'", a.c_str());
         }
     }
-    set_num_threads(threads);
+    set_num_threads(oversubscribe ? threads : threads_that_help(threads));
     const CpuFeatures& f = cpu_features();
     Isa isa = active_isa();
     std::printf("CPU: %s\n", f.describe().c_str());

@@ -3,6 +3,7 @@
 // point catches what the engine throws, logs it and returns NULL or false.
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -15,6 +16,7 @@
 #include "api/callbacks.h"
 #include "api/placement.h"
 #include "api/preview_tap.h"
+#include "api/prompt_limit.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "base/thread_pool.h"
@@ -22,8 +24,11 @@
 #include "families/unet_components.h"
 #include "ops/compute_type.h"
 #include "pipeline/generate.h"
+#include "pipeline/image_size.h"
 #include "pipeline/taesd_codec.h"
 #include "stable-diffusion-ext.h"
+
+static_assert(sd::kMaxPromptBytesPerToken == SD_MAX_PROMPT_BYTES_PER_TOKEN);
 
 struct sd_ctx_t {
     sd::ModelFiles files;
@@ -40,6 +45,7 @@ struct sd_ctx_t {
     // SD_CANCEL_ALL stops the generation; SD_CANCEL_NEW_LATENTS lets the current image finish.
     sd::CancelToken cancel;
     std::atomic<bool> stop_after_image{false};
+    int max_prompt_tokens = SD_DEFAULT_MAX_PROMPT_TOKENS;
     std::mutex generating;  // one generation at a time on a context
 };
 
@@ -70,6 +76,14 @@ void reject_unbuilt(const sd_ctx_params_t& p) {
     for (const auto& [value, option] : paths) {
         if (has(value)) sd::fail("%s is not supported by this build yet", option);
     }
+    // Options this build would otherwise take and not act on: refused, naming them.
+    if (p.force_sdxl_vae_conv_scale)
+        sd::fail("--force-sdxl-vae-conv-scale is not supported by this build yet");
+    if (p.vae_format != SD_VAE_FORMAT_AUTO)
+        sd::fail(
+            "--vae-format (%d): only auto, the format read from the VAE's weights, is "
+            "supported by this build",
+            static_cast<int>(p.vae_format));
     if (p.wtype != SD_TYPE_COUNT)
         sd::fail(
             "--type for image generation is not supported yet; convert the model with -M convert");
@@ -145,6 +159,25 @@ void reject_unbuilt(const sd_img_gen_params_t& p) {
         sd::fail("--cache-mode is not supported by this build yet");
     if (p.sample_params.guidance.slg.scale != 0.0f && p.sample_params.guidance.slg.layer_count > 0)
         sd::fail("skip-layer guidance is not supported by this build yet");
+    // Options that would otherwise be taken and not acted on: refused, naming them.
+    const sd_sample_params_t& s = p.sample_params;
+    if (s.shifted_timestep > 0)
+        sd::fail("--timestep-shift (SDXL timestep shifting) is not supported by this build yet");
+    const float img_cfg = s.guidance.img_cfg;
+    if (std::isfinite(img_cfg) && img_cfg != 1.0f && img_cfg != s.guidance.txt_cfg)
+        sd::fail("--img-cfg-scale %g: image guidance is not supported by this build yet", img_cfg);
+    if (has(s.extra_sample_args))
+        sd::fail("--extra-sample-args is not supported by this build yet");
+    const sd_tiling_params_t& t = p.vae_tiling_params;
+    if (t.rel_size_x > 0 || t.rel_size_y > 0)
+        sd::fail(
+            "--vae-relative-tile-size is not supported by this build yet; give "
+            "--vae-tile-size");
+    if (t.tile_size_y > 0 && t.tile_size_x > 0 && t.tile_size_y != t.tile_size_x)
+        sd::fail("--vae-tile-size %dx%d: tiles are square in this build (give one size)",
+                 t.tile_size_x, t.tile_size_y);
+    if (has(t.extra_tiling_args))
+        sd::fail("--extra-tiling-args is not supported by this build yet");
 }
 
 sd::HiresRequest to_hires(const sd_hires_params_t& p, int width, int height,
@@ -164,33 +197,22 @@ sd::HiresRequest to_hires(const sd_hires_params_t& p, int width, int height,
              static_cast<int>(p.upscaler));
     SD_CHECK(p.upscaler != SD_HIRES_UPSCALER_MODEL || !h.model_path.empty(),
              "hires upscaler Model needs a model file (hires model_path)");
-    sd::resolve_hires_target(h, width, height, p.scale,
-                             m.latent.factor * m.diffusion->down_factor());
+    sd::resolve_hires_target(h, width, height, p.scale, sd::size_multiple(m));
     return h;
-}
-
-// A size the latent cannot take (not a multiple of the VAE's factor) is aligned up to the
-// model's spatial multiple with a warning, as the reference's generate_image does.
-void align_size(const sd::ModelComponents& m, sd::ImageRequest& r) {
-    const int64_t f = m.latent.factor;
-    if (r.width <= 0 || r.height <= 0 || (r.width % f == 0 && r.height % f == 0)) return;
-    const int multiple = static_cast<int>(f * m.diffusion->down_factor());
-    const int w = (r.width + multiple - 1) / multiple * multiple;
-    const int h = (r.height + multiple - 1) / multiple * multiple;
-    SD_LOG_WARN("align up %dx%d to %dx%d (multiple=%d)", r.width, r.height, w, h, multiple);
-    r.width = w;
-    r.height = h;
 }
 
 sd::ImageRequest to_request(const sd_ctx_t& ctx, const sd_img_gen_params_t& p) {
     reject_unbuilt(p);
     sd::ImageRequest r;
     r.prompt = p.prompt ? p.prompt : "";
+    r.max_prompt_tokens = ctx.max_prompt_tokens;
     r.negative_prompt = p.negative_prompt ? p.negative_prompt : "";
     r.clip_skip = p.clip_skip;
     r.width = p.width;
     r.height = p.height;
-    align_size(ctx.model.components, r);
+    // Before the hires target, which the reference derives from the aligned size.
+    sd::align_size_up(r.width, r.height, sd::size_multiple(ctx.model.components),
+                      "generation request");
     const sd_sample_params_t& s = p.sample_params;
     r.method = s.sample_method == SAMPLE_METHOD_COUNT ? sd_get_default_sample_method(&ctx)
                                                       : s.sample_method;
@@ -379,6 +401,10 @@ bool sd_lora_fits(const sd_ctx_t* sd_ctx, const char* lora_path, char* message,
         message[n] = '\0';
     }
     return false;
+}
+
+void sd_ctx_set_max_prompt_tokens(sd_ctx_t* sd_ctx, int max_tokens) {
+    if (sd_ctx) sd_ctx->max_prompt_tokens = std::max(0, max_tokens);
 }
 
 void sd_cancel_generation(sd_ctx_t* sd_ctx, enum sd_cancel_mode_t mode) {

@@ -32,7 +32,10 @@ inline void cpu_relax() {
 }  // namespace
 
 ThreadPool::ThreadPool(int num_threads) : num_threads_(std::max(1, num_threads)) {
-    for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+    // With more threads than CPUs a spinning thread takes the CPU from one with work.
+    spin_rounds_ = num_threads_ > usable_cpus() ? 0 : kSpinRounds;
+    next_.store(num_threads_);
+    for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -56,6 +59,16 @@ void ThreadPool::run_task(int index) {
     t_in_task = false;
 }
 
+void ThreadPool::run_claimed() {
+    for (int i; (i = next_.fetch_add(1, std::memory_order_acq_rel)) < num_threads_;) {
+        run_task(i);
+        if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+            std::lock_guard<std::mutex> lock(mutex_);
+            done_.notify_one();
+        }
+    }
+}
+
 void ThreadPool::run_raw(Invoke invoke, void* ctx) {
     if (!t_in_task) cancellation_point();  // every op from outside the pool starts here
     if (num_threads_ == 1 || t_in_task) {
@@ -72,17 +85,18 @@ void ThreadPool::run_raw(Invoke invoke, void* ctx) {
     invoke_ = invoke;
     ctx_ = ctx;
     error_ = nullptr;
-    pending_.store(num_threads_ - 1, std::memory_order_relaxed);
+    pending_.store(num_threads_, std::memory_order_relaxed);
+    next_.store(0, std::memory_order_release);  // publishes invoke_, ctx_ and pending_
     {
         std::lock_guard<std::mutex> lock(mutex_);
         generation_.fetch_add(1, std::memory_order_release);
     }
     wake_.notify_all();
 
-    run_task(0);
+    run_claimed();
 
     for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
-        if (spin < kSpinRounds) {
+        if (spin < spin_rounds_) {
             cpu_relax();
         } else {
             std::unique_lock<std::mutex> lock(mutex_);
@@ -96,11 +110,11 @@ void ThreadPool::run_raw(Invoke invoke, void* ctx) {
     }
 }
 
-void ThreadPool::worker_loop(int index) {
+void ThreadPool::worker_loop() {
     uint64_t seen = 0;
     for (;;) {
         uint64_t gen = generation_.load(std::memory_order_acquire);
-        for (int spin = 0; gen == seen && spin < kSpinRounds; ++spin) {
+        for (int spin = 0; gen == seen && spin < spin_rounds_; ++spin) {
             cpu_relax();
             gen = generation_.load(std::memory_order_acquire);
         }
@@ -114,11 +128,7 @@ void ThreadPool::worker_loop(int index) {
             std::lock_guard<std::mutex> lock(mutex_);
             if (stop_) return;
         }
-        run_task(index);
-        if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-            std::lock_guard<std::mutex> lock(mutex_);
-            done_.notify_one();
-        }
+        run_claimed();
     }
 }
 

@@ -1,7 +1,9 @@
 // One persistent pool of worker threads that every op splits its work across.
 //
-// run(fn) calls fn(thread_index, thread_count) once on each thread (the caller is thread 0)
-// and returns when all are done; parallel_for splits an index range over the threads.
+// run(fn) calls fn(index, count) once for each index in [0, count) (count: the pool's size)
+// and returns when all are done; the threads claim the indices as they come, so a thread the
+// OS has descheduled (more threads than CPUs, a loaded machine) leaves its share to the
+// others instead of stalling the run. parallel_for splits an index range over the threads.
 // A call made from inside a pool task runs inline on the calling thread, so nested
 // parallelism never deadlocks. An exception thrown by a task is rethrown to the caller.
 // Cancellation (base/cancel.h): run() checks the calling thread's current token before it
@@ -41,8 +43,9 @@ class ThreadPool {
   private:
     using Invoke = void (*)(void* ctx, int index, int count);
     void run_raw(Invoke invoke, void* ctx);
-    void worker_loop(int index);
+    void worker_loop();
     void run_task(int index);
+    void run_claimed();  // runs indices of the current run until none is left
 
     int num_threads_;
     std::vector<std::thread> workers_;
@@ -52,7 +55,9 @@ class ThreadPool {
     std::condition_variable wake_;
     std::condition_variable done_;
     std::atomic<uint64_t> generation_{0};
-    std::atomic<int> pending_{0};
+    std::atomic<int> pending_{0};  // indices of the current run not finished yet
+    std::atomic<int> next_{0};     // the next index to claim
+    int spin_rounds_ = 0;          // 0 when oversubscribed: a spinning thread steals a CPU
     bool stop_ = false;
 
     Invoke invoke_ = nullptr;

@@ -39,6 +39,8 @@ struct Family {
     LatentFormat latent;
     // Builds the components; nullptr for a family this build recognises but cannot run.
     ModelComponents (*assemble)(const ModelFiles& files, const LoadOptions& options) = nullptr;
+    // Activation memory per pixel for the memory estimate (the UNet families' by default).
+    ActivationFootprint footprint{};
 };
 
 }  // namespace sd

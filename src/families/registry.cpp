@@ -54,6 +54,7 @@ LoadedModel load_model(const ModelFiles& files, const LoadOptions& options) {
     m.components = d.family->assemble(files, options);
     m.components.family_name = d.variant;
     m.components.latent = d.family->latent;
+    m.components.footprint = d.family->footprint;
     m.components.memory = options.memory;
     return m;
 }

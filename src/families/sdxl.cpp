@@ -50,6 +50,9 @@ class SdxlConditioner : public Conditioner {
         c.vector = concat({e.pooled, size_embeds}, 1);
         return c;
     }
+    size_t count_tokens(const std::string& prompt) const override {
+        return text_.count_tokens(prompt);
+    }
     void release_weights() const override { text_.release_weights(); }
 
   private:

@@ -20,6 +20,7 @@ class UNetDiffusionModel : public DiffusionModel {
     int64_t in_channels() const override { return unet_.config().in_channels; }
     int64_t down_factor() const override { return 8; }
     void release_weights() const override { unet_.release_weights(); }
+    size_t weight_bytes() const override { return unet_.weight_pages().bytes(); }
     const UNet& unet() const { return unet_; }
 
   private:
@@ -35,6 +36,7 @@ class KlVaeCodec : public LatentCodec {
     Tensor decode(const Tensor& latent, const VaeTiling& tiling) const override;
     bool has_encoder() const override { return vae_.has_encoder(); }
     void release_weights() const override { vae_.release_weights(); }
+    size_t weight_bytes() const override { return vae_.weight_pages().bytes(); }
     const AutoencoderKL& vae() const { return vae_; }
 
   private:
@@ -51,6 +53,7 @@ class ControlNetModel : public ControlModel {
         return net_.forward(x, timesteps, c.context, c.vector, hint);
     }
     void release_weights() const override { net_.release_weights(); }
+    size_t weight_bytes() const override { return net_.weight_pages().bytes(); }
     const ControlNet& net() const { return net_; }
 
   private:
@@ -93,6 +96,9 @@ class ContextConditioner : public Conditioner {
         Conditioning c;
         c.context = text_.encode(r.prompt, r.clip_skip).context;
         return c;
+    }
+    size_t count_tokens(const std::string& prompt) const override {
+        return text_.count_tokens(prompt);
     }
     void release_weights() const override { text_.release_weights(); }
     const TextConditioner& text() const { return text_; }

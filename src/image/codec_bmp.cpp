@@ -1,5 +1,6 @@
 // BMP (Windows bitmap) decoding: uncompressed 1/4/8-bit palette, 16-bit, 24-bit and 32-bit
 // images with the core, info and v2-v5 headers, bottom-up or top-down. RLE is refused.
+// Encoding: 24-bit bottom-up with the info header (grey and RGBA written as RGB).
 #include <cstring>
 
 #include "base/error.h"
@@ -146,6 +147,47 @@ Image decode_bmp(const uint8_t* d, size_t size, const std::string& name) {
         decode_row(d, size, h, src, &image.pixels[static_cast<size_t>(y) * image.width * 3], name);
     }
     return image;
+}
+
+void put_le(std::vector<uint8_t>& out, uint32_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
+}
+
+std::vector<uint8_t> encode_bmp(const Image& image) {
+    const uint64_t stride = (uint64_t{image.width} * 3 + 3) / 4 * 4;
+    const uint64_t data = stride * image.height;
+    if (54 + data > UINT32_MAX)
+        fail("a %ux%u image is too large for BMP", image.width, image.height);
+    std::vector<uint8_t> out;
+    out.reserve(static_cast<size_t>(54 + data));
+    out.push_back('B');
+    out.push_back('M');
+    put_le(out, static_cast<uint32_t>(54 + data), 4);
+    put_le(out, 0, 4);
+    put_le(out, 54, 4);  // pixel data offset
+    put_le(out, 40, 4);  // BITMAPINFOHEADER
+    put_le(out, image.width, 4);
+    put_le(out, image.height, 4);  // positive: rows bottom-up
+    put_le(out, 1, 2);
+    put_le(out, 24, 2);
+    put_le(out, 0, 4);  // BI_RGB
+    put_le(out, static_cast<uint32_t>(data), 4);
+    put_le(out, 2835, 4);  // 72 dpi
+    put_le(out, 2835, 4);
+    put_le(out, 0, 4);
+    put_le(out, 0, 4);
+    const uint32_t c = image.channels;
+    for (uint32_t row = image.height; row-- > 0;) {
+        const uint8_t* p = &image.pixels[static_cast<size_t>(row) * image.width * c];
+        for (uint32_t x = 0; x < image.width; ++x, p += c) {
+            const uint8_t r = p[0], g = c >= 3 ? p[1] : p[0], b = c >= 3 ? p[2] : p[0];
+            out.push_back(b);
+            out.push_back(g);
+            out.push_back(r);
+        }
+        out.resize(out.size() + static_cast<size_t>(stride - uint64_t{image.width} * 3), 0);
+    }
+    return out;
 }
 
 }  // namespace sd::image::detail

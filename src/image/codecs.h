@@ -22,6 +22,8 @@ Image decode_bmp(const uint8_t* data, size_t size, const std::string& name);
 std::vector<uint8_t> encode_png(const Image& image, const std::string& parameters);
 std::vector<uint8_t> encode_jpeg(const Image& image, const std::string& parameters, int quality);
 std::vector<uint8_t> encode_webp(const Image& image, const std::string& parameters, int quality);
+// BMP has no place for text: the parameters are not written.
+std::vector<uint8_t> encode_bmp(const Image& image);
 
 std::map<std::string, std::string> png_text(const uint8_t* data, size_t size,
                                             const std::string& name);

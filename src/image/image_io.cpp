@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "base/error.h"
+#include "base/log.h"
 #include "image/codecs.h"
 #include "io/file_output.h"
 
@@ -161,17 +162,21 @@ std::vector<uint8_t> encode_image(Format format, const Image& image, const std::
         case Format::Webp:
             return detail::encode_webp(image, parameters, quality);
         case Format::Bmp:
+            return detail::encode_bmp(image);
         case Format::Unknown:
             break;
     }
-    fail("cannot write %s images (PNG, JPEG and WebP can be written)", format_name(format));
+    fail("cannot write %s images (PNG, JPEG, WebP and BMP can be written)", format_name(format));
 }
 
 void write_image(const std::string& path, const Image& image, const std::string& parameters,
                  int quality) {
     Format format = format_from_path(path);
-    if (format == Format::Unknown || format == Format::Bmp)
-        fail("%s: unsupported output format (use .png, .jpg or .webp)", path.c_str());
+    if (format == Format::Unknown)
+        fail("%s: unsupported output format (use .png, .jpg, .webp or .bmp)", path.c_str());
+    if (format == Format::Bmp && !parameters.empty())
+        SD_LOG_INFO("%s: BMP has no text field, the generation parameters are not embedded",
+                    path.c_str());
     std::vector<uint8_t> bytes;
     try {
         bytes = encode_image(format, image, parameters, quality);

@@ -41,6 +41,11 @@ class Conditioner {
   public:
     virtual ~Conditioner() = default;
     virtual Conditioning encode(const ConditionRequest& request) const = 0;
+    // The tokens `prompt` takes (for the prompt length limit); 0 when not counted.
+    virtual size_t count_tokens(const std::string& prompt) const {
+        (void)prompt;
+        return 0;
+    }
     // The text encoders' weights leave RSS until the next encode (see Residency).
     virtual void release_weights() const = 0;
 };
@@ -68,6 +73,8 @@ class DiffusionModel {
     // sides align to the latent factor times this.
     virtual int64_t down_factor() const = 0;
     virtual void release_weights() const = 0;
+    // Bytes of its weights while resident (for the memory estimate).
+    virtual size_t weight_bytes() const { return 0; }
 };
 
 // A network that steers the diffusion model from a hint image (ControlNet). It follows the
@@ -84,6 +91,7 @@ class ControlModel {
     virtual std::vector<Tensor> forward(const Tensor& x, const Tensor& timesteps,
                                         const Conditioning& c, const Tensor& hint) const = 0;
     virtual void release_weights() const = 0;
+    virtual size_t weight_bytes() const { return 0; }
 };
 
 struct VaeTiling {
@@ -103,6 +111,7 @@ class LatentCodec {
     virtual Tensor decode(const Tensor& latent, const VaeTiling& tiling) const = 0;
     virtual bool has_encoder() const = 0;
     virtual void release_weights() const = 0;
+    virtual size_t weight_bytes() const { return 0; }
 };
 
 // A family's linear latent -> RGB map for quick previews (the reference's latent-preview.h):
@@ -119,6 +128,14 @@ struct LatentFormat {
     float scale = 0.18215f;
     float shift = 0.0f;
     LatentRgbProjection rgb;
+};
+
+// A family's activation memory per generated image pixel, for the memory estimate
+// (pipeline/memory_estimate.h). The defaults are the UNet families', measured with peak RSS:
+// SD 1.5 at 512x512 and SDXL at 1024x1024 (2.6 GiB for an untiled decode at 1024x1024).
+struct ActivationFootprint {
+    double diffusion_per_pixel = 2048;  // one diffusion-model call
+    double decode_per_pixel = 2816;     // an untiled decode
 };
 
 // How a context computes and when a phase's weights and scratch leave memory (see
@@ -143,7 +160,8 @@ struct ModelComponents {
     // Inpaint checkpoints take [mask, masked-image latent] as extra input channels.
     bool inpaint = false;
     AysTable ays_table = AysTable::Sd15;
-    MemoryPolicy memory;  // the context's (set by load_model)
+    ActivationFootprint footprint;  // the family's (set by load_model)
+    MemoryPolicy memory;            // the context's (set by load_model)
 };
 
 }  // namespace sd

@@ -8,32 +8,53 @@
 #include "base/log.h"
 #include "image/image_resize.h"
 #include "ops/ops.h"
+#include "pipeline/image_size.h"
+#include "pipeline/memory_estimate.h"
 #include "sampling/guidance.h"
 #include "tensor/caching_allocator.h"
 
 namespace sd {
 namespace {
 
-void check_request(const ModelComponents& m, const ImageRequest& r) {
-    const int64_t f = m.latent.factor;
-    SD_CHECK(r.width > 0 && r.height > 0, "image size %dx%d: width and height must be positive",
-             r.width, r.height);
-    SD_CHECK(r.width % f == 0 && r.height % f == 0,
-             "image size %dx%d: width and height must be multiples of %lld", r.width, r.height,
-             (long long)f);
+void check_request(const ImageRequest& r) {
     SD_CHECK(r.steps > 0 || !r.custom_sigmas.empty(), "steps must be at least 1 (got %d)", r.steps);
     SD_CHECK(r.batch_count >= 1, "batch count must be at least 1 (got %d)", r.batch_count);
+    // Far beyond any use; the schedule alone would take gigabytes.
+    constexpr int kMaxSteps = 10000;
+    SD_CHECK(r.steps <= kMaxSteps, "%d steps: at most %d", r.steps, kMaxSteps);
     SD_CHECK(std::isfinite(r.cfg_scale), "cfg scale must be a number");
     SD_CHECK(r.strength >= 0.0f && r.strength <= 1.0f, "strength %g is outside [0, 1]", r.strength);
-    auto check_image = [&](const std::optional<image::Image>& img, const char* what) {
-        if (!img) return;
-        SD_CHECK(static_cast<int64_t>(img->width) == r.width &&
-                     static_cast<int64_t>(img->height) == r.height,
-                 "the %s is %ux%u but the image to generate is %dx%d", what, img->width,
-                 img->height, r.width, r.height);
-    };
-    check_image(r.init_image, "init image");
-    check_image(r.mask_image, "mask image");
+}
+
+// The prompt's length against max_prompt_tokens: its bytes first (cheap, so that megabytes
+// are refused at once), then its tokens, before any encoder runs.
+void check_prompt_length(const ModelComponents& m, const std::string& prompt, int max_tokens,
+                         const char* what) {
+    if (max_tokens <= 0 || prompt.empty()) return;
+    const size_t max_bytes = static_cast<size_t>(max_tokens) * kMaxPromptBytesPerToken;
+    SD_CHECK(prompt.size() <= max_bytes,
+             "the %s has %zu bytes, more than %d tokens could take (at most %zu bytes); "
+             "shorten it or raise --max-prompt-tokens",
+             what, prompt.size(), max_tokens, max_bytes);
+    const size_t tokens = m.conditioner->count_tokens(prompt);
+    SD_CHECK(tokens <= static_cast<size_t>(max_tokens),
+             "the %s has %zu tokens, more than the limit of %d; shorten it or raise "
+             "--max-prompt-tokens",
+             what, tokens, max_tokens);
+}
+
+// An input image of another size than the generation's is fitted to it, as the reference.
+void fit_to_request(std::optional<image::Image>& img, const ImageRequest& r, const char* what) {
+    if (!img) return;
+    if (static_cast<int64_t>(img->width) == r.width &&
+        static_cast<int64_t>(img->height) == r.height)
+        return;
+    SD_LOG_INFO("resize the %s from %ux%u to %dx%d", what, img->width, img->height, r.width,
+                r.height);
+    img = image::fit(*img, static_cast<uint32_t>(r.width), static_cast<uint32_t>(r.height));
+}
+
+void check_hires(const ModelComponents& m, const ImageRequest& r) {
     // A mask only matters with an init image; a solid one (the CLI's default) repaints all.
     const bool masked = r.init_image && r.mask_image &&
                         std::any_of(r.mask_image->pixels.begin(), r.mask_image->pixels.end(),
@@ -294,9 +315,27 @@ VaeTiling decode_tiling(const ModelComponents& m, const VaeTiling& requested, in
     return tiling;
 }
 
-std::vector<image::Image> generate_images(const ModelComponents& m, const ImageRequest& r,
+ImageRequest settle_request(const ModelComponents& m, const ImageRequest& request) {
+    ImageRequest r = request;
+    check_request(r);
+    check_prompt_length(m, r.prompt, r.max_prompt_tokens, "prompt");
+    if (r.cfg_scale != 1.0f)
+        check_prompt_length(m, r.negative_prompt, r.max_prompt_tokens, "negative prompt");
+    align_size_up(r.width, r.height, size_multiple(m), "generation request");
+    const std::string what = "a " + std::to_string(r.width) + "x" + std::to_string(r.height) +
+                             " image" + (r.hires.enabled ? " (with its hires pass)" : "");
+    const MemoryInputs in = memory_inputs(m, r);
+    check_generation_memory(estimate_generation_memory(in), available_memory_bytes(), in, what);
+    fit_to_request(r.init_image, r, "init image");
+    fit_to_request(r.mask_image, r, "mask image");
+    fit_to_request(r.control_image, r, "control image");
+    check_hires(m, r);
+    return r;
+}
+
+std::vector<image::Image> generate_images(const ModelComponents& m, const ImageRequest& request,
                                           const GenerationHooks& hooks) {
-    check_request(m, r);
+    const ImageRequest r = settle_request(m, request);
     const ScopedComputeType compute(m.memory.compute);
     CacheBudget cache(cache_bytes_for(m, /*decoding=*/false));
     const IdleAfterGeneration idle{m};

@@ -43,7 +43,13 @@ struct ImageRequest {
     float control_strength = 0.9f;
     VaeTiling vae_tiling;
     HiresRequest hires;  // the hires fix's second pass (pipeline/hires.h)
+    // The most tokens the prompt and the negative prompt may each have (0: no limit); their
+    // bytes are checked first (kMaxPromptBytesPerToken a token) so that a huge prompt is
+    // refused without tokenizing it.
+    int max_prompt_tokens = 0;
 };
+
+constexpr size_t kMaxPromptBytesPerToken = 32;
 
 // A look at the latents while sampling (previews), as the reference takes it: the model's
 // scaled input x * c_in before an evaluation (noisy) and the denoised prediction after it,
@@ -87,6 +93,13 @@ Tensor to_codec_latent(const LatentFormat& f, const Tensor& x);
 // The allocator cache a generation keeps while sampling or decoding (see CacheBudget).
 size_t cache_bytes_for(const ModelComponents& model, bool decoding);
 
+// The request as it runs, as the reference settles it: the size aligned up to the model's
+// grid (pipeline/image_size.h, with a warning), the estimated peak memory checked against
+// the machine's (pipeline/memory_estimate.h) before anything is allocated, and the init
+// image, mask and control image fitted to the size. Throws sd::Error on a bad request.
+ImageRequest settle_request(const ModelComponents& model, const ImageRequest& request);
+
+// Settles the request (settle_request) and runs it.
 // Throws sd::Error on bad requests and sd::Cancelled when hooks.cancel is cancelled.
 std::vector<image::Image> generate_images(const ModelComponents& model, const ImageRequest& request,
                                           const GenerationHooks& hooks = {});

@@ -7,6 +7,7 @@
 #include "base/log.h"
 #include "ops/ops.h"
 #include "pipeline/generate.h"
+#include "pipeline/image_size.h"
 #include "pipeline/upscaler.h"
 #include "tensor/caching_allocator.h"
 
@@ -57,15 +58,7 @@ void resolve_hires_target(HiresRequest& h, int width, int height, float scale, i
     SD_CHECK(h.target_width > 0 && h.target_height > 0,
              "the hires target %dx%d (from %dx%d, scale %g) is empty", h.target_width,
              h.target_height, width, height, scale);
-    // As the reference: up to the next multiple, with a warning.
-    const int f = static_cast<int>(factor);
-    const int aligned_w = (h.target_width + f - 1) / f * f;
-    const int aligned_h = (h.target_height + f - 1) / f * f;
-    if (aligned_w != h.target_width || aligned_h != h.target_height)
-        SD_LOG_WARN("align hires target up %dx%d to %dx%d (multiple=%d)", h.target_width,
-                    h.target_height, aligned_w, aligned_h, f);
-    h.target_width = aligned_w;
-    h.target_height = aligned_h;
+    align_size_up(h.target_width, h.target_height, factor, "hires target");
     h.denoising_strength = std::clamp(h.denoising_strength, 0.0001f, 1.0f);
     h.steps = std::max(0, h.steps);
 }

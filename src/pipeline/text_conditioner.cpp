@@ -167,6 +167,13 @@ Tensor TextConditioner::encode_window(const std::vector<int32_t>& ids, int clip_
     return states.size() == 1 ? states[0] : concat(states, 2);
 }
 
+size_t TextConditioner::count_tokens(const std::string& prompt) const {
+    std::vector<int32_t> ids;
+    std::vector<float> weights;
+    tokenize(prompt, ids, weights);
+    return ids.size() / kWindow * kChunk;
+}
+
 TextEncoding TextConditioner::encode(const std::string& prompt, int clip_skip) const {
     if (clip_skip <= 0) clip_skip = default_clip_skip_;
     std::vector<int32_t> ids;

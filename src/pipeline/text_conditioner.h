@@ -63,6 +63,10 @@ class TextConditioner {
     void tokenize(const std::string& prompt, std::vector<int32_t>& ids,
                   std::vector<float>& weights) const;
 
+    // The tokens of a prompt as the encoder reads them: 75 for each window (the prompt
+    // length limit counts these).
+    size_t count_tokens(const std::string& prompt) const;
+
     // The text encoders' weights leave RSS until the next encode (see Residency).
     void release_weights() const;
     const ClipTextEncoder& encoder(size_t i = 0) const { return encoders_.at(i).encoder; }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -162,7 +163,7 @@ TEST(CliErrors, EveryMistypedValueIsRefused) {
 
 TEST(CliErrors, OutOfRangeAndMissingValues) {
     const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-        {{"-m", "x", "-W", "100"}, "-W/--width"},
+        {{"-m", "x", "-W", "0"}, "-W/--width"},
         {{"-m", "x", "-H", "0"}, "-H/--height"},
         {{"-m", "x", "--steps", "0"}, "--steps"},
         {{"-m", "x", "-b", "0"}, "--batch-count"},
@@ -176,7 +177,8 @@ TEST(CliErrors, OutOfRangeAndMissingValues) {
         {{"-m", "x", "--preview", "sometimes"}, "--preview"},
         {{"-m", "x", "--taesd-preview-only"}, "--taesd"},
         {{"-m", "x", "--vae-tile-overlap", "1"}, "--vae-tile-overlap"},
-        {{"-m", "x", "--hires-width", "100"}, "--hires-width"},
+        {{"-m", "x", "--hires-width", "-1"}, "--hires-width"},
+        {{"-m", "x", "--mask", "m.png"}, "--mask needs an init image"},
         {{"-m", "x", "--hires-denoising-strength", "2"}, "--hires-denoising-strength"},
         {{"-m", "x", "--sigmas", "1,x"}, "--sigmas"},
         {{"-m", "x", "--skip-layers", "[7,a]"}, "--skip-layers"},
@@ -359,13 +361,11 @@ TEST(CliGenerate, RunsUpToTheEngine) {
     EXPECT_NE(r.output.find("new_sd_ctx failed"), std::string::npos) << r.output;
     const std::string odd = sd::test::temp_path("odd.png");
     sd::image::write_image(odd, test_image(20, 12));
+    // Any size goes to the library, which aligns it (CliSizes below).
     RunResult sized = run_cli({"-m", small_model(), "-i", odd});
     EXPECT_EQ(sized.exit_code, 1);
-    EXPECT_NE(sized.output.find("20x12"), std::string::npos) << sized.output;
-    EXPECT_NE(sized.output.find("multiple of 8"), std::string::npos) << sized.output;
-    RunResult fitted = run_cli({"-m", small_model(), "-i", odd, "-W", "64", "-H", "32"});
-    EXPECT_NE(fitted.output.find("resize"), std::string::npos) << fitted.output;
-    EXPECT_NE(fitted.output.find("new_sd_ctx failed"), std::string::npos) << fitted.output;
+    EXPECT_NE(sized.output.find("20 x 12"), std::string::npos) << sized.output;
+    EXPECT_NE(sized.output.find("new_sd_ctx failed"), std::string::npos) << sized.output;
     RunResult missing = run_cli({"-m", small_model(), "-i", "/nonexistent/init.png"});
     EXPECT_EQ(missing.exit_code, 1);
     EXPECT_NE(missing.output.find("/nonexistent/init.png"), std::string::npos) << missing.output;
@@ -489,6 +489,117 @@ TEST(CliErrors, AbsurdThreadCountEndsAtOnce) {
     EXPECT_NE(many.output.find("4000 threads asked for"), std::string::npos) << many.output;
 }
 
+// Sizes off the model's 64-pixel grid generate at the aligned size, as the reference does
+// (1 step at 256x192 and 128x64); -o x.bmp writes a BMP, not x.bmp.png; an odd-sized init
+// image (77x51) and a mask of yet another size are fitted to the aligned size.
+TEST(CliSizes, OffGridSizesGenerateAlignedAndBmpIsWritten) {
+    const std::string model = sd::test::generated_checkpoint("sd15", "f16", 1);
+    const std::vector<std::string> base = {
+        "-m", model,         "-p", "a cat",           "--steps",
+        "1",  "--cfg-scale", "1",  "--tokenizer-dir", fixtures() + "/tokenizers"};
+    auto run = [&](std::vector<std::string> extra) {
+        std::vector<std::string> args = base;
+        args.insert(args.end(), extra.begin(), extra.end());
+        return run_cli(args);
+    };
+    const std::string bmp = sd::test::temp_path("off_grid.bmp");
+    std::filesystem::remove(bmp + ".png");
+    RunResult r = run({"-W", "200", "-H", "152", "-o", bmp});
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("align generation request up 200x152 to 256x192 (multiple=64)"),
+              std::string::npos)
+        << r.output;
+    EXPECT_EQ(sd::image::format_from_path(bmp), sd::image::Format::Bmp);
+    const sd::image::Image out = sd::image::read_image(bmp, 3);
+    EXPECT_EQ(out.width, 256u);
+    EXPECT_EQ(out.height, 192u);
+    EXPECT_FALSE(std::filesystem::exists(bmp + ".png"));
+    const std::string init = sd::test::temp_path("odd_77x51.png");
+    const std::string mask = sd::test::temp_path("mask_40x30.png");
+    sd::image::write_image(init, test_image(77, 51));
+    sd::image::write_image(mask, sd::image::Image{40, 30, 1, std::vector<uint8_t>(1200, 255)});
+    const std::string png = sd::test::temp_path("odd_img2img.png");
+    RunResult odd = run({"-i", init, "--mask", mask, "--strength", "0.5", "-o", png});
+    ASSERT_EQ(odd.exit_code, 0) << odd.output;
+    const sd::image::Image fitted = sd::image::read_image(png, 3);
+    EXPECT_EQ(fitted.width, 128u);
+    EXPECT_EQ(fitted.height, 64u);
+    EXPECT_NE(odd.output.find("resize the mask image from 40x30 to 128x64"), std::string::npos)
+        << odd.output;
+}
+
+// -W 100000 -H 100000 is refused before anything is allocated, with the estimate and what
+// the machine has; a 5 MB prompt file before the model loads; a NUL byte in a prompt (which
+// would cut it short, in the engine and in the PNG's parameters) is refused, not escaped.
+TEST(CliLimits, AbsurdSizeAndHugePromptEndAtOnce) {
+    const std::string model = sd::test::generated_checkpoint("sd15", "f16", 1);
+    auto start = std::chrono::steady_clock::now();
+    const RunResult big = run_cli({"-m", model, "-p", "a cat", "-W", "100000", "-H", "100000",
+                                   "--tokenizer-dir", fixtures() + "/tokenizers"});
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+    EXPECT_EQ(big.exit_code, 1);
+    EXPECT_NE(big.output.find("100032x100032 image needs about"), std::string::npos) << big.output;
+    EXPECT_NE(big.output.find("GiB available"), std::string::npos) << big.output;
+    const std::string prompt = sd::test::temp_path("huge_prompt.txt");
+    std::ofstream(prompt) << std::string(5 << 20, 'a');
+    start = std::chrono::steady_clock::now();
+    const RunResult huge = run_cli({"-m", model, "--prompt-file", prompt});
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+    EXPECT_EQ(huge.exit_code, 1);
+    EXPECT_NE(huge.output.find("--max-prompt-tokens"), std::string::npos) << huge.output;
+    const std::string nul = sd::test::temp_path("nul_prompt.txt");
+    std::ofstream(nul) << std::string("a cat\0 and a dog", 16);
+    const RunResult with_nul = run_cli({"-m", model, "--prompt-file", nul});
+    EXPECT_EQ(with_nul.exit_code, 1);
+    EXPECT_NE(with_nul.output.find("NUL byte"), std::string::npos) << with_nul.output;
+}
+
+// The log names where the CLIP tokenizer really came from: --tokenizer-dir wins over
+// SD_TOKENIZER_DIR, which is named when it is the source. (--timestep-shift, refused by
+// this build, stops the run right after the model loads.)
+TEST(CliTokenizer, LogNamesItsRealSource) {
+    const std::string model = sd::test::generated_checkpoint("sd15", "f16", 1);
+    const std::string dir = fixtures() + "/tokenizers";
+    ::setenv("SD_TOKENIZER_DIR", dir.c_str(), 1);
+    const RunResult given =
+        run_cli({"-m", model, "-p", "x", "--timestep-shift", "100", "--tokenizer-dir", dir});
+    const RunResult env = run_cli({"-m", model, "-p", "x", "--timestep-shift", "100"});
+    ::unsetenv("SD_TOKENIZER_DIR");
+    EXPECT_NE(given.output.find("CLIP tokenizer: " + dir + "/clip (--tokenizer-dir)"),
+              std::string::npos)
+        << given.output;
+    EXPECT_NE(env.output.find("CLIP tokenizer: " + dir + "/clip (SD_TOKENIZER_DIR)"),
+              std::string::npos)
+        << env.output;
+}
+
+// Options this build would take and not act on are refused naming them (never a silent
+// no-op): context ones before any model loads, generation ones before anything runs.
+TEST(CliErrors, InertOptionsAreRefusedNamingThem) {
+    for (const std::vector<std::string>& extra :
+         {std::vector<std::string>{"--force-sdxl-vae-conv-scale"}, {"--vae-format", "flux"}}) {
+        std::vector<std::string> args = {"-m", small_model(), "-p", "a cat"};
+        args.insert(args.end(), extra.begin(), extra.end());
+        const RunResult r = run_cli(args);
+        EXPECT_EQ(r.exit_code, 1) << r.output;
+        EXPECT_NE(r.output.find(extra[0]), std::string::npos) << r.output;
+    }
+    const std::string model = sd::test::generated_checkpoint("sd15", "f16", 1);
+    for (const std::vector<std::string>& extra :
+         {std::vector<std::string>{"--timestep-shift", "100"},
+          {"--img-cfg-scale", "2"},
+          {"--vae-relative-tile-size", "2x2"},
+          {"--extra-sample-args", "x=1"}}) {
+        std::vector<std::string> args = {
+            "-m", model, "-p", "a cat",           "-W",
+            "64", "-H",  "64", "--tokenizer-dir", fixtures() + "/tokenizers"};
+        args.insert(args.end(), extra.begin(), extra.end());
+        const RunResult r = run_cli(args);
+        EXPECT_EQ(r.exit_code, 1) << r.output;
+        EXPECT_NE(r.output.find(extra[0]), std::string::npos) << r.output;
+    }
+}
+
 // --taesd and the previews on the sd15 fixture at 64x64: each preview mode writes
 // --preview-path (proj at latent size), and a TAESD file that is cut short or is not a TAESD
 // stops the run with its name.
@@ -549,6 +660,7 @@ TEST(CliOutputPaths, ReferenceNaming) {
     EXPECT_EQ(output_paths("100%%_%d.png", 1, -1), V{"100%_0.png"});
     EXPECT_EQ(output_paths("frame%d", 1, -1), V{"frame0.png"});
     EXPECT_EQ(output_paths("out.xyz", 1, -1), V{"out.xyz.png"});
+    EXPECT_EQ(output_paths("out.bmp", 2, -1), (V{"out_0.bmp", "out_1.bmp"}));
     EXPECT_EQ(output_paths("noext", 2, -1), (V{"noext_0.png", "noext_1.png"}));
     EXPECT_EQ(output_paths("dir.v1/out", 1, -1), V{"dir.v1/out.png"});
     EXPECT_FALSE(has_sequence_specifier("100%%d.png"));

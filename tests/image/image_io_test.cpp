@@ -242,6 +242,22 @@ TEST(ImageFiles, WriteAndReadEveryFormat) {
     }
 }
 
+// -o x.bmp writes a 24-bit BMP (odd widths pad their rows), exact; grey and RGBA as RGB.
+TEST(ImageFiles, WritesBmp) {
+    for (uint32_t channels : {1u, 3u, 4u}) {
+        const Image img = gradient(13, 7, channels);
+        const std::string path = test::temp_path("written.bmp");
+        write_image(path, img, kParameters);  // BMP has no text field: not embedded
+        const Image back = read_image(path, 3);
+        ASSERT_EQ(back.width, 13u);
+        ASSERT_EQ(back.height, 7u);
+        const Image expected = decode_image(encode_image(Format::Png, img, "").data(),
+                                            encode_image(Format::Png, img, "").size(), 3, "png");
+        EXPECT_EQ(back.pixels, expected.pixels) << channels;
+        std::remove(path.c_str());
+    }
+}
+
 TEST(ImageFiles, ErrorsNameTheFile) {
     EXPECT_ERROR_CONTAINS(read_image("/nonexistent/cat.png", 3), "/nonexistent/cat.png");
     EXPECT_ERROR_CONTAINS(read_image(testing::TempDir(), 3), "folder");

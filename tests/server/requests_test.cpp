@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -60,7 +61,7 @@ TEST_F(ServerRequests, NativeKeepsTheCommandLineDefaults) {
     EXPECT_EQ(spec.request.width, 256);
     EXPECT_EQ(spec.request.seed, 42);
     EXPECT_EQ(spec.output.format, sd::image::Format::Png);
-    EXPECT_EQ(spec.request.mask_image.width, 256u);  // a solid mask, as sd-cli sets one
+    EXPECT_TRUE(spec.request.mask_image.empty());  // no mask: the library repaints everything
 }
 
 TEST_F(ServerRequests, NativeAppliesEveryGroupOfFields) {
@@ -125,7 +126,7 @@ TEST_F(ServerRequests, NativeAcceptsTheReferenceApiExampleBody) {
 TEST_F(ServerRequests, NativeNamesEachWrongField) {
     auto parse = [&](const char* text) { parse_native_request(json::parse(text), ctx); };
     expect_field_error([&] { parse(R"({"prompt": 5})"); }, "prompt");
-    expect_field_error([&] { parse(R"({"width": 100})"); }, "width");
+    expect_field_error([&] { parse(R"({"width": 0})"); }, "width");
     expect_field_error([&] { parse(R"({"height": 100000})"); }, "height");
     expect_field_error([&] { parse(R"({"batch_count": 9})"); }, "batch_count");
     expect_field_error([&] { parse(R"({"seed": "42"})"); }, "seed");
@@ -149,6 +150,11 @@ TEST_F(ServerRequests, NativeNamesEachWrongField) {
     expect_field_error([&] { parse(R"({"hires": {"enabled": true, "upscaler": "Magic"}})"); },
                        "hires.upscaler");
     expect_field_error([&] { parse(R"({"ip_adapter_image": "aGVsbG8="})"); }, "ip_adapter_image");
+    expect_field_error(
+        [&] {
+            parse_native_request(json{{"mask_image", png_b64(64, 64, 255, 1)}}, ctx);
+        },
+        "mask_image");
 }
 
 TEST_F(ServerRequests, NativeSizeComesFromTheInitImageWhenNotGiven) {
@@ -161,15 +167,19 @@ TEST_F(ServerRequests, NativeSizeComesFromTheInitImageWhenNotGiven) {
     EXPECT_EQ(spec.request.height, 64);
     EXPECT_EQ(spec.request.init_image.width, 96u);
     EXPECT_EQ(spec.request.mask_image.channels, 1u);
-    // A size that breaks the rules names the image.
+    // A size outside the server's limits names the image; an off-grid one is the library's
+    // to align (to 128x64 here).
+    json small = {{"init_image", png_b64(32, 64)}};
+    expect_field_error([&] { parse_native_request(small, open); }, "init_image");
     json odd = {{"init_image", png_b64(100, 64)}};
-    expect_field_error([&] { parse_native_request(odd, open); }, "init_image");
-    // With a size given, the image is fitted to it.
+    EXPECT_EQ(parse_native_request(odd, open).request.width, 100);
+    // With a size given, the images stay as they are: the library fits them to the size.
     body["width"] = 64;
     body["height"] = 64;
     spec = parse_native_request(body, open);
-    EXPECT_EQ(spec.request.init_image.width, 64u);
-    EXPECT_EQ(spec.request.mask_image.width, 64u);
+    EXPECT_EQ(spec.request.width, 64);
+    EXPECT_EQ(spec.request.init_image.width, 96u);
+    EXPECT_EQ(spec.request.mask_image.width, 96u);
 }
 
 TEST_F(ServerRequests, LoraFilesResolveInsideTheLoraFolder) {
@@ -330,6 +340,71 @@ TEST_F(ServerRequests, SdapiAcceptsTheWebuiWikiExamplesAsIs) {
     EXPECT_EQ(r.spec.params.clip_skip, 2);
 }
 
+// Sizes off the 64-pixel grid (200x152, 1000x1000) pass to the library, which aligns them
+// as the reference does (tests/pipeline/image_size_test.cpp).
+TEST_F(ServerRequests, OffGridSizesAreAccepted) {
+    JobSpec spec = parse_native_request(json::parse(R"({"width": 200, "height": 152})"), ctx);
+    EXPECT_EQ(spec.request.width, 200);
+    EXPECT_EQ(spec.request.height, 152);
+    spec = parse_openai_generation(json::parse(R"({"prompt": "x", "size": "1000x1000"})"), ctx);
+    EXPECT_EQ(spec.request.width, 1000);
+    SdapiRequest r = parse_sdapi_request(
+        json::parse(R"({"prompt": "x", "width": 200, "height": 152})"), false, ctx);
+    EXPECT_EQ(r.spec.request.height, 152);
+}
+
+// <sd_cpp_extra_args> takes the native schema; a key it does not have (the webui's `steps`,
+// `cfg_scale`) is a 400 naming it, not silently ignored.
+TEST_F(ServerRequests, ExtraArgsRefuseUnknownKeys) {
+    auto sdapi = [&](const std::string& extra) {
+        json body = {{"prompt", "a cat <sd_cpp_extra_args>" + extra + "</sd_cpp_extra_args>"}};
+        return parse_sdapi_request(body, false, ctx);
+    };
+    EXPECT_EQ(
+        sdapi(R"({"sample_params": {"sample_steps": 3}})").spec.params.sample_params.sample_steps,
+        3);
+    expect_field_error([&] { sdapi(R"({"steps": 5})"); }, "sd_cpp_extra_args.steps");
+    expect_field_error([&] { sdapi(R"({"cfg_scale": 5})"); }, "sd_cpp_extra_args.cfg_scale");
+    expect_field_error([&] { sdapi(R"({"sample_params": {"steps": 5}})"); },
+                       "sd_cpp_extra_args.sample_params.steps");
+    expect_field_error([&] { sdapi(R"({"sample_params": {"guidance": {"cfg": 5}}})"); },
+                       "sd_cpp_extra_args.sample_params.guidance.cfg");
+    expect_field_error([&] { sdapi(R"({"lora": [{"path": "x", "weight": 1}]})"); },
+                       "sd_cpp_extra_args.lora[0].weight");
+}
+
+// A NUL byte would cut the prompt short (in the engine and in the PNG's parameters): refused,
+// not escaped. A 5 MB prompt is refused by its bytes at once, before anything tokenizes it.
+TEST_F(ServerRequests, PromptWithNulOrOverTheLimitIsRefused) {
+    expect_field_error(
+        [&] {
+            parse_native_request(json{{"prompt", std::string("a cat\0dog", 9)}}, ctx);
+        },
+        "prompt");
+    const auto start = std::chrono::steady_clock::now();
+    expect_field_error(
+        [&] {
+            parse_native_request(json{{"prompt", std::string(5 << 20, 'a')}}, ctx);
+        },
+        "prompt");
+    expect_field_error(
+        [&] {
+            parse_native_request(json{{"negative_prompt", std::string(1 << 20, 'a')}}, ctx);
+        },
+        "negative_prompt");
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+}
+
+// A field the JSON library would read as the wrong type gives our message, never the
+// library's exception text (include_init_images: 1 was one).
+TEST_F(ServerRequests, NumericBooleanIsReadByTheFieldRules) {
+    json body = {{"prompt", "x"},
+                 {"init_images", json::array({png_b64(64, 64)})},
+                 {"include_init_images", 1}};
+    SdapiRequest r = parse_sdapi_request(body, true, ctx);
+    EXPECT_FALSE(r.parameters["init_images"].is_null());
+}
+
 TEST_F(ServerRequests, SdapiImg2imgReadsImagesAndStrength) {
     json body = {{"prompt", "x"},
                  {"init_images", json::array({"data:image/png;base64," + png_b64(64, 80)})},
@@ -355,7 +430,7 @@ TEST_F(ServerRequests, SdapiNamesEachWrongField) {
     expect_field_error([&] { parse(R"({"steps": -1})"); }, "steps");
     expect_field_error([&] { parse(R"({"steps": 151})"); }, "steps");
     expect_field_error([&] { parse(R"({"cfg_scale": "7"})"); }, "cfg_scale");
-    expect_field_error([&] { parse(R"({"width": 513})"); }, "width");
+    expect_field_error([&] { parse(R"({"width": 0})"); }, "width");
     expect_field_error([&] { parse(R"({"batch_size": 4, "n_iter": 4})"); }, "n_iter");
     expect_field_error([&] { parse(R"({"styles": "anime"})"); }, "styles");
     expect_field_error([&] { parse(R"({"tiling": true})"); }, "tiling");

@@ -32,8 +32,8 @@ void require_given(bool ok, const std::string& what) {
 
 void check_size(const CliParams& p, int value, const std::string& long_name) {
     if (!p.was_given(long_name)) return;
-    require(value > 0, long_name, value, "must be a positive multiple of 8");
-    require(value % 8 == 0, long_name, value, "must be a multiple of 8");
+    // Other sizes are aligned up to the model's grid by the library, with a warning.
+    require(value > 0, long_name, value, "must be positive");
 }
 
 void check_mode_inputs(CliParams& p) {
@@ -54,6 +54,9 @@ void check_mode_inputs(CliParams& p) {
         case Mode::VidGen:
             require_given(!p.model_path.empty() || !p.diffusion_model_path.empty(),
                           "a model is needed: -m FILE or --diffusion-model FILE");
+            // A mask selects what to repaint of an init image; alone it would do nothing.
+            require_given(p.mask_image_path.empty() || !p.init_image_path.empty(),
+                          "--mask needs an init image to repaint: -i FILE");
             break;
     }
 }
@@ -105,7 +108,7 @@ void check_tiling_and_hires(const CliParams& p) {
     require(p.hires_scale > 0, "--hires-scale", p.hires_scale, "must be positive");
     for (const auto& [value, name] :
          {std::pair{p.hires_width, "--hires-width"}, std::pair{p.hires_height, "--hires-height"}})
-        require(value >= 0 && value % 8 == 0, name, value, "must be 0 or a multiple of 8");
+        require(value >= 0, name, value, "must not be negative");
     require(p.hires_steps >= 0, "--hires-steps", p.hires_steps, "must not be negative");
     require(p.hires_denoising_strength >= 0 && p.hires_denoising_strength <= 1,
             "--hires-denoising-strength", p.hires_denoising_strength, "must be in 0..1");

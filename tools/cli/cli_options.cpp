@@ -371,6 +371,10 @@ std::vector<OptionSpec> runtime_options() {
     return {
         integer("-t", "--threads", G, &CliParams::n_threads, "-1",
                 "threads to compute with; <= 0 uses the number of physical cores"),
+        integer("", "--max-prompt-tokens", G, &CliParams::max_prompt_tokens,
+                std::to_string(SD_DEFAULT_MAX_PROMPT_TOKENS),
+                "the most tokens a prompt (and a negative prompt) may have, 75 a CLIP chunk; a "
+                "longer one is refused before it is encoded; <= 0: no limit"),
         make("", "--type", G, Arg::Choice, "<type>", "the type of each weight in the file",
              "weight type to convert the weights to (f32, f16, bf16, q8_0, q5_0, q5_1, q4_0, "
              "q4_1, q6_K, q5_K, q4_K, q3_K, q2_K, iq4_nl, iq4_xs)",

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "api/prompt_limit.h"
 #include "stable-diffusion.h"
 
 namespace cli {
@@ -46,6 +47,7 @@ struct CliParams {
 
     // Model files and context.
     int n_threads = -1;
+    int max_prompt_tokens = SD_DEFAULT_MAX_PROMPT_TOKENS;  // <= 0: no limit
     std::string model_path;
     std::string clip_l_path;
     std::string clip_g_path;

@@ -294,12 +294,26 @@ std::vector<PromptLora> take_lora_tags(std::string& prompt) {
     return out;
 }
 
+void check_prompt_text(const std::string& text, const char* what, int max_tokens) {
+    if (text.find('\0') != std::string::npos)
+        throw UsageError(std::string("the ") + what +
+                         " contains a NUL byte, which would cut it short: remove it");
+    const size_t max_bytes = static_cast<size_t>(max_tokens) * SD_MAX_PROMPT_BYTES_PER_TOKEN;
+    if (max_tokens > 0 && text.size() > max_bytes)
+        throw UsageError(std::string("the ") + what + " has " + std::to_string(text.size()) +
+                         " bytes, more than " + std::to_string(max_tokens) +
+                         " tokens could take (at most " + std::to_string(max_bytes) +
+                         " bytes); shorten it or raise --max-prompt-tokens");
+}
+
 GenerationRequest resolve_request(const CliParams& p) {
     GenerationRequest r;
     r.prompt = p.prompt_file.empty() ? p.prompt : read_text_file(p.prompt_file, "--prompt-file");
     r.negative_prompt = p.negative_prompt_file.empty()
                             ? p.negative_prompt
                             : read_text_file(p.negative_prompt_file, "--negative-prompt-file");
+    check_prompt_text(r.prompt, "prompt", p.max_prompt_tokens);
+    check_prompt_text(r.negative_prompt, "negative prompt", p.max_prompt_tokens);
     r.prompt_with_lora = r.prompt;
     if (!p.lora_model_dir.empty()) extract_loras(p.lora_model_dir, r);
     r.embeddings = find_embeddings(p.embedding_dir);

@@ -65,8 +65,13 @@ struct PromptLora {
 // weight is no number is removed with a warning).
 std::vector<PromptLora> take_lora_tags(std::string& prompt);
 
+// Refuses a prompt with a NUL byte (a C string would cut it short) or with more bytes than
+// `max_tokens` tokens could take (SD_MAX_PROMPT_BYTES_PER_TOKEN each; the library counts the
+// tokens): megabytes are refused before the model loads. A UsageError naming `what`.
+void check_prompt_text(const std::string& text, const char* what, int max_tokens);
+
 // Everything but the images. Throws UsageError (unreadable prompt file, bad --cache-option,
-// unknown --hires-upscaler, ...).
+// unknown --hires-upscaler, a prompt check_prompt_text refuses, ...).
 GenerationRequest resolve_request(const CliParams& params);
 
 // --cache-mode / --cache-option / --scm-* as the reference program reads them.

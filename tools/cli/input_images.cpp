@@ -18,19 +18,11 @@ bool size_given(const CliParams& p) {
     return p.width > 0 && p.height > 0;
 }
 
-// Reads `path`, fitted to the requested size when one is given and `fit` is set; the
-// first image read sets the size when none was given.
-Image read_sizing(const CliParams& p, const std::string& path, bool fit, bool* size_from_image,
+// Reads `path`; the first image read sets the size when none was given. The library fits
+// an image of another size to the generation's (pipeline/generate.h, settle_request).
+Image read_sizing(const CliParams& p, const std::string& path, bool* size_from_image,
                   GenerationRequest& r) {
     Image image = sd::image::read_image(path, 3);
-    if (fit && size_given(p) &&
-        (image.width != static_cast<uint32_t>(p.width) ||
-         image.height != static_cast<uint32_t>(p.height))) {
-        log_info("resize '%s' from %ux%u to %dx%d", path.c_str(), image.width, image.height,
-                 p.width, p.height);
-        image =
-            sd::image::fit(image, static_cast<uint32_t>(p.width), static_cast<uint32_t>(p.height));
-    }
     if (!size_given(p) && !*size_from_image) {
         r.width = static_cast<int>(image.width);
         r.height = static_cast<int>(image.height);
@@ -61,36 +53,20 @@ std::vector<std::string> image_files(const std::string& dir, const std::string& 
     return files;
 }
 
-void check_size_multiple_of_8(const GenerationRequest& r, bool from_image, const CliParams& p) {
-    if (r.width % 8 == 0 && r.height % 8 == 0) return;
-    throw UsageError("the image size " + std::to_string(r.width) + "x" + std::to_string(r.height) +
-                     (from_image ? " (taken from '" + p.init_image_path + "')" : std::string()) +
-                     " is not a multiple of 8; give -W and -H");
-}
-
-Image solid_mask(int width, int height) {
-    Image mask;
-    mask.width = static_cast<uint32_t>(width);
-    mask.height = static_cast<uint32_t>(height);
-    mask.channels = 1;
-    mask.pixels.assign(static_cast<size_t>(width) * height, 255);
-    return mask;
-}
-
 }  // namespace
 
 void load_input_images(const CliParams& p, GenerationRequest& r) {
     bool size_from_image = false;
     if (!p.init_image_path.empty())
-        r.init_image = read_sizing(p, p.init_image_path, true, &size_from_image, r);
+        r.init_image = read_sizing(p, p.init_image_path, &size_from_image, r);
     if (!p.end_image_path.empty())
-        r.end_image = read_sizing(p, p.end_image_path, true, &size_from_image, r);
+        r.end_image = read_sizing(p, p.end_image_path, &size_from_image, r);
     for (const std::string& path : p.ref_image_paths)
-        r.ref_images.push_back(read_sizing(p, path, false, &size_from_image, r));
-    check_size_multiple_of_8(r, size_from_image, p);
-    r.mask_image = p.mask_image_path.empty() ? solid_mask(r.width, r.height)
-                                             : read_fitted(p.mask_image_path, 1, r);
-    if (!p.control_image_path.empty()) r.control_image = read_fitted(p.control_image_path, 3, r);
+        r.ref_images.push_back(read_sizing(p, path, &size_from_image, r));
+    // No mask repaints everything; the library fits the mask and control image.
+    if (!p.mask_image_path.empty()) r.mask_image = sd::image::read_image(p.mask_image_path, 1);
+    if (!p.control_image_path.empty())
+        r.control_image = sd::image::read_image(p.control_image_path, 3);
     if (!p.control_video_path.empty()) {
         for (const std::string& file :
              image_files(p.control_video_path, "--control-video",

@@ -9,6 +9,7 @@
 #include "input_images.h"
 #include "log_output.h"
 #include "modes.h"
+#include "pipeline/memory_estimate.h"
 #include "progress_bar.h"
 #include "result_images.h"
 #include "save_results.h"
@@ -86,12 +87,17 @@ int run_generate(CliParams& p) {
     PreviewScope preview(p);
     ProgressBar bar(stdout, is_terminal(stdout));
     bar.install();
+    // An impossible size is refused before the model loads (the library checks again with
+    // the model's own figures).
+    sd::check_size_before_loading(request.width, request.height, p.batch_count,
+                                  p.vae_tiling_params.enabled);
     sd_ctx_params_t ctx_params = make_ctx_params(p, request);
     Context ctx(new_sd_ctx(&ctx_params));
     if (!ctx) {
         log_error("new_sd_ctx failed");
         return 1;
     }
+    sd_ctx_set_max_prompt_tokens(ctx.get(), p.max_prompt_tokens);
     resolve_sampling_defaults(ctx.get(), p);
     if (!p.imat_out.empty()) {
         if (!load_imatrix_inputs(p)) return 1;

@@ -65,8 +65,7 @@ std::vector<std::string> output_paths(const std::string& output, int count, int 
     namespace fs = std::filesystem;
     const fs::path path(output);
     std::string base = output, ext = path.has_extension() ? path.extension().string() : "";
-    const bool known = sd::image::format_from_path(output) != sd::image::Format::Unknown &&
-                       sd::image::format_from_path(output) != sd::image::Format::Bmp;
+    const bool known = sd::image::format_from_path(output) != sd::image::Format::Unknown;
     if (known) base = output.substr(0, output.size() - ext.size());
     if (!known) ext = ".png";
     const int begin = begin_index < 0 ? 0 : begin_index;

@@ -1,7 +1,7 @@
 // The file names -o gives a batch of results, as the reference program names them: a
 // printf-style %d / %03d in the path numbers the images from --output-begin-idx (default
 // 0); otherwise one image keeps the name and a batch gets NAME_0.EXT, NAME_1.EXT, ...; an
-// extension that is not .png/.jpg/.jpeg/.jpe/.webp gets .png appended.
+// extension that is not .png/.jpg/.jpeg/.jpe/.webp/.bmp gets .png appended.
 #pragma once
 
 #include <string>

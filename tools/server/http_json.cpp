@@ -92,7 +92,10 @@ httplib::Server::Handler guarded(RouteHandler handler) {
         } catch (const RequestError& e) {
             send_error(res, e.status(), e.code(), e.what(), e.field());
         } catch (const json::exception& e) {
-            send_error(res, 400, "invalid_json", std::string("invalid request: ") + e.what());
+            // The JSON library's own text names no field; the log keeps it for the developer.
+            cli::log_error("%s %s: %s", req.method.c_str(), req.path.c_str(), e.what());
+            send_error(res, 400, "invalid_json",
+                       "invalid request: a field holds a value of the wrong type");
         } catch (const std::bad_alloc&) {
             send_error(res, 503, "out_of_memory", "the server ran out of memory for this request");
         } catch (const std::exception& e) {

@@ -4,7 +4,6 @@
 
 #include "base/error.h"
 #include "cli_options.h"
-#include "image/image_resize.h"
 #include "request_common.h"
 #include "request_error.h"
 
@@ -13,26 +12,10 @@ namespace {
 
 using sd::image::Image;
 
-Image solid_mask(int width, int height) {
-    Image mask;
-    mask.width = static_cast<uint32_t>(width);
-    mask.height = static_cast<uint32_t>(height);
-    mask.channels = 1;
-    mask.pixels.assign(static_cast<size_t>(width) * static_cast<size_t>(height), 255);
-    return mask;
-}
-
-Image fitted(const Image& image, int width, int height) {
-    return sd::image::fit(image, static_cast<uint32_t>(width), static_cast<uint32_t>(height));
-}
-
 void check_side(int value, const std::string& field, const char* what, const ServerLimits& l) {
     if (value < l.min_side || value > l.max_side)
         throw bad_field(field, std::string(what) + " " + std::to_string(value) + " is outside " +
                                    std::to_string(l.min_side) + ".." + std::to_string(l.max_side));
-    if (value % 8 != 0)
-        throw bad_field(field, std::string(what) + " " + std::to_string(value) +
-                                   " is not a multiple of 8; give width and height");
 }
 
 }  // namespace
@@ -62,6 +45,14 @@ JobSpec finalize_request(cli::CliParams p, RequestInputs in, const OutputOptions
     p.negative_prompt_file.clear();
     p.embedding_dir.clear();
     JobSpec spec;
+    for (const auto& [text, field] :
+         {std::pair{&p.prompt, "prompt"}, std::pair{&p.negative_prompt, "negative_prompt"}}) {
+        try {
+            cli::check_prompt_text(*text, field, p.max_prompt_tokens);
+        } catch (const cli::UsageError& e) {
+            throw bad_field(field, e.what());
+        }
+    }
     try {
         spec.request = cli::resolve_request(p);
     } catch (const cli::UsageError& e) {
@@ -76,15 +67,16 @@ JobSpec finalize_request(cli::CliParams p, RequestInputs in, const OutputOptions
     }
     check_side(r.width, "width", "width", limits);
     check_side(r.height, "height", "height", limits);
-    if (!in.init_image.empty()) r.init_image = fitted(in.init_image, r.width, r.height);
-    if (in.mask_image.empty()) {
-        r.mask_image = solid_mask(r.width, r.height);
-    } else {
-        r.mask_image = fitted(in.mask_image, r.width, r.height);
-        if (in.invert_mask)
-            for (uint8_t& v : r.mask_image.pixels) v = static_cast<uint8_t>(255 - v);
-    }
-    if (!in.control_image.empty()) r.control_image = fitted(in.control_image, r.width, r.height);
+    // A mask selects what to repaint of an init image; alone it would do nothing.
+    if (!in.mask_image.empty() && in.init_image.empty())
+        throw bad_field("mask_image", "a mask needs an init image to repaint (init_image)");
+    // Images of another size are fitted to the (aligned) size by the library; no mask
+    // repaints everything.
+    r.init_image = std::move(in.init_image);
+    r.mask_image = std::move(in.mask_image);
+    if (in.invert_mask)
+        for (uint8_t& v : r.mask_image.pixels) v = static_cast<uint8_t>(255 - v);
+    r.control_image = std::move(in.control_image);
     r.ref_images = std::move(in.ref_images);
     r.loras = std::move(in.loras);
     spec.params = std::move(p);

@@ -77,6 +77,7 @@ std::unique_ptr<ModelRunner> ModelRunner::load(const cli::CliParams& params) {
     sd_ctx_params_t ctx_params = cli::make_ctx_params(params, request);
     sd_ctx_t* ctx = new_sd_ctx(&ctx_params);
     if (!ctx) return nullptr;
+    sd_ctx_set_max_prompt_tokens(ctx, params.max_prompt_tokens);
     PreviewOptions preview;
     if (params.was_given("--preview")) preview.mode = params.preview_method;
     preview.interval = params.preview_interval;

@@ -28,9 +28,7 @@ int check_image_side(int value, const std::string& field, const ServerLimits& li
         throw bad_field(field, "must be between " + std::to_string(limits.min_side) + " and " +
                                    std::to_string(limits.max_side) + ", got " +
                                    std::to_string(value));
-    if (value % 8 != 0)
-        throw bad_field(field, "must be a multiple of 8, got " + std::to_string(value));
-    return value;
+    return value;  // the library aligns it up to the model's grid
 }
 
 std::optional<int> read_image_side(const FieldReader& f, const std::string& key,

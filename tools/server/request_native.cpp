@@ -1,6 +1,7 @@
 // The native schema of /sdcpp/v1/img_gen (the reference server's api.md), which
 // <sd_cpp_extra_args> blocks in the other APIs use too.
 #include <cmath>
+#include <vector>
 
 #include "cli_options.h"
 #include "extra_args.h"
@@ -130,6 +131,81 @@ void read_cache(const FieldReader& f, cli::CliParams& p) {
     }
 }
 
+// The native schema's keys (what apply_native_fields reads), by object; a key that holds an
+// object names its own list.
+struct KnownKeys {
+    const char* object;  // "" for the top level
+    std::vector<const char*> keys;
+};
+
+const std::vector<KnownKeys>& native_schema() {
+    static const std::vector<KnownKeys> schema = {
+        {"",
+         {"prompt",
+          "negative_prompt",
+          "clip_skip",
+          "width",
+          "height",
+          "strength",
+          "seed",
+          "batch_count",
+          "auto_resize_ref_image",
+          "increase_ref_index",
+          "control_strength",
+          "ip_adapter_strength",
+          "embed_image_metadata",
+          "init_image",
+          "mask_image",
+          "control_image",
+          "ip_adapter_image",
+          "ref_images",
+          "sample_params",
+          "lora",
+          "hires",
+          "vae_tiling_params",
+          "cache_mode",
+          "cache_option",
+          "scm_mask",
+          "scm_policy_dynamic",
+          "output_format",
+          "output_compression"}},
+        {"sample_params",
+         {"scheduler", "sample_method", "sample_steps", "eta", "shifted_timestep", "custom_sigmas",
+          "flow_shift", "guidance"}},
+        {"guidance", {"txt_cfg", "img_cfg", "distilled_guidance", "slg"}},
+        {"slg", {"layers", "layer_start", "layer_end", "scale"}},
+        {"hires",
+         {"enabled", "upscaler", "scale", "target_width", "target_height", "steps",
+          "denoising_strength", "custom_sigmas", "upscale_tile_size"}},
+        {"vae_tiling_params",
+         {"enabled", "temporal_tiling", "tile_size_x", "tile_size_y", "target_overlap",
+          "rel_size_x", "rel_size_y", "extra_tiling_args"}},
+        {"lora", {"path", "multiplier", "is_high_noise"}},
+    };
+    return schema;
+}
+
+// A key the native schema does not have is refused naming it, not ignored.
+void reject_unknown_keys(const json& object, const std::string& path, const char* kind) {
+    const KnownKeys* known = nullptr;
+    for (const KnownKeys& k : native_schema()) known = kind == std::string(k.object) ? &k : known;
+    if (!known || !object.is_object()) return;
+    for (const auto& [key, value] : object.items()) {
+        const std::string name = path + "." + key;
+        bool found = false;
+        for (const char* k : known->keys) found = found || key == k;
+        if (!found)
+            throw bad_field(name,
+                            "unknown key: <sd_cpp_extra_args> takes the native "
+                            "/sdcpp/v1/img_gen schema (e.g. sample_params.sample_steps, "
+                            "sample_params.guidance.txt_cfg)");
+        if (value.is_object()) reject_unknown_keys(value, name, key.c_str());
+        if (value.is_array() && key == "lora")
+            for (size_t i = 0; i < value.size(); ++i)
+                reject_unknown_keys(value[i], name + "[" + std::to_string(i) + "]", "lora");
+    }
+}
+
 }  // namespace
 
 void apply_native_fields(const FieldReader& f, const ParseContext& ctx, cli::CliParams& p,
@@ -174,6 +250,7 @@ void apply_extra_args(std::string& prompt, const std::string& field, const Parse
     p.prompt = prompt;
     if (!extra.json_text) return;
     const json args = parse_json_object(*extra.json_text, "sd_cpp_extra_args");
+    reject_unknown_keys(args, "sd_cpp_extra_args", "");
     apply_native_fields(FieldReader(args, "sd_cpp_extra_args"), ctx, p, inputs, output);
     prompt = p.prompt;
 }

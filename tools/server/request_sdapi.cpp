@@ -89,7 +89,8 @@ void read_img2img(const FieldReader& f, cli::CliParams& p, RequestInputs& in) {
 json echo_parameters(const json& body, bool img2img) {
     json echo = body;
     // As the webui does, input images are not sent back unless asked for.
-    if (img2img && !body.value("include_init_images", false)) {
+    // Read as the field rules read it (0/1 too): json::value would throw on a number.
+    if (img2img && !FieldReader(body).boolean("include_init_images").value_or(false)) {
         echo["init_images"] = nullptr;
         echo["mask"] = nullptr;
     }

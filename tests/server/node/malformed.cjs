@@ -92,6 +92,9 @@ const cases = [
   ["openai: model a number", "POST", GEN, { json: { ...ok, model: 3 } }, "model"],
   ["openai: extra args not JSON", "POST", GEN, { json: { prompt: "x <sd_cpp_extra_args>{oops</sd_cpp_extra_args>" } }, "sd_cpp_extra_args"],
   ["openai: extra args unclosed", "POST", GEN, { json: { prompt: "x <sd_cpp_extra_args>{}" } }, "prompt"],
+  ["openai: extra args unknown key", "POST", GEN, { json: { prompt: "x <sd_cpp_extra_args>{\"steps\": 5}</sd_cpp_extra_args>" } }, "sd_cpp_extra_args.steps"],
+  ["sdapi: extra args unknown nested key", "POST", T2I, { json: { prompt: "x <sd_cpp_extra_args>{\"sample_params\": {\"cfg_scale\": 5}}</sd_cpp_extra_args>" } }, "sd_cpp_extra_args.sample_params.cfg_scale"],
+  ["native: prompt with a NUL", "POST", NATIVE, { json: { prompt: "a\u0000b" } }, "prompt"],
   ["openai: extra args wrong type", "POST", GEN, { json: { prompt: "x <sd_cpp_extra_args>{\"seed\": \"s\"}</sd_cpp_extra_args>" } }, "sd_cpp_extra_args.seed"],
   // Missing fields.
   ["openai: no prompt", "POST", GEN, { json: { n: 1 } }, "prompt"],
@@ -101,7 +104,7 @@ const cases = [
   // Huge or out-of-range sizes.
   ["txt2img: width 100000", "POST", T2I, { json: { ...ok, width: 100000 } }, "width"],
   ["txt2img: height 1e30", "POST", T2I, { json: { ...ok, height: 1e30 } }, "height"],
-  ["txt2img: width not a multiple of 8", "POST", T2I, { json: { ...ok, width: 65 } }, "width"],
+  ["txt2img: width below the minimum", "POST", T2I, { json: { ...ok, width: 32 } }, "width"],
   ["txt2img: height negative", "POST", T2I, { json: { ...ok, height: -64 } }, "height"],
   ["txt2img: steps 1000000", "POST", T2I, { json: { ...ok, steps: 1000000 } }, "steps"],
   ["txt2img: batch_size 1000", "POST", T2I, { json: { ...ok, batch_size: 1000 } }, "batch_size"],
@@ -166,9 +169,16 @@ runWithServer("malformed", async (server) => {
   check(cases.length >= 40, "at least 40 malformed cases", cases.length);
   const h = (await request(base, "GET", "/health")).json;
   check(h.jobs.accepted === 0, "none of them was queued", JSON.stringify(h.jobs));
-  const good = await request(base, "POST", T2I, { json: { prompt: "still here", steps: 1 } });
+  // Off the 64-pixel grid: generated at the aligned size, as the reference does.
+  const good = await request(base, "POST", T2I,
+                             { json: { prompt: "still here", steps: 1, width: 200, height: 152 } });
   check(good.status === 200 && good.json.images.length === 1, "the server still generates",
         good.text.slice(0, 200));
+  if (good.status === 200) {
+    const ihdr = Buffer.from(good.json.images[0], "base64");
+    const size = `${ihdr.readUInt32BE(16)}x${ihdr.readUInt32BE(20)}`;
+    check(size === "256x192", "200x152 generates aligned up to 256x192", size);
+  }
 
   // A full queue; then Ctrl-C during a generation with a second request queued: both
   // requests are answered, the server exits 0.

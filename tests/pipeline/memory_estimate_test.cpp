@@ -1,0 +1,89 @@
+// The peak-memory estimate: normal sizes pass on a 24 GiB machine, an absurd one is refused
+// with both figures, tiling and streaming lower it, and the machine's figure is read.
+#include "pipeline/memory_estimate.h"
+
+#include <gtest/gtest.h>
+
+#include "base/error.h"
+
+namespace sd {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// The f16 fixtures' weights: SD 1.5's UNet 1.72 GB, SDXL's 5.14 GB, the KL VAE 0.17 GB.
+MemoryInputs inputs(double unet, int64_t side) {
+    MemoryInputs in;
+    in.diffusion_weights = unet;
+    in.codec_weights = 0.167e9;
+    in.width = in.height = side;
+    return in;
+}
+
+TEST(MemoryEstimate, NormalSizesPassOnA24GiBMachine) {
+    const MemoryInputs sd15 = inputs(1.72e9, 512), sdxl = inputs(5.14e9, 1024);
+    const MemoryEstimate a = estimate_generation_memory(sd15), b = estimate_generation_memory(sdxl);
+    // Measured peak RSS: 2075 MiB and 6821 MiB; the estimate stays near, above them.
+    EXPECT_GT(a.total(), 2.0 * kGiB);
+    EXPECT_LT(a.total(), 4.0 * kGiB);
+    EXPECT_GT(b.total(), 6.5 * kGiB);
+    EXPECT_LT(b.total(), 10.0 * kGiB);
+    EXPECT_NO_THROW(check_generation_memory(a, 24 * kGiB, sd15, "512x512"));
+    EXPECT_NO_THROW(check_generation_memory(b, 24 * kGiB, sdxl, "1024x1024"));
+}
+
+TEST(MemoryEstimate, AnAbsurdSizeIsRefusedNamingBothFigures) {
+    const MemoryInputs in = inputs(1.72e9, 100032);
+    const MemoryEstimate e = estimate_generation_memory(in);
+    EXPECT_GT(e.total(), 1e13);  // tens of TB of activations
+    try {
+        check_generation_memory(e, 24 * kGiB, in, "a 100032x100032 image");
+        ADD_FAILURE() << "accepted";
+    } catch (const Error& err) {
+        const std::string what = err.what();
+        EXPECT_NE(what.find("a 100032x100032 image needs about"), std::string::npos) << what;
+        EXPECT_NE(what.find("24.0 GiB available"), std::string::npos) << what;
+        EXPECT_NE(what.find("a smaller size"), std::string::npos) << what;
+        EXPECT_EQ(what.find("--vae-tiling"), std::string::npos) << what;  // it would not help
+    }
+}
+
+TEST(MemoryEstimate, TilingIsNamedWhenTheDecodeIsThePeakAndTilingFits) {
+    const MemoryInputs in = inputs(1.72e9, 2048);
+    MemoryInputs tiled = in;
+    tiled.tiled_decode = true;
+    const double untiled_total = estimate_generation_memory(in).total();
+    const double tiled_total = estimate_generation_memory(tiled).total();
+    ASSERT_LT(tiled_total, untiled_total);
+    const double available = (tiled_total + untiled_total) / 2;
+    try {
+        check_generation_memory(estimate_generation_memory(in), available, in, "2048x2048");
+        ADD_FAILURE() << "accepted";
+    } catch (const Error& err) {
+        EXPECT_NE(std::string(err.what()).find("--vae-tiling"), std::string::npos) << err.what();
+    }
+    EXPECT_NO_THROW(check_generation_memory(estimate_generation_memory(tiled), available, tiled,
+                                            "2048x2048 tiled"));
+}
+
+TEST(MemoryEstimate, StreamedWeightsLowerTheEstimate) {
+    MemoryInputs in = inputs(5.14e9, 1024);
+    const double resident = estimate_generation_memory(in).total();
+    in.diffusion_weights = in.codec_weights = 0;
+    in.tiled_decode = true;  // the streamed mode tiles a decode above 640x640 (decode_tiling)
+    EXPECT_LT(estimate_generation_memory(in).total(), resident - 4.5 * kGiB);
+}
+
+TEST(MemoryEstimate, BeforeLoadingOnlyAbsurdSizesFail) {
+    EXPECT_NO_THROW(check_size_before_loading(1024, 1024, 1, false));
+    EXPECT_NO_THROW(check_size_before_loading(200, 152, 4, false));
+    EXPECT_THROW(check_size_before_loading(100000, 100000, 1, true), Error);
+}
+
+TEST(MemoryEstimate, TheMachineHasSomeMemory) {
+    const double available = available_memory_bytes();
+    EXPECT_GT(available, 64.0 * 1024 * 1024);
+}
+
+}  // namespace
+}  // namespace sd
