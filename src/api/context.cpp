@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "adapters/lora_apply.h"
 #include "adapters/lora_fit.h"
@@ -308,6 +309,36 @@ enum scheduler_t sd_get_default_scheduler(const sd_ctx_t* sd_ctx,
     return DISCRETE_SCHEDULER;
 }
 
+namespace {
+
+// sample_params.flow_shift (--flow-shift; INFINITY: the model's own) swaps a flow model's
+// denoiser for one generation and puts the model's back afterwards; a model that is not a flow
+// model has no shift, which the log says.
+class ScopedFlowShift {
+  public:
+    ScopedFlowShift(sd::ModelComponents& m, float shift) : m_(m) {
+        if (!std::isfinite(shift)) return;
+        if (!m.denoiser->is_flow()) {
+            SD_LOG_WARN("flow_shift %g ignored: the %s model is not a flow model", shift,
+                        m.family_name.c_str());
+            return;
+        }
+        SD_LOG_INFO("flow shift %g for this generation", shift);
+        saved_ = std::exchange(m.denoiser, sd::make_denoiser(m.denoiser->prediction(), shift));
+    }
+    ~ScopedFlowShift() {
+        if (saved_) m_.denoiser = std::move(saved_);
+    }
+    ScopedFlowShift(const ScopedFlowShift&) = delete;
+    ScopedFlowShift& operator=(const ScopedFlowShift&) = delete;
+
+  private:
+    sd::ModelComponents& m_;
+    std::unique_ptr<sd::Denoiser> saved_;
+};
+
+}  // namespace
+
 bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* params, sd_image_t** images_out,
                     int* num_images_out) {
     if (images_out) *images_out = nullptr;
@@ -330,6 +361,8 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* params, sd_imag
         };
         hooks.cancel = &sd_ctx->cancel;
         hooks.stop_after_image = &sd_ctx->stop_after_image;
+        const ScopedFlowShift flow_shift(sd_ctx->model.components,
+                                         params->sample_params.flow_shift);
         const sd::ModelComponents& m = sd_ctx->model.components;
         hooks.preview = sd::api::preview_tap(
             m, sd_ctx->tae, sd_ctx->vae,

@@ -4,6 +4,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "ops/norm.h"
 
 namespace sd {
 namespace {
@@ -40,25 +41,6 @@ T5Config read_config(const Weights& w) {
     while (w.has("encoder.block." + std::to_string(c.layers) + ".layer.0.SelfAttention.q.weight"))
         ++c.layers;
     return c;
-}
-
-// T5LayerNorm: x / sqrt(mean(x^2) + eps) * weight over the last dimension (no mean
-// subtraction, no bias), in f32.
-Tensor rms_norm_rows(const Tensor& x, const Tensor& weight, float eps) {
-    Tensor in = x.contiguous();
-    const int64_t d = in.size(-1), rows = in.numel() / d;
-    Tensor out = Tensor::empty(in.shape());
-    const float* src = in.data<float>();
-    const float* w = weight.data<float>();
-    float* dst = out.data<float>();
-    for (int64_t r = 0; r < rows; ++r) {
-        const float* a = src + r * d;
-        double sum = 0.0;
-        for (int64_t i = 0; i < d; ++i) sum += static_cast<double>(a[i]) * a[i];
-        const auto inv = static_cast<float>(1.0 / std::sqrt(sum / static_cast<double>(d) + eps));
-        for (int64_t i = 0; i < d; ++i) dst[r * d + i] = a[i] * inv * w[i];
-    }
-    return out;
 }
 
 }  // namespace
@@ -139,7 +121,7 @@ Tensor T5Encoder::position_bias(int64_t n) const {
 
 Tensor T5Encoder::block(const T5Block& b, const Tensor& x, const Tensor& bias) const {
     const int64_t n = x.size(1), h = config_.heads, d = config_.head_dim;
-    Tensor normed = rms_norm_rows(x, b.attn_norm, config_.eps);
+    Tensor normed = rms_norm(x, b.attn_norm, config_.eps);
     auto heads = [&](const Tensor& t) {  // [1, n, H*D] -> [1, H, n, D] (a view)
         return t.view({1, n, h, d}).permute({0, 2, 1, 3});
     };
@@ -150,7 +132,7 @@ Tensor T5Encoder::block(const T5Block& b, const Tensor& x, const Tensor& bias) c
                                      heads(b.v.forward(normed)), bias, options);
     attn = permute_copy(attn, {0, 2, 1, 3}).view({1, n, h * d});
     Tensor r = x + b.o.forward(attn);
-    normed = rms_norm_rows(r, b.ffn_norm, config_.eps);
+    normed = rms_norm(r, b.ffn_norm, config_.eps);
     Tensor gated = gelu(b.wi_0.forward(normed), GeluApprox::Tanh) * b.wi_1.forward(normed);
     return r + b.wo.forward(gated);
 }
@@ -163,7 +145,7 @@ Tensor T5Encoder::forward(std::span<const int32_t> ids) const {
     Tensor x = embedding(shared_, tokens);  // [1, n, width]
     const Tensor bias = position_bias(n);
     for (const T5Block& b : blocks_) x = block(b, x, bias);
-    return rms_norm_rows(x, final_norm_, config_.eps);
+    return rms_norm(x, final_norm_, config_.eps);
 }
 
 }  // namespace sd

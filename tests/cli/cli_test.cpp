@@ -528,6 +528,57 @@ TEST(CliSizes, OffGridSizesGenerateAlignedAndBmpIsWritten) {
         << odd.output;
 }
 
+// --flow-shift replaces a flow model's shift for that generation (FLUX.1-dev's own is 1.15):
+// with two discrete steps the second sigma depends on it, so the images differ; a model that
+// is not a flow model says it has no shift to change.
+TEST(CliFlux, FlowShiftChangesTheSchedule) {
+    const std::vector<std::string> base = {
+        "--diffusion-model",
+        sd::test::fixture_file("flux/flux_dev_d2s2_bf16_seed10.safetensors"),
+        "--vae",
+        sd::test::fixture_file("flux/flux_ae_f32_seed11.safetensors"),
+        "--clip_l",
+        sd::test::fixture_file("flux/clip_l_f16_seed12.safetensors"),
+        "--t5xxl",
+        sd::test::fixture_file("flux/t5xxl_l2_f16_seed13.safetensors"),
+        "-p",
+        "a cat",
+        "--cfg-scale",
+        "1",
+        "--steps",
+        "2",
+        "-W",
+        "64",
+        "-H",
+        "64",
+        "--tokenizer-dir",
+        fixtures() + "/tokenizers"};
+    auto run = [&](const std::string& out, std::vector<std::string> extra) {
+        std::vector<std::string> args = base;
+        args.insert(args.end(), {"-o", out});
+        args.insert(args.end(), extra.begin(), extra.end());
+        return run_cli(args);
+    };
+    const std::string own = sd::test::temp_path("flux_own_shift.png");
+    const std::string shifted = sd::test::temp_path("flux_shift3.png");
+    const RunResult a = run(own, {});
+    ASSERT_EQ(a.exit_code, 0) << a.output;
+    EXPECT_EQ(a.output.find("flow shift"), std::string::npos) << a.output;
+    const RunResult b = run(shifted, {"--flow-shift", "3"});
+    ASSERT_EQ(b.exit_code, 0) << b.output;
+    EXPECT_NE(b.output.find("flow shift 3 for this generation"), std::string::npos) << b.output;
+    EXPECT_NE(sd::image::read_image(own, 3).pixels, sd::image::read_image(shifted, 3).pixels);
+
+    const RunResult sd15 =
+        run_cli({"-m", sd::test::generated_checkpoint("sd15", "f16", 1), "-p", "a cat", "--steps",
+                 "1", "-W", "64", "-H", "64", "--flow-shift", "3", "--tokenizer-dir",
+                 fixtures() + "/tokenizers", "-o", sd::test::temp_path("sd15_flow_shift.png")});
+    ASSERT_EQ(sd15.exit_code, 0) << sd15.output;
+    EXPECT_NE(sd15.output.find("flow_shift 3 ignored: the SD 1.x model is not a flow model"),
+              std::string::npos)
+        << sd15.output;
+}
+
 // -W 100000 -H 100000 is refused before anything is allocated, with the estimate and what
 // the machine has; a 5 MB prompt file before the model loads; a NUL byte in a prompt (which
 // would cut it short, in the engine and in the PNG's parameters) is refused, not escaped.
