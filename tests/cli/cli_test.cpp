@@ -784,9 +784,17 @@ TEST(CliRequest, LoraTagsAndPromptFiles) {
     EXPECT_EQ(r.loras[1].path, normal(dir + "/sub/detail.gguf"));
     EXPECT_TRUE(r.loras[2].high_noise);
     EXPECT_FLOAT_EQ(r.loras[2].multiplier, 1.5f);
-    // A very long prompt is plain text, not a crash.
-    p.prompt = "<lora:" + std::string(1 << 20, 'x');
+    // An unclosed tag in a long prompt is plain text, not a crash; a prompt longer than
+    // --max-prompt-tokens could take is refused before it is tokenized.
+    p.prompt = "<lora:" + std::string(40000, 'x');
     EXPECT_EQ(resolve_request(p).prompt.size(), p.prompt.size());
+    p.prompt = "<lora:" + std::string(1 << 20, 'x');
+    try {
+        resolve_request(p);
+        ADD_FAILURE() << "expected an error";
+    } catch (const std::exception& e) {
+        EXPECT_NE(std::string(e.what()).find("--max-prompt-tokens"), std::string::npos);
+    }
     p.prompt_file = sd::test::write_temp("prompt.txt", "from a file\n");
     EXPECT_EQ(resolve_request(p).prompt, "from a file");
     p.prompt_file = "/nonexistent/prompt.txt";
