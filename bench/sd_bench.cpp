@@ -79,12 +79,13 @@ Case linear_case(int64_t m, int64_t n, int64_t k, DType wtype) {
 // blocks run 64 -> 32 up to 192 -> 64 at the tile size (128x128); TAESD's decoder 64 -> 64
 // at 64x64 .. 512x512.
 Case conv3x3_case(int64_t in = 320, int64_t out = 320, int64_t hw = 64,
-                  const char* name = "conv2d 3x3 f16") {
+                  const char* name = "conv2d 3x3 f16", bool winograd = false) {
     Tensor x = random_f32({1, in, hw, hw}, 4);
     Tensor w = convert(scale(random_f32({out, in, 3, 3}, 5), 0.02f), DType::F16);
     Tensor b = random_f32({out}, 6);
     Conv2dOptions o;
     o.pad_h = o.pad_w = 1;
+    o.winograd = winograd;  // GFLOP/s counted as direct summation's (effective)
     return {name,
             strfmt("%lld->%lld, %lldx%lld", (long long)in, (long long)out, (long long)hw,
                    (long long)hw),
@@ -114,6 +115,8 @@ std::vector<Case> make_cases(bool bf16) {
     cases.push_back(conv3x3_case(192, 64, 128, "conv2d RRDB last"));
     cases.push_back(conv3x3_case(64, 64, 256, "conv2d TAESD"));
     cases.push_back(conv3x3_case(64, 64, 512, "conv2d TAESD"));
+    cases.push_back(conv3x3_case(64, 64, 256, "conv2d TAESD winograd", true));
+    cases.push_back(conv3x3_case(64, 64, 512, "conv2d TAESD winograd", true));
     if (bf16) cases.push_back(bf16_compute(conv3x3_case(), "conv2d bf16-compute"));
     {
         Tensor q = random_f32({1, 8, 4096, 40}, 7);

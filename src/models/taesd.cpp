@@ -37,12 +37,19 @@ Tensor run_blocks(const std::vector<TaesdBlock>& blocks, Tensor h) {
     return h;
 }
 
+// A 64 -> 64 3x3 conv (nearly all of TAESD's work) by Winograd's F(4x4, 3x3): about a
+// third of the multiplies, errors still ~1e-6 relative (ops/conv.h).
+Conv2d winograd(Conv2d conv) {
+    conv.options.winograd = true;
+    return conv;
+}
+
 // A conv followed by a ReLU, applied in the conv's store (LeakyReLU with slope 0): no extra
 // pass over the activations.
 Conv2d conv_relu(Conv2d conv) {
     conv.options.leaky_relu = true;
     conv.options.negative_slope = 0.0f;
-    return conv;
+    return winograd(std::move(conv));
 }
 
 }  // namespace
@@ -89,7 +96,7 @@ TaesdDecoder TaesdDecoder::load(const Weights& w, const TaesdConfig& c) {
         Stage stage;
         stage.blocks = load_blocks(w, index, c.width);
         ++index;  // the Upsample
-        stage.up = Conv2d::load(w[index++], c.width, c.width, 3, 1, 1, /*bias=*/false);
+        stage.up = winograd(Conv2d::load(w[index++], c.width, c.width, 3, 1, 1, /*bias=*/false));
         stage.up.options.upsample2x = true;
         d.stages.push_back(std::move(stage));
     }

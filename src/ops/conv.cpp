@@ -6,7 +6,8 @@
 // any dtype); the patches are the B operand and are gathered from the input straight into
 // the packed B panels, so no im2col buffer is ever built. A 1x1 convolution with stride 1
 // and no padding reads the input as a plain strided matrix. Convolutions with few output
-// channels take the direct path of conv_direct.cpp instead (no patch packing at all).
+// channels take the direct path of conv_direct.cpp instead (no patch packing at all), and
+// 3x3 ones that ask for it the Winograd path of conv_winograd.cpp.
 #include "ops/conv.h"
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include "base/error.h"
 #include "base/thread_pool.h"
 #include "ops/conv_direct.h"
+#include "ops/conv_winograd.h"
 #include "ops/cpu/gemm.h"
 #include "ops/flop_counter.h"
 
@@ -151,6 +153,11 @@ void run_conv(const Tensor& x, const Tensor& weight, const Tensor& bias,
 
     count_flops(2.0 * static_cast<double>(batch) * static_cast<double>(pixels) *
                 static_cast<double>(out_ch) * static_cast<double>(k));
+    if (conv_detail::winograd_applies(xs, ws, options)) {
+        conv_detail::conv2d_winograd(xs, ws, b.empty() ? nullptr : b.data(), options, out,
+                                     residual);
+        return;
+    }
     if (conv_detail::direct_applies(xs, ws, options)) {
         conv_detail::conv2d_direct(xs, ws, b.empty() ? nullptr : b.data(), options, out, residual);
         return;

@@ -46,16 +46,6 @@ constexpr int64_t kDirectMaxOut = 64;
 constexpr int64_t kBandBytes = int64_t{8} << 20;
 constexpr int64_t kTileBytes = 16 << 10;
 
-// A band of P, one per thread, kept from call to call (grows to the largest band).
-float* band_scratch(size_t count) {
-    struct Buffer {
-        std::vector<float> data;
-    };
-    thread_local Buffer buffer;
-    if (buffer.data.size() < count) buffer.data.assign(count, 0.0f);
-    return buffer.data.data();
-}
-
 struct Direct {
     const cpu::GemmKernels& ks;
     int64_t c, h, w;   // the stored input (before upsampling)
@@ -181,6 +171,16 @@ std::vector<float> pack_weight(const cpu::GemmKernels& ks, const Tensor& w, int6
 
 }  // namespace
 
+float* thread_scratch(size_t count) {
+    struct Buffer {
+        std::vector<float> data;
+    };
+    thread_local Buffer buffer;
+    if (buffer.data.size() < count + 16) buffer.data.assign(count + 16, 0.0f);
+    const auto at = reinterpret_cast<uintptr_t>(buffer.data.data());
+    return buffer.data.data() + (64 - at % 64) % 64 / sizeof(float);
+}
+
 void copy_upsampled(const float* row, int64_t w, int64_t iw0, float* d, int64_t n) {
     int64_t t = 0;
     const int64_t begin = std::min(n, std::max<int64_t>(0, -iw0));
@@ -244,7 +244,7 @@ void conv2d_direct(const Tensor& x, const Tensor& weight, const float* bias,
         float* ob = out + b * o * oh * ow;
         const float* rb = residual ? residual + b * o * oh * ow : nullptr;
         parallel_for(bands, 1, [&](int64_t b0, int64_t b1) {
-            float* p = band_scratch(band + slack);
+            float* p = thread_scratch(band + slack);
             for (int64_t i = b0; i < b1; ++i) {
                 run_band(d, xb, p, ob, rb, i * rows, std::min(oh, (i + 1) * rows));
             }
