@@ -16,9 +16,13 @@
 //      input under the chunk's tiles are copied into a strip and transformed into
 //      V[xi][c][t] (xi < 36): each V[xi] is exactly a packed B panel of the GEMM kernel
 //      (NR values per k = c);
-//   2. 36 products M[xi] = U[xi] V[xi] ([O, C] by [C, NT]) with the GEMM microkernel, U the
-//      transformed weight packed once per call into MR-row panels;
-//   3. output transform of M into the output tiles, bias, residual and LeakyReLU included.
+//   2. for each panel of MR output channels, 36 products M[xi] = U[xi] V[xi] ([MR, C] by
+//      [C, NT]) with the GEMM microkernel, U the transformed weight packed once per call
+//      into MR-row panels, then
+//   3. the output transform of M into those channels' tiles, bias, residual and LeakyReLU
+//      included.
+// V (36 x C x NT: 576 KiB at 64 channels) stays in L2 across the panels; while a panel's
+// products run, a share of the next chunk's input rows is prefetched.
 // The transforms (cpu/winograd_kernels.h) are vectorised across the chunk's tiles.
 #include "ops/conv_winograd.h"
 
@@ -62,39 +66,37 @@ constexpr double kG[6][3] = {{1.0 / 4, 0, 0},
                              {0, 0, 1}};
 
 // The transformed weight as the GEMM's A panels: for each xi, ceil(O / MR) panels of MR
-// output channels, a[((xi * panels + p) * C + c) * MR + i] (rows past O zero).
-std::vector<float> transform_weight(const cpu::GemmKernels& ks, const Tensor& weight) {
+// output channels, a[((xi * panels + p) * C + c) * MR + i] (rows past O zero), written in
+// place of what `a` held (a buffer kept from call to call: a fresh one per call cost more in
+// page faults than the transform itself).
+void transform_weight(const cpu::GemmKernels& ks, const Tensor& weight, float* a) {
     const int64_t o = weight.size(0), c = weight.size(1), mr = ks.mr;
     const int64_t panels = (o + mr - 1) / mr;
-    const std::vector<float> g = weight.to_vector();
-    std::vector<float> u(static_cast<size_t>(kTaps * o * c));  // u[xi][o][c]
-    parallel_for(o, 1, [&](int64_t o0, int64_t o1) {
-        for (int64_t oc = o0; oc < o1; ++oc) {
-            for (int64_t ic = 0; ic < c; ++ic) {
-                const float* k = g.data() + (oc * c + ic) * 9;
-                double gk[6][3];  // G g
-                for (int i = 0; i < 6; ++i)
-                    for (int b = 0; b < 3; ++b)
-                        gk[i][b] = kG[i][0] * k[b] + kG[i][1] * k[3 + b] + kG[i][2] * k[6 + b];
-                for (int i = 0; i < 6; ++i)
-                    for (int l = 0; l < 6; ++l) {
-                        const double v =
-                            gk[i][0] * kG[l][0] + gk[i][1] * kG[l][1] + gk[i][2] * kG[l][2];
-                        u[static_cast<size_t>(((i * 6 + l) * o + oc) * c + ic)] =
-                            static_cast<float>(v);
-                    }
+    std::vector<float> converted;
+    if (weight.dtype() != DType::F32) converted = weight.to_vector();
+    const float* g = converted.empty() ? weight.data<float>() : converted.data();
+    parallel_for(panels * mr, mr, [&](int64_t r0, int64_t r1) {
+        for (int64_t row = r0; row < r1; ++row) {
+            const int64_t p = row / mr, i = row % mr;
+            float* dst = a + p * c * mr + i;  // + (xi * panels * c + ic) * mr
+            for (int64_t ic = 0; ic < c; ++ic, dst += mr) {
+                double u[kTaps] = {};
+                if (row < o) {
+                    const float* k = g + (row * c + ic) * 9;
+                    double gk[6][3];  // G g
+                    for (int y = 0; y < 6; ++y)
+                        for (int b = 0; b < 3; ++b)
+                            gk[y][b] = kG[y][0] * k[b] + kG[y][1] * k[3 + b] + kG[y][2] * k[6 + b];
+                    for (int y = 0; y < 6; ++y)
+                        for (int l = 0; l < 6; ++l)
+                            u[y * 6 + l] =
+                                gk[y][0] * kG[l][0] + gk[y][1] * kG[l][1] + gk[y][2] * kG[l][2];
+                }
+                for (int xi = 0; xi < kTaps; ++xi)
+                    dst[xi * panels * c * mr] = static_cast<float>(u[xi]);
             }
         }
     });
-    std::vector<float> a(static_cast<size_t>(kTaps * panels * mr * c));
-    for (int64_t xi = 0; xi < kTaps; ++xi) {
-        for (int64_t p = 0; p < panels; ++p) {
-            const int rows = static_cast<int>(std::min(mr, o - p * mr));
-            ks.pack_rows(DType::F32, u.data() + (xi * o + p * mr) * c, c, rows, c,
-                         a.data() + (xi * panels + p) * mr * c, static_cast<int>(mr));
-        }
-    }
-    return a;
 }
 
 struct Winograd {
@@ -136,13 +138,49 @@ void for_each_run(const Winograd& g, int64_t t0, int64_t t1, F&& f) {
     }
 }
 
+// Into L2: part `part` of `parts` of the memory the chunk of tiles [t0, t1) will read, its
+// input rows (channels split evenly) and, with res, its residual's rows. Run during the
+// previous chunk's products: the rows lie a plane apart (a stream per channel and row, too
+// many for the hardware prefetcher), and copying them otherwise waits on memory.
+// Always inlined: GCC finds a function of prefetches alone "pure" and drops its calls.
+[[gnu::always_inline]] inline void prefetch_chunk(const Winograd& g, const float* x,
+                                                  const float* res, int64_t t0, int64_t t1,
+                                                  int64_t part, int64_t parts) {
+    const int64_t c0 = g.c * part / parts, c1 = g.c * (part + 1) / parts;
+    const int64_t o0 = g.o * part / parts, o1 = g.o * (part + 1) / parts;
+    const int64_t ih = g.up2 ? 2 * g.h : g.h, up = g.up2 ? 2 : 1;
+    for (int64_t t = t0; t < t1;) {  // runs of one tile row, as for_each_run
+        const int64_t ty = t / g.tiles_w, tx = t % g.tiles_w, n = std::min(t1 - t, g.tiles_w - tx);
+        t += n;
+        const int64_t x0 = std::max<int64_t>(0, (4 * tx - g.pw) / up);
+        const int64_t bytes = (std::min(g.w, (4 * (tx + n) + 4 - g.pw + up - 1) / up) - x0) * 4;
+        for (int r = 0; r < 6; ++r) {
+            const int64_t sy = 4 * ty + r - g.ph;
+            if (sy < 0 || sy >= ih || (g.up2 && r > 0 && sy % 2 == 1)) continue;
+            for (int64_t ch = c0; ch < c1; ++ch) {
+                const char* p = reinterpret_cast<const char*>(x + (ch * g.h + sy / up) * g.w + x0);
+                for (int64_t i = 0; i < bytes; i += 64) __builtin_prefetch(p + i, 0, 2);
+            }
+        }
+        if (!res) continue;
+        const int64_t rbytes = std::min<int64_t>(4 * n, g.ow - 4 * tx) * 4;
+        for (int64_t y = 4 * ty; y < std::min(g.oh, 4 * ty + 4); ++y) {
+            for (int64_t oc = o0; oc < o1; ++oc) {
+                const char* p =
+                    reinterpret_cast<const char*>(res + (oc * g.oh + y) * g.ow + 4 * tx);
+                for (int64_t i = 0; i < rbytes; i += 64) __builtin_prefetch(p + i, 0, 2);
+            }
+        }
+    }
+}
+
 // Tiles [t0, t1) of image x (a chunk, t1 - t0 <= nt) into out (res: the residual laid out
 // as out, or null); buf: the thread's V, M and strip.
 void run_chunk(const Winograd& g, const float* x, float* out, const float* res, int64_t t0,
                int64_t t1, float* buf) {
     // The 36 planes of V and of M lie a cache line more than a multiple of 4 KiB apart, so
     // that the transforms' 36 streams do not fall into the same few L1 sets.
-    const int64_t mr = g.ks.mr, vs = g.c * g.nt + 16, ms = g.panels * mr * g.nt + 16;
+    const int64_t mr = g.ks.mr, vs = g.c * g.nt + 16, ms = mr * g.nt + 16;
     const int64_t strip = 4 * g.nt + 16;
     float* v = buf;
     float* m = v + kTaps * vs;
@@ -163,27 +201,30 @@ void run_chunk(const Winograd& g, const float* x, float* out, const float* res, 
     t.ldc = g.nt;
     t.nr = static_cast<int>(t1 - t0);
     t.first = true;
-    for (int64_t xi = 0; xi < kTaps; ++xi) {
-        t.b = v + xi * vs;
-        for (int64_t p = 0; p < g.panels; ++p) {
-            t.mr = static_cast<int>(std::min(mr, g.o - p * mr));
-            t.a = g.u + (xi * g.panels + p) * mr * g.c;
-            t.c = m + xi * ms + p * mr * g.nt;
-            g.ks.kernel(t);
-        }
-    }
+    // One panel of MR output channels at a time, products then output transform, so that
+    // its M (36 x MR x NT) stays in L1/L2 while V is read from L2 once per panel.
     const int64_t plane = g.oh * g.ow;
     const bool leaky = g.opt.leaky_relu;
-    for_each_run(g, t0, t1, [&](int64_t ty, int64_t tx, int n, int64_t i) {
-        const int rows_valid = static_cast<int>(std::min<int64_t>(4, g.oh - 4 * ty));
-        const int cols = static_cast<int>(std::min<int64_t>(4 * n, g.ow - 4 * tx));
-        const int64_t at = 4 * ty * g.ow + 4 * tx;
-        for (int64_t oc = 0; oc < g.o; ++oc) {
-            g.wk.output(m + oc * g.nt + i, ms, n, rows_valid, cols, g.bias ? g.bias[oc] : 0.0f,
-                        res ? res + oc * plane + at : nullptr, out + oc * plane + at, g.ow, leaky,
-                        g.opt.negative_slope);
+    for (int64_t p = 0; p < g.panels; ++p) {
+        t.mr = static_cast<int>(std::min(mr, g.o - p * mr));
+        for (int64_t xi = 0; xi < kTaps; ++xi) {
+            t.b = v + xi * vs;
+            t.a = g.u + (xi * g.panels + p) * mr * g.c;
+            t.c = m + xi * ms;
+            g.ks.kernel(t);
         }
-    });
+        if (t1 < g.tiles) prefetch_chunk(g, x, res, t1, std::min(g.tiles, t1 + g.nt), p, g.panels);
+        for_each_run(g, t0, t1, [&](int64_t ty, int64_t tx, int n, int64_t i) {
+            const int rows_valid = static_cast<int>(std::min<int64_t>(4, g.oh - 4 * ty));
+            const int cols = static_cast<int>(std::min<int64_t>(4 * n, g.ow - 4 * tx));
+            const int64_t at = 4 * ty * g.ow + 4 * tx;
+            for (int64_t oc = p * mr; oc < p * mr + t.mr; ++oc) {
+                g.wk.output(m + (oc - p * mr) * g.nt + i, ms, n, rows_valid, cols,
+                            g.bias ? g.bias[oc] : 0.0f, res ? res + oc * plane + at : nullptr,
+                            out + oc * plane + at, g.ow, leaky, g.opt.negative_slope);
+            }
+        });
+    }
 }
 
 }  // namespace
@@ -205,7 +246,9 @@ void conv2d_winograd(const Tensor& x, const Tensor& weight, const float* bias,
     const int64_t oh = h * up + 2 * opt.pad_h - 2, ow = w * up + 2 * opt.pad_w - 2;
     const int64_t tiles_w = (ow + 3) / 4, tiles = (oh + 3) / 4 * tiles_w;
     const int64_t nt = ks.nr, panels = (o + ks.mr - 1) / ks.mr;
-    const std::vector<float> u = transform_weight(ks, weight);
+    thread_local std::vector<float> u;  // the calling thread's, apart from thread_scratch
+    u.resize(std::max(u.size(), static_cast<size_t>(kTaps * panels * ks.mr * c)));
+    transform_weight(ks, weight, u.data());
     const Winograd g{ks,        cpu::winograd_kernels(ks.isa),
                      c,         h,
                      w,         o,
@@ -215,8 +258,7 @@ void conv2d_winograd(const Tensor& x, const Tensor& weight, const float* bias,
                      tiles,     nt,
                      panels,    u.data(),
                      bias,      opt};
-    const size_t buf =
-        static_cast<size_t>(kTaps * ((c + panels * ks.mr) * nt + 32) + 6 * (4 * nt + 16));
+    const size_t buf = static_cast<size_t>(kTaps * ((c + ks.mr) * nt + 32) + 6 * (4 * nt + 16));
     const int64_t chunks = (tiles + nt - 1) / nt;
     for (int64_t b = 0; b < x.size(0); ++b) {
         const float* xb = x.data<float>() + b * c * h * w;

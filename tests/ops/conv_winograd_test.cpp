@@ -96,6 +96,10 @@ TEST(Conv2dWinograd, MatchesRef) {
         {1, 8, 9, 4, 150, 2, false, true, false, true, false, F32},
         // A 3 x 3 image of 64 channels.
         {1, 64, 64, 3, 3, 1, false, true, true, false, true, F32},
+        // Several chunks of tiles on every family (144 and 200 tiles), with the residual
+        // and upsampled rows the next chunk's prefetch reads.
+        {1, 16, 24, 30, 70, 1, false, true, true, true, false, F32},
+        {1, 8, 12, 20, 40, 1, true, true, true, false, false, F16},
         // Output 1 x 1 (the smallest).
         {1, 4, 6, 3, 3, 0, false, false, false, false, false, F32},
     };
