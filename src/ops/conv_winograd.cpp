@@ -7,8 +7,8 @@
 // with d the tile's 6 x 6 input window and g a 3 x 3 kernel: 36 products per tile and
 // channel pair where the direct form has 144, at the cost of the transforms (O(C + O) per
 // tile, against O(C * O) for the products) and of rounding: the transforms' coefficients
-// (up to 8 and 1/24) give errors about ten times those of direct summation, ~1e-6 of the
-// sum of |terms| in f32.
+// (up to 8 and 1/24) give errors about twenty times those of direct summation: at 64
+// channels, inputs in [-1, 1], 1.4e-5 against 7e-7 for outputs up to 2.3 in f32.
 //
 // Blocking. Tiles are numbered row-major over the output (a run of them may cross tile
 // rows); a task is a chunk of NT tiles (the GEMM kernel's NR, 64 on AVX-512):
