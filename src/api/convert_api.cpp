@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "base/thread_pool.h"
+#include "families/registry.h"
 #include "io/model_convert.h"
 #include "io/model_files.h"
 #include "stable-diffusion-ext.h"
@@ -66,6 +67,7 @@ void run_convert(const std::vector<InputFile>& inputs, const std::string& output
     options.output_path = output;
     options.type = engine_dtype(type);
     options.tensor_type_rules = rules;
+    options.keep = convert_keeps();
     ModelFiles files;
     std::string first;
     for (const InputFile& in : inputs) {
@@ -126,14 +128,14 @@ bool convert_with_components(const char* model_path, const char* clip_l_path,
                              const char* tensor_type_rules, bool convert_name, int n_threads) {
     using sd::ModelRole;
     return sd::api::logged([&] {
-        if ((clip_g_path && *clip_g_path) || (t5xxl_path && *t5xxl_path))
-            sd::fail("convert_with_components: CLIP-G and T5-XXL text encoders are not built yet");
         if (n_threads > 0) sd::set_num_threads(sd::threads_that_help(n_threads));
         if (!convert_name)
             SD_LOG_DEBUG("convert: tensors are always written under their canonical names");
         sd::api::run_convert({{model_path, ModelRole::Checkpoint},
                               {diffusion_model_path, ModelRole::DiffusionModel},
                               {clip_l_path, ModelRole::TextEncoder},
+                              {clip_g_path, ModelRole::TextEncoder2},
+                              {t5xxl_path, ModelRole::T5},
                               {vae_path, ModelRole::Vae}},
                              output_path ? output_path : "", output_type,
                              tensor_type_rules ? tensor_type_rules : "");
