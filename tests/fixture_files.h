@@ -39,8 +39,9 @@ inline void run_or_fail(const std::string& command) {
     if (rc != 0) fail("command failed (%d): %s", rc, command.c_str());
 }
 
-// Runs the shell command `command(tmp)`, which writes `tmp`, and renames tmp to `path`, unless
-// `path` is there; holds the cache's lock so tests running in parallel wait for one writer.
+// Runs the shell command `command(tmp)`, which writes `tmp` (beside `path`), and renames tmp to
+// `path`, unless `path` is there; holds the cache's lock so tests running in parallel wait for one
+// writer.
 inline void make_once(const std::string& path,
                       const std::function<std::string(const std::string& tmp)>& command) {
     std::string lock_path = fixture_cache_dir() + "/.generate.lock";
@@ -49,7 +50,12 @@ inline void make_once(const std::string& path,
     ::flock(lock, LOCK_EX);
     try {
         if (!file_exists(path)) {
-            std::string tmp = path + ".tmp";
+            // NAME.tmp.EXT: the extension stays last (a converter picks its format by it).
+            const size_t dot = path.rfind('.');
+            const bool has_ext =
+                dot != std::string::npos && path.find('/', dot) == std::string::npos;
+            std::string tmp =
+                has_ext ? path.substr(0, dot) + ".tmp" + path.substr(dot) : path + ".tmp";
             run_or_fail(command(tmp));
             if (std::rename(tmp.c_str(), path.c_str()) != 0) fail("cannot rename %s", tmp.c_str());
         }

@@ -11,6 +11,7 @@
 #include "image_compare.h"
 #include "io/tensor_file.h"
 #include "test_util.h"
+#include "tokenizer/t5_tokenizer.h"
 
 namespace sd {
 namespace {
@@ -19,15 +20,38 @@ std::string quote(const std::string& s) {
     return "'" + s + "'";
 }
 
-// `source` (a fixture file) converted to q8_0 as fixture-cache/flux/NAME, once.
+// `source` (a fixture file) converted to q8_0 as fixture-cache/flux/NAME, once (a text
+// encoder's tokenizer vocabulary embedded from the fixtures' tokenizers).
 std::string converted_q8_0(const std::string& source, const std::string& name) {
     const std::string path = test::fixture_cache_dir() + "/flux/" + name;
     const std::string in = test::fixture_file(source);
     test::make_once(path, [&](const std::string& tmp) {
         return quote(SD_CLI_PATH) + " -M convert -m " + quote(in) + " -o " + quote(tmp) +
-               " --type q8_0 -t 2 >/dev/null 2>&1";
+               " --type q8_0 --tokenizer-dir " + quote(test::fixtures_dir() + "/tokenizers") +
+               " -t 2 >/dev/null 2>&1";
     });
     return path;
+}
+
+// The T5 in q8_0 carries its tokenizer: the vocabulary read back from the GGUF's metadata
+// tokenizes as the spiece.model it came from.
+TEST(FluxGguf, T5CarriesItsTokenizer) {
+    const std::string gguf =
+        converted_q8_0("flux/t5xxl_l2_f16_seed13.safetensors", "t5xxl_l2_q8_0.gguf");
+    const TensorFile f = open_tensor_file(gguf);
+    ASSERT_TRUE(T5Tokenizer::gguf_has_vocab(f.metadata));
+    const T5Tokenizer embedded = T5Tokenizer::from_gguf_metadata(f.metadata, gguf);
+    const T5Tokenizer original =
+        T5Tokenizer::from_file(test::fixtures_dir() + "/tokenizers/t5/spiece.model");
+    EXPECT_EQ(embedded.vocab_size(), original.vocab_size());
+    for (const char* text : {"a lovely cat holding a sign", "  Hello,   WORLD!  ", "naïve café 42"})
+        EXPECT_EQ(embedded.encode(text), original.encode(text)) << text;
+    size_t q8 = 0;
+    for (const TensorRecord& r : f.tensors) {
+        EXPECT_EQ(r.name.rfind("text_encoders.t5xxl.transformer.", 0), 0u) << r.name;
+        q8 += r.dtype == DType::Q8_0;
+    }
+    EXPECT_EQ(q8, f.tensors.size()) << "the reference converts every T5 tensor at q8_0";
 }
 
 // The DiT in q8_0: the names of the source under model.diffusion_model. (as the reference's
