@@ -11,6 +11,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <regex>
 #include <string>
 #include <vector>
@@ -38,23 +39,24 @@ inline void run_or_fail(const std::string& command) {
     if (rc != 0) fail("command failed (%d): %s", rc, command.c_str());
 }
 
-// Runs `mkckpt.py MANIFEST.tsv OUT [--dtype D] --seed S` into `path` (via a temp file) unless
-// it is there, holding the cache's lock so tests running in parallel wait for one writer.
-inline void generate_once(const std::string& path, const std::string& manifest,
-                          const std::string& dtype, int seed) {
+// Runs the shell command `command(tmp)`, which writes `tmp` (beside `path`), and renames tmp to
+// `path`, unless `path` is there; holds the cache's lock so tests running in parallel wait for one
+// writer.
+inline void make_once(const std::string& path,
+                      const std::function<std::string(const std::string& tmp)>& command) {
     std::string lock_path = fixture_cache_dir() + "/.generate.lock";
     int lock = ::open(lock_path.c_str(), O_CREAT | O_RDWR, 0644);
     if (lock < 0) fail("cannot create %s", lock_path.c_str());
     ::flock(lock, LOCK_EX);
     try {
         if (!file_exists(path)) {
-            std::string fx = fixtures_dir();
-            std::string tmp = path + ".tmp";
-            std::string dtype_arg = dtype.empty() ? "" : " --dtype " + dtype;
-            run_or_fail("/usr/bin/python3 " + fx + "/mkckpt.py " + fx + "/manifests/" + manifest +
-                        ".tsv " + tmp + dtype_arg + " --seed " + std::to_string(seed) +
-                        " 2>/dev/null || { echo 'mkckpt.py failed: is python3-numpy installed? "
-                        "(scripts/install-deps.sh)' >&2; exit 1; }");
+            // NAME.tmp.EXT: the extension stays last (a converter picks its format by it).
+            const size_t dot = path.rfind('.');
+            const bool has_ext =
+                dot != std::string::npos && path.find('/', dot) == std::string::npos;
+            std::string tmp =
+                has_ext ? path.substr(0, dot) + ".tmp" + path.substr(dot) : path + ".tmp";
+            run_or_fail(command(tmp));
             if (std::rename(tmp.c_str(), path.c_str()) != 0) fail("cannot rename %s", tmp.c_str());
         }
     } catch (...) {
@@ -64,6 +66,19 @@ inline void generate_once(const std::string& path, const std::string& manifest,
     }
     ::flock(lock, LOCK_UN);
     ::close(lock);
+}
+
+// Runs `mkckpt.py MANIFEST.tsv OUT [--dtype D] --seed S` into `path` unless it is there.
+inline void generate_once(const std::string& path, const std::string& manifest,
+                          const std::string& dtype, int seed) {
+    make_once(path, [&](const std::string& tmp) {
+        std::string fx = fixtures_dir();
+        std::string dtype_arg = dtype.empty() ? "" : " --dtype " + dtype;
+        return "/usr/bin/python3 " + fx + "/mkckpt.py " + fx + "/manifests/" + manifest + ".tsv " +
+               tmp + dtype_arg + " --seed " + std::to_string(seed) +
+               " 2>/dev/null || { echo 'mkckpt.py failed: is python3-numpy installed? "
+               "(scripts/install-deps.sh)' >&2; exit 1; }";
+    });
 }
 
 // Path of `manifest` (e.g. "sd15") generated as `dtype` with `seed`, e.g.

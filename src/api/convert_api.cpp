@@ -9,11 +9,13 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "base/thread_pool.h"
+#include "families/registry.h"
 #include "io/model_convert.h"
 #include "io/model_files.h"
 #include "stable-diffusion-ext.h"
 #include "stable-diffusion.h"
 #include "tokenizer/clip_tokenizer.h"
+#include "tokenizer/t5_tokenizer.h"
 
 namespace sd::api {
 namespace {
@@ -33,22 +35,36 @@ std::optional<DType> engine_dtype(sd_type_t type) {
     return dtype;
 }
 
-// The CLIP vocabulary for a GGUF that holds a CLIP text encoder, when one can be found.
+// The tokenizer vocabulary for a GGUF that holds a CLIP or a T5 text encoder, when one can
+// be found (GGUF has one set of tokenizer keys: a file with both carries CLIP's).
 std::map<std::string, MetadataValue> tokenizer_metadata(const ModelFiles& files,
                                                         const std::string& model_path,
                                                         const std::string& tokenizer_dir) {
-    if (!files.has_prefix("cond_stage_model.")) return {};
-    ClipTokenizerSearch search;
-    search.tokenizer_dir = tokenizer_dir;
-    search.model_path = model_path;
-    if (!files.files().empty()) search.model_file = &files.files().front();
+    const TensorFile* model_file = files.files().empty() ? nullptr : &files.files().front();
     try {
-        ClipTokenizer tokenizer = find_clip_tokenizer(search);
-        SD_LOG_INFO("embedding the CLIP tokenizer vocabulary (%zu tokens, %zu merges)",
-                    tokenizer.vocab_size(), tokenizer.merge_count());
-        return tokenizer.to_gguf_metadata();
+        if (files.has_prefix("cond_stage_model.")) {
+            ClipTokenizerSearch search;
+            search.tokenizer_dir = tokenizer_dir;
+            search.model_path = model_path;
+            search.model_file = model_file;
+            ClipTokenizer tokenizer = find_clip_tokenizer(search);
+            SD_LOG_INFO("embedding the CLIP tokenizer vocabulary (%zu tokens, %zu merges)",
+                        tokenizer.vocab_size(), tokenizer.merge_count());
+            return tokenizer.to_gguf_metadata();
+        }
+        if (files.has_prefix("text_encoders.t5xxl.")) {
+            T5TokenizerSearch search;
+            search.tokenizer_dir = tokenizer_dir;
+            search.t5_path = model_path;
+            if (model_file && T5Tokenizer::gguf_has_vocab(model_file->metadata))
+                search.model_file = model_file;
+            T5Tokenizer tokenizer = find_t5_tokenizer(search);
+            SD_LOG_INFO("embedding the T5 tokenizer vocabulary (%zu pieces)",
+                        tokenizer.vocab_size());
+            return tokenizer.to_gguf_metadata();
+        }
     } catch (const Error& e) {
-        SD_LOG_WARN("the GGUF will carry no CLIP tokenizer vocabulary: %s", e.what());
+        SD_LOG_WARN("the GGUF will carry no tokenizer vocabulary: %s", e.what());
     }
     return {};
 }
@@ -66,6 +82,7 @@ void run_convert(const std::vector<InputFile>& inputs, const std::string& output
     options.output_path = output;
     options.type = engine_dtype(type);
     options.tensor_type_rules = rules;
+    options.keep = convert_keeps();
     ModelFiles files;
     std::string first;
     for (const InputFile& in : inputs) {
@@ -126,14 +143,14 @@ bool convert_with_components(const char* model_path, const char* clip_l_path,
                              const char* tensor_type_rules, bool convert_name, int n_threads) {
     using sd::ModelRole;
     return sd::api::logged([&] {
-        if ((clip_g_path && *clip_g_path) || (t5xxl_path && *t5xxl_path))
-            sd::fail("convert_with_components: CLIP-G and T5-XXL text encoders are not built yet");
         if (n_threads > 0) sd::set_num_threads(sd::threads_that_help(n_threads));
         if (!convert_name)
             SD_LOG_DEBUG("convert: tensors are always written under their canonical names");
         sd::api::run_convert({{model_path, ModelRole::Checkpoint},
                               {diffusion_model_path, ModelRole::DiffusionModel},
                               {clip_l_path, ModelRole::TextEncoder},
+                              {clip_g_path, ModelRole::TextEncoder2},
+                              {t5xxl_path, ModelRole::T5},
                               {vae_path, ModelRole::Vae}},
                              output_path ? output_path : "", output_type,
                              tensor_type_rules ? tensor_type_rules : "");

@@ -3,6 +3,7 @@
 // A family is one file in this folder with one `Family` value, listed in registry.cpp.
 #pragma once
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,9 @@ struct Family {
     ModelComponents (*assemble)(const ModelFiles& files, const LoadOptions& options) = nullptr;
     // Activation memory per pixel for the memory estimate (the UNet families' by default).
     ActivationFootprint footprint{};
+    // Name fragments of this family's layers that -M convert leaves in their own dtype
+    // (the reference tool's list: small, precision-sensitive input and output layers).
+    std::span<const char* const> convert_keeps{};
 };
 
 }  // namespace sd

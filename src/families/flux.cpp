@@ -213,10 +213,16 @@ ModelComponents assemble(const ModelFiles& files, const LoadOptions& options) {
 
 }  // namespace
 
+// The FLUX DiT's input, conditioning and output layers stay in their own dtype in -M convert.
+constexpr const char* kFluxConvertKeeps[] = {"img_in.",    "txt_in.",      "time_in.",
+                                             "vector_in.", "guidance_in.", "final_layer."};
+
 extern const Family kFluxFamily{"FLUX",
                                 detect,
                                 {EULER_SAMPLE_METHOD, DISCRETE_SCHEDULER},
                                 {16, 8, 0.3611f, 0.1159f, kFluxRgb},
-                                assemble};
+                                assemble,
+                                {},
+                                kFluxConvertKeeps};
 
 }  // namespace sd

@@ -33,6 +33,13 @@ DetectedFamily detect_family(const ModelFiles& files) {
     return {};
 }
 
+std::vector<std::string> convert_keeps() {
+    std::vector<std::string> keeps;
+    for (const Family* f : families())
+        keeps.insert(keeps.end(), f->convert_keeps.begin(), f->convert_keeps.end());
+    return keeps;
+}
+
 LoadedModel load_model(const ModelFiles& files, const LoadOptions& options) {
     DetectedFamily d = detect_family(files);
     if (!d.family) {

@@ -25,6 +25,10 @@ struct LoadedModel {
     ModelComponents components;
 };
 
+// Every family's Family::convert_keeps: a conversion applies them all, whatever the files
+// hold, as the reference tool does.
+std::vector<std::string> convert_keeps();
+
 // Detects and assembles. Throws sd::Error naming the families tried when none matches, and
 // the family when this build cannot run it yet.
 LoadedModel load_model(const ModelFiles& files, const LoadOptions& options);

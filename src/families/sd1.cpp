@@ -34,6 +34,7 @@ ModelComponents assemble(const ModelFiles& files, const LoadOptions& options) {
 
 }  // namespace
 
-extern const Family kSd1Family{"SD 1.x", detect, {}, {4, 8, 0.18215f, 0.0f, kSdRgb}, assemble};
+extern const Family kSd1Family{
+    "SD 1.x", detect, {}, {4, 8, 0.18215f, 0.0f, kSdRgb}, assemble, {}, kUnetConvertKeeps};
 
 }  // namespace sd

@@ -95,6 +95,7 @@ ModelComponents assemble(const ModelFiles& files, const LoadOptions& options) {
 
 }  // namespace
 
-extern const Family kSdxlFamily{"SDXL", detect, {}, {4, 8, 0.13025f, 0.0f, kSdxlRgb}, assemble};
+extern const Family kSdxlFamily{
+    "SDXL", detect, {}, {4, 8, 0.13025f, 0.0f, kSdxlRgb}, assemble, {}, kUnetConvertKeeps};
 
 }  // namespace sd

@@ -11,6 +11,9 @@
 
 namespace sd {
 
+// The UNet's timestep and class embeddings stay in their own dtype in -M convert.
+inline constexpr const char* kUnetConvertKeeps[] = {"time_embed.", "label_emb."};
+
 class UNetDiffusionModel : public DiffusionModel {
   public:
     explicit UNetDiffusionModel(UNet unet) : unet_(std::move(unet)) {}

@@ -1,5 +1,6 @@
 #include "io/model_convert.h"
 
+#include <algorithm>
 #include <regex>
 
 #include "base/error.h"
@@ -39,19 +40,16 @@ Tensor quantize_weighted(const Tensor& t, DType dtype, const std::vector<float>&
     return out;
 }
 
-// Tensors the reference tool never quantizes: they are small and precision-sensitive.
-bool keeps_own_dtype(const std::string& name) {
-    return contains(name, "embedding") || contains(name, "time_embed.") ||
-           contains(name, "label_emb.") || contains(name, "img_in.") || contains(name, "txt_in.") ||
-           contains(name, "time_in.") || contains(name, "vector_in.") ||
-           contains(name, "guidance_in.") || contains(name, "final_layer.") ||
-           contains(name, "x_embedder.") || contains(name, "t_embedder.") ||
-           contains(name, "y_embedder.") || contains(name, "pos_embed") ||
-           contains(name, "context_embedder.");
-}
+// Endings of the tensors the reference tool never converts, whatever the model: biases,
+// norm and quantization scales.
+constexpr const char* kKeptEndings[] = {".bias", ".scale", ".weight_scale"};
 
-bool is_float(DType d) {
-    return d == DType::F32 || d == DType::F16 || d == DType::BF16;
+bool keeps_own_dtype(const std::string& name, const std::vector<std::string>& keep) {
+    for (const char* e : kKeptEndings)
+        if (ends_with(name, e)) return true;
+    if (contains(name, "embedding")) return true;
+    return std::any_of(keep.begin(), keep.end(),
+                       [&](const std::string& k) { return contains(name, k.c_str()); });
 }
 
 std::string trim(const std::string& s) {
@@ -93,35 +91,32 @@ TensorTypeRules parse_tensor_type_rules(const std::string& text) {
 }
 
 DType output_dtype(const std::string& name, const Shape& shape, DType source,
-                   std::optional<DType> target, const TensorTypeRules& rules) {
-    for (const auto& [pattern, dtype] : rules) {
+                   const TypeChoice& choice) {
+    std::optional<DType> target = choice.type;
+    for (const auto& [pattern, dtype] : choice.rules) {
         if (std::regex_search(name, std::regex(pattern))) {
             target = dtype;
             break;
         }
     }
-    if (!target || source == DType::I32) return source;
-    if (shape.size() < 2 || ends_with(name, ".bias") || ends_with(name, ".scale")) {
-        return is_float(source) || is_quantized(source) ? DType::F32 : source;
-    }
-    if (is_quantized(*target)) {
-        if (keeps_own_dtype(name) || shape[shape.size() - 1] % block_size(*target) != 0) {
-            return is_quantized(source) ? DType::F16 : source;
-        }
-    }
+    if (!target || source == DType::I32 || keeps_own_dtype(name, choice.keep)) return source;
+    if (is_quantized(*target) &&
+        (shape.size() == 0 || shape[shape.size() - 1] % block_size(*target) != 0))
+        return source;
     return *target;
 }
 
 void convert_model(const ModelFiles& files, const ConvertOptions& options) {
     const CancelScope cancel_scope(options.cancel);
     const bool safetensors = output_is_safetensors(options.output_path);
-    const TensorTypeRules rules = parse_tensor_type_rules(options.tensor_type_rules);
+    const TypeChoice choice{options.type, parse_tensor_type_rules(options.tensor_type_rules),
+                            options.keep};
     std::vector<OutputTensor> outputs;
     std::map<std::string, size_t> counts;
     size_t weighted = 0;
     for (const std::string& name : files.names()) {
         const TensorRecord& r = files.get(name);
-        DType dtype = output_dtype(name, r.shape, r.dtype, options.type, rules);
+        DType dtype = output_dtype(name, r.shape, r.dtype, choice);
         if (safetensors && is_quantized(dtype)) {
             fail("%s: safetensors cannot hold %s tensors (tensor '%s'); write a .gguf file instead",
                  options.output_path.c_str(), dtype_name(dtype), name.c_str());

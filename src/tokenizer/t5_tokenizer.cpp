@@ -370,6 +370,26 @@ T5Tokenizer T5Tokenizer::from_gguf_metadata(const std::map<std::string, Metadata
     return T5Tokenizer(std::move(impl));
 }
 
+std::map<std::string, MetadataValue> T5Tokenizer::to_gguf_metadata() const {
+    MetadataArray tokens, scores, types;
+    for (const auto& p : impl_->pieces) {
+        tokens.push_back(MetadataValue{p.text});
+        scores.push_back(MetadataValue{static_cast<double>(p.score)});
+        types.push_back(MetadataValue{static_cast<int64_t>(p.type)});
+    }
+    std::map<std::string, MetadataValue> md;
+    md[kKeyModel] = MetadataValue{std::string("t5")};
+    md[kKeyTokens] = MetadataValue{std::move(tokens)};
+    md[kKeyScores] = MetadataValue{std::move(scores)};
+    md[kKeyTypes] = MetadataValue{std::move(types)};
+    md[kKeyUnk] = MetadataValue{static_cast<int64_t>(impl_->unk)};
+    md[kKeyEos] = MetadataValue{static_cast<int64_t>(impl_->eos)};
+    md[kKeyPad] = MetadataValue{static_cast<int64_t>(impl_->pad)};
+    md[kKeyPrefix] = MetadataValue{impl_->add_prefix};
+    md[kKeyCollapse] = MetadataValue{impl_->collapse_spaces};
+    return md;
+}
+
 std::vector<int32_t> T5Tokenizer::encode_pieces(std::string_view text) const {
     return impl_->viterbi(impl_->normalize(text));
 }

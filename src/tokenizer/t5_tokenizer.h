@@ -28,6 +28,8 @@ class T5Tokenizer {
                                           const std::string& source);
     // Whether the metadata carries a T5 vocabulary (tokenizer.ggml.model "t5" with tokens).
     static bool gguf_has_vocab(const std::map<std::string, MetadataValue>& metadata);
+    // The vocabulary as GGUF metadata (what from_gguf_metadata reads), for -M convert.
+    std::map<std::string, MetadataValue> to_gguf_metadata() const;
 
     T5Tokenizer(T5Tokenizer&&) noexcept;
     T5Tokenizer& operator=(T5Tokenizer&&) noexcept;
