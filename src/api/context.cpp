@@ -443,6 +443,10 @@ bool sd_lora_fits(const sd_ctx_t* sd_ctx, const char* lora_path, char* message,
     return false;
 }
 
+bool sd_takes_ref_images(const sd_ctx_t* sd_ctx) {
+    return sd_ctx && sd_ctx->model.components.ref_images.supported;
+}
+
 void sd_ctx_set_max_prompt_tokens(sd_ctx_t* sd_ctx, int max_tokens) {
     if (sd_ctx) sd_ctx->max_prompt_tokens = std::max(0, max_tokens);
 }

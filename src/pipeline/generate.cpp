@@ -364,6 +364,7 @@ ImageRequest settle_request(const ModelComponents& m, const ImageRequest& reques
     if (r.cfg_scale != 1.0f)
         check_prompt_length(m, r.negative_prompt, r.max_prompt_tokens, "negative prompt");
     align_size_up(r.width, r.height, size_multiple(m), "generation request");
+    check_ref_images(m, r);
     const std::string what = "a " + std::to_string(r.width) + "x" + std::to_string(r.height) +
                              " image" + (r.hires.enabled ? " (with its hires pass)" : "");
     const MemoryInputs in = memory_inputs(m, r);
@@ -372,7 +373,6 @@ ImageRequest settle_request(const ModelComponents& m, const ImageRequest& reques
     fit_to_request(r.mask_image, r, "mask image");
     fit_to_request(r.control_image, r, "control image");
     check_hires(m, r);
-    check_ref_images(m, r);
     return r;
 }
 
