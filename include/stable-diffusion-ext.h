@@ -25,6 +25,10 @@ SD_API bool sd_convert_with_tokenizer(const char* input_path, const char* vae_pa
 SD_API bool sd_lora_fits(const sd_ctx_t* sd_ctx, const char* lora_path, char* message,
                          size_t message_size);
 
+/* Whether the context's model takes reference images (sd_img_gen_params_t::ref_images: edit
+ * models such as FLUX.1 Kontext); other models refuse a request that has them. */
+SD_API bool sd_takes_ref_images(const sd_ctx_t* sd_ctx);
+
 #ifdef __cplusplus
 }
 #endif

@@ -148,8 +148,6 @@ sd_ctx_t* create(const sd_ctx_params_t& p) {
 }
 
 void reject_unbuilt(const sd_img_gen_params_t& p) {
-    if (p.ref_images_count > 0)
-        sd::fail("reference images (--ref-image) are not supported by this build yet");
     if (p.pm_params.id_images_count > 0) sd::fail("PhotoMaker is not supported by this build yet");
     if (p.ip_adapter_image.data)
         sd::fail("--ip-adapter-image needs IP-Adapter, which this build does not have yet");
@@ -237,6 +235,15 @@ sd::ImageRequest to_request(const sd_ctx_t& ctx, const sd_img_gen_params_t& p) {
     r.mask_image = sd::api::to_image8(p.mask_image, "mask image");
     r.strength = p.strength;
     r.control_image = sd::api::to_image8(p.control_image, "control image");
+    SD_CHECK(p.ref_images_count >= 0 && (p.ref_images || p.ref_images_count == 0),
+             "ref_images: %d images but no array", p.ref_images_count);
+    for (int i = 0; i < p.ref_images_count; ++i) {
+        const std::string what = "reference image " + std::to_string(i + 1);
+        auto image = sd::api::to_image8(p.ref_images[i], what.c_str());
+        SD_CHECK(image.has_value(), "%s has no pixels (data is NULL)", what.c_str());
+        r.ref_images.push_back(std::move(*image));
+    }
+    r.ref_image_args = has(p.ref_image_args) ? p.ref_image_args : "";
     r.control_strength = p.control_strength;
     r.vae_tiling.enabled = p.vae_tiling_params.enabled;
     if (p.vae_tiling_params.tile_size_x > 0)
@@ -434,6 +441,10 @@ bool sd_lora_fits(const sd_ctx_t* sd_ctx, const char* lora_path, char* message,
         message[n] = '\0';
     }
     return false;
+}
+
+bool sd_takes_ref_images(const sd_ctx_t* sd_ctx) {
+    return sd_ctx && sd_ctx->model.components.ref_images.supported;
 }
 
 void sd_ctx_set_max_prompt_tokens(sd_ctx_t* sd_ctx, int max_tokens) {

@@ -135,7 +135,7 @@ class FluxDiffusionModel : public DiffusionModel {
                    const ControlSignal* control) const override {
         SD_CHECK(!control, "ControlNet is not supported for FLUX models");
         return flux_.forward(x, timesteps, c.context, c.vector, c.guidance, c.ref_latents,
-                             c.increase_ref_index);
+                             c.ref_index);
     }
     int64_t in_channels() const override {
         return flux_.config().in_channels / (flux_.config().patch * flux_.config().patch);
@@ -208,6 +208,8 @@ ModelComponents assemble(const ModelFiles& files, const LoadOptions& options) {
              vae ? (long long)vae->vae().config().z_channels : 0LL);
     m.denoiser =
         make_denoiser(resolve_prediction(options.prediction, FLUX_FLOW_PRED), dev ? 1.15f : 1.0f);
+    // Kontext's references: VAE latents beside the image's tokens, sides rounded to 16.
+    m.ref_images = {true, "flux_kontext", 16};
     return m;
 }
 

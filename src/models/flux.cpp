@@ -197,7 +197,7 @@ Tensor FluxModel::single_block(const FluxSingleBlock& b, const Tensor& x, const 
 
 Tensor FluxModel::forward(const Tensor& x, const Tensor& timesteps, const Tensor& context,
                           const Tensor& y, float guidance, const std::vector<Tensor>& refs,
-                          bool increase_ref_index) const {
+                          RefIndexMode ref_index) const {
     const FluxConfig& c = config_;
     const int64_t p = c.patch;
     SD_CHECK(x.dim() == 4 && x.size(0) == 1 && x.size(1) * p * p == c.in_channels,
@@ -238,7 +238,7 @@ Tensor FluxModel::forward(const Tensor& x, const Tensor& timesteps, const Tensor
     const Tensor svec = silu(vec);  // every modulation reads SiLU(vec)
 
     const Tensor rope =
-        rope_table(flux_positions(lt, h, w, p, refs_hw, increase_ref_index), c.axes_dim, c.theta);
+        rope_table(flux_positions(lt, h, w, p, refs_hw, ref_index), c.axes_dim, c.theta);
     for (const FluxDoubleBlock& b : double_blocks) double_block(b, img, txt, svec, rope);
     Tensor tokens = concat({txt, img}, 1);
     for (const FluxSingleBlock& b : single_blocks) tokens = single_block(b, tokens, svec, rope);
@@ -253,7 +253,7 @@ Tensor FluxModel::forward(const Tensor& x, const Tensor& timesteps, const Tensor
 
 std::vector<float> flux_positions(int64_t txt, int64_t h, int64_t w, int64_t patch,
                                   const std::vector<std::pair<int64_t, int64_t>>& refs_hw,
-                                  bool increase_ref_index) {
+                                  RefIndexMode ref_index) {
     std::vector<float> ids(static_cast<size_t>(3 * txt), 0.0f);
     auto add_image = [&](int64_t rows, int64_t cols, float index, int64_t dy, int64_t dx) {
         for (int64_t i = 0; i < rows; ++i) {
@@ -265,21 +265,22 @@ std::vector<float> flux_positions(int64_t txt, int64_t h, int64_t w, int64_t pat
         }
     };
     add_image(h, w, 0.0f, 0, 0);
-    // References: index 1 for all, side by side (offsets in latent pixels, as the reference
-    // measures them), or indices 1, 2, ... at the origin.
     int64_t cur_h = 0, cur_w = 0, index = 1;
     for (const auto& [rh, rw] : refs_hw) {
         int64_t dy = 0, dx = 0;
-        if (!increase_ref_index) {
+        if (ref_index == RefIndexMode::Fixed) {
+            // Beside the references so far, along the side that keeps the layout squarer.
             if (rh + cur_h > rw + cur_w) {
                 dx = cur_w;
             } else {
                 dy = cur_h;
             }
+        } else if (ref_index == RefIndexMode::Decrease) {
+            --index;
         }
         add_image((rh + patch / 2) / patch, (rw + patch / 2) / patch, static_cast<float>(index), dy,
                   dx);
-        if (increase_ref_index) ++index;
+        if (ref_index == RefIndexMode::Increase) ++index;
         cur_h = std::max(cur_h, rh + dy);
         cur_w = std::max(cur_w, rw + dx);
     }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "nn/layers.h"
+#include "nn/rope.h"
 
 namespace sd {
 
@@ -57,11 +58,6 @@ struct FluxSingleBlock {
     Tensor query_scale, key_scale;
 };
 
-// A reference image (Kontext): its latent [1, C, h, w], placed as extra tokens.
-struct FluxReference {
-    Tensor latent;
-};
-
 class FluxModel {
   public:
     // w = "model.diffusion_model."; throws listing every missing or mis-shaped tensor.
@@ -70,11 +66,11 @@ class FluxModel {
     // x: [1, C, H, W] latent (H, W padded to the patch size inside), timesteps: f32 [1] in
     // [0, 1] (scaled by 1000 inside, as the reference's time_factor), context: [1, Lt,
     // context_dim], y: [1, vec_dim], guidance: the distilled guidance (dev only), refs:
-    // Kontext reference latents; increase_ref_index gives each its own index (else all 1,
-    // placed side by side). Returns the velocity [1, C, H, W].
+    // Kontext reference latents [1, C, h, w] (any size), numbered by `ref_index` from 1
+    // (flux_positions). Returns the velocity [1, C, H, W].
     Tensor forward(const Tensor& x, const Tensor& timesteps, const Tensor& context, const Tensor& y,
                    float guidance, const std::vector<Tensor>& refs = {},
-                   bool increase_ref_index = false) const;
+                   RefIndexMode ref_index = RefIndexMode::Fixed) const;
 
     const FluxConfig& config() const { return config_; }
     void release_weights() const { pages_.release(); }
@@ -99,10 +95,12 @@ class FluxModel {
 
 // The positions of FLUX's tokens: `txt` text tokens at (0, 0, 0), the h x w image patches at
 // (0, row, col), then each reference's patches (refs_hw: its latent height and width) at
-// (index, row + h_offset, col + w_offset) as the reference's gen_flux_ids. Rows of 3 values.
+// (index, row + h_offset, col + w_offset) as the reference's gen_flux_ids: Fixed puts all at
+// index 1 side by side (offsets in latent pixels), Increase at 1, 2, ..., Decrease at 0, -1,
+// ... each at the origin. Rows of 3 values.
 std::vector<float> flux_positions(int64_t txt, int64_t h, int64_t w, int64_t patch,
                                   const std::vector<std::pair<int64_t, int64_t>>& refs_hw,
-                                  bool increase_ref_index);
+                                  RefIndexMode ref_index);
 
 // [1, C, H, W] (H, W multiples of p) -> [1, (H/p)(W/p), C p p] and back.
 Tensor flux_patchify(const Tensor& x, int64_t p);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "nn/rope.h"
 #include "nn/weights.h"
 #include "ops/compute_type.h"
 #include "sampling/denoiser.h"
@@ -24,9 +25,10 @@ struct Conditioning {
     Tensor context;         // cross-attention states [1, L, D]
     Tensor vector;          // the pooled / ADM vector [1, N] (SDXL's y: pooled text + size/crop)
     float guidance = 0.0f;  // distilled guidance (FLUX.1-dev's guidance_in; set by the loop)
-    // Reference images' latents (FLUX Kontext), in the model's latent space (set by the loop).
+    // Reference images' latents (edit models: FLUX Kontext, ...), in the model's latent space,
+    // and how their tokens are numbered (set by the loop, pipeline/ref_images.h).
     std::vector<Tensor> ref_latents;
-    bool increase_ref_index = false;
+    RefIndexMode ref_index = RefIndexMode::Fixed;
 };
 
 struct ConditionRequest {
@@ -148,6 +150,16 @@ struct MemoryPolicy {
     ComputeType compute = ComputeType::F32;
 };
 
+// Whether a family's diffusion model takes reference images (--ref-image) and how they are
+// prepared by default: the reference program's preset for it (pipeline/ref_images.h) and the
+// multiple the resized references' sides are rounded to.
+struct RefImageSupport {
+    bool supported = false;
+    std::string preset;  // "flux_kontext", ...
+    int64_t size_multiple = 16;
+    bool vlm = false;  // its text encoder reads the references too (pass_to_vlm)
+};
+
 // A loaded model: what the generation loop needs, built by a family.
 struct ModelComponents {
     std::string family_name;  // "SD 1.x inpaint", "SDXL", ... (set by load_model)
@@ -159,6 +171,7 @@ struct ModelComponents {
     std::unique_ptr<ControlModel> control;  // a ControlNet, when one is loaded
     // Inpaint checkpoints take [mask, masked-image latent] as extra input channels.
     bool inpaint = false;
+    RefImageSupport ref_images;  // none unless the family sets it
     AysTable ays_table = AysTable::Sd15;
     ActivationFootprint footprint;  // the family's (set by load_model)
     MemoryPolicy memory;            // the context's (set by load_model)

@@ -10,6 +10,7 @@
 #include "ops/ops.h"
 #include "pipeline/image_size.h"
 #include "pipeline/memory_estimate.h"
+#include "pipeline/ref_images.h"
 #include "sampling/guidance.h"
 #include "tensor/caching_allocator.h"
 
@@ -61,6 +62,25 @@ void check_hires(const ModelComponents& m, const ImageRequest& r) {
                                     [](uint8_t v) { return v < 128; });
     SD_CHECK(!r.hires.enabled || (!masked && !m.inpaint),
              "the hires fix does not work with inpainting (a mask or an inpaint model) yet");
+}
+
+// Reference images only where the family takes them; their options are read once here so
+// that a bad --ref-image-args is refused before anything runs.
+void check_ref_images(const ModelComponents& m, const ImageRequest& r) {
+    if (r.ref_images.empty()) return;
+    SD_CHECK(m.ref_images.supported,
+             "--ref-image: %s models take no reference images (edit models such as FLUX.1 "
+             "Kontext do)",
+             m.family_name.c_str());
+    const RefImageParams p = parse_ref_image_args(r.ref_image_args, m.ref_images.preset);
+    if (p.pass_to_vlm && !m.ref_images.vlm)
+        SD_LOG_WARN("--ref-image-args pass_to_vlm: %s has no vision-language text encoder",
+                    m.family_name.c_str());
+    if (p.force_ref_timestep_zero)
+        SD_LOG_WARN("--ref-image-args force_ref_timestep_zero has no effect on %s",
+                    m.family_name.c_str());
+    if (!p.pass_to_dit)
+        SD_LOG_WARN("--ref-image-args pass_to_dit=false: the reference images are not used");
 }
 
 std::vector<float> sigma_schedule(const ModelComponents& m, const ImageRequest& r) {
@@ -144,9 +164,26 @@ Tensor encode_control_hint(const ModelComponents& m, const ImageRequest& r, int 
     }
     const image::Image fitted =
         image::fit(*r.control_image, static_cast<uint32_t>(width), static_cast<uint32_t>(height));
-    Tensor rgb = image_to_tensor(fitted);
-    rgb = fitted.channels == 1 ? concat({rgb, rgb, rgb}, 1) : rgb.narrow(1, 0, 3).contiguous();
-    return m.control->encode_hint(rgb);
+    return m.control->encode_hint(rgb_image_to_tensor(fitted));
+}
+
+// The VAE's weights and the encoders' scratch leave before sampling.
+void release_encoder(const ModelComponents& m) {
+    if (!m.memory.keep_vae) m.codec->release_weights();
+    CachingAllocator::instance().trim();  // the encoders' scratch is not the sampler's
+}
+
+// The request's reference images as latents on both sides of guidance (the reference gives
+// every diffusion call the same references).
+void attach_ref_latents(const ModelComponents& m, const ImageRequest& r, Rng& rng, Conditions& c) {
+    if (r.ref_images.empty()) return;
+    const RefImageParams p = parse_ref_image_args(r.ref_image_args, m.ref_images.preset);
+    const std::vector<Tensor> latents =
+        encode_ref_latents(m, r.ref_images, p, r.width, r.height, rng);
+    for (Conditioning* side : {&c.cond, &c.uncond}) {
+        side->ref_latents = latents;
+        side->ref_index = p.index_mode;
+    }
 }
 
 Conditions prepare(const ModelComponents& m, const ImageRequest& r) {
@@ -166,6 +203,17 @@ Conditions prepare(const ModelComponents& m, const ImageRequest& r) {
     c.sigmas = sigma_schedule(m, r);
     const LatentFormat& f = m.latent;
     const int64_t lh = r.height / f.factor, lw = r.width / f.factor;
+    // The reference seeds its generator with the request's seed before encoding; the init
+    // image draws first, then the references, then an inpaint model's masked image.
+    ImageRngs rngs(r.rng, r.sampler_rng, static_cast<uint64_t>(r.seed));
+    Tensor image;
+    if (r.init_image) {
+        SD_CHECK(m.codec->has_encoder(), "img2img needs the VAE encoder, which was not loaded");
+        if (r.strength < 1.0f) c.sigmas = img2img_sigmas(c.sigmas, r.strength);
+        image = rgb_image_to_tensor(*r.init_image);
+        c.init_latent = to_model_latent(f, m.codec->encode(image, rngs.noise()));
+    }
+    attach_ref_latents(m, r, rngs.noise(), c);
     if (!r.init_image) {
         c.init_latent = Tensor::zeros({1, f.channels, lh, lw});
         if (m.inpaint) {
@@ -173,14 +221,9 @@ Conditions prepare(const ModelComponents& m, const ImageRequest& r) {
             c.concat = concat(
                 {Tensor::full({1, 1, lh, lw}, 1.0f), Tensor::zeros({1, f.channels, lh, lw})}, 1);
         }
+        if (!r.ref_images.empty()) release_encoder(m);
         return c;
     }
-    SD_CHECK(m.codec->has_encoder(), "img2img needs the VAE encoder, which was not loaded");
-    if (r.strength < 1.0f) c.sigmas = img2img_sigmas(c.sigmas, r.strength);
-    // The reference seeds its generator with the request's seed before encoding.
-    ImageRngs rngs(r.rng, r.sampler_rng, static_cast<uint64_t>(r.seed));
-    Tensor image = image_to_tensor(*r.init_image).narrow(1, 0, 3).contiguous();
-    c.init_latent = to_model_latent(f, m.codec->encode(image, rngs.noise()));
     Tensor mask = r.mask_image ? mask_to_tensor(*r.mask_image)
                                : Tensor::full({1, 1, r.height, r.width}, 1.0f);
     Tensor small_mask = latent_mask(mask, f.factor);
@@ -194,8 +237,7 @@ Conditions prepare(const ModelComponents& m, const ImageRequest& r) {
     } else if (r.mask_image) {
         c.denoise_mask = small_mask;
     }
-    if (!m.memory.keep_vae) m.codec->release_weights();
-    CachingAllocator::instance().trim();  // the encoders' scratch is not the sampler's
+    release_encoder(m);
     return c;
 }
 
@@ -322,6 +364,7 @@ ImageRequest settle_request(const ModelComponents& m, const ImageRequest& reques
     if (r.cfg_scale != 1.0f)
         check_prompt_length(m, r.negative_prompt, r.max_prompt_tokens, "negative prompt");
     align_size_up(r.width, r.height, size_multiple(m), "generation request");
+    check_ref_images(m, r);
     const std::string what = "a " + std::to_string(r.width) + "x" + std::to_string(r.height) +
                              " image" + (r.hires.enabled ? " (with its hires pass)" : "");
     const MemoryInputs in = memory_inputs(m, r);

@@ -41,6 +41,10 @@ struct ImageRequest {
     // strength its residuals are added with; used when the model has a control model.
     std::optional<image::Image> control_image;
     float control_strength = 0.9f;
+    // Reference images (edit models, pipeline/ref_images.h), at their own size, and the
+    // --ref-image-args that say how they are prepared (over the family's preset).
+    std::vector<image::Image> ref_images;
+    std::string ref_image_args;
     VaeTiling vae_tiling;
     HiresRequest hires;  // the hires fix's second pass (pipeline/hires.h)
     // The most tokens the prompt and the negative prompt may each have (0: no limit); their

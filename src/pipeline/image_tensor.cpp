@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "base/error.h"
+#include "ops/ops.h"
 
 namespace sd {
 
@@ -21,6 +22,11 @@ Tensor image_to_tensor(const image::Image& image) {
         }
     }
     return t;
+}
+
+Tensor rgb_image_to_tensor(const image::Image& image) {
+    const Tensor t = image_to_tensor(image);
+    return image.channels == 1 ? concat({t, t, t}, 1) : t.narrow(1, 0, 3).contiguous();
 }
 
 namespace {

@@ -12,6 +12,8 @@ namespace sd {
 
 // [1, channels, H, W] in [0, 1].
 Tensor image_to_tensor(const image::Image& image);
+// [1, 3, H, W] in [0, 1]: grey replicated to RGB, alpha dropped.
+Tensor rgb_image_to_tensor(const image::Image& image);
 // From [1, C, H, W] in [-1, 1] (a VAE's output) to bytes.
 image::Image decoded_to_image(const Tensor& x);
 // From [1, C, H, W] in [0, 1] (an upscaler's output) to bytes.

@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "pipeline/ref_images.h"
 
 namespace sd {
 namespace {
@@ -38,7 +39,8 @@ double proc_kb(const char* path, const char* key) {
 
 MemoryEstimate estimate_generation_memory(const MemoryInputs& in) {
     const double pixels = static_cast<double>(in.width) * static_cast<double>(in.height);
-    const double sampling = in.diffusion_weights + in.footprint.diffusion_per_pixel * pixels;
+    const double sampling =
+        in.diffusion_weights + in.footprint.diffusion_per_pixel * (pixels + in.ref_pixels);
     const double decoding = in.codec_weights + decode_activations(in, pixels);
     MemoryEstimate e;
     e.weights = sampling >= decoding ? in.diffusion_weights : in.codec_weights;
@@ -60,6 +62,16 @@ MemoryInputs memory_inputs(const ModelComponents& m, const ImageRequest& r) {
     in.height = std::max(r.height, r.hires.enabled ? r.hires.target_height : 0);
     in.latent_factor = m.latent.factor;
     in.batch_count = r.batch_count;
+    if (!r.ref_images.empty() && m.ref_images.supported) {
+        const RefImageParams p = parse_ref_image_args(r.ref_image_args, m.ref_images.preset);
+        for (const image::Image& ref : r.ref_images) {
+            const auto [w, h] = p.resize_before_vae
+                                    ? ref_vae_size(ref.width, ref.height, r.width, r.height, p,
+                                                   m.ref_images.size_multiple)
+                                    : std::pair<int64_t, int64_t>{ref.width, ref.height};
+            in.ref_pixels += static_cast<double>(w) * static_cast<double>(h);
+        }
+    }
     const VaeTiling tiling =
         decode_tiling(m, r.vae_tiling, in.height / in.latent_factor, in.width / in.latent_factor);
     in.tiled_decode = tiling.enabled;

@@ -16,6 +16,7 @@ struct MemoryInputs {
     double codec_weights = 0;      // resident while decoding (0 when streamed)
     ActivationFootprint footprint;
     int64_t width = 0, height = 0;  // the largest pass (a hires target when larger)
+    double ref_pixels = 0;          // reference images' (their tokens join every model call)
     int64_t latent_factor = 8;
     int batch_count = 1;
     bool tiled_decode = false;

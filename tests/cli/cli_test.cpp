@@ -528,31 +528,35 @@ TEST(CliSizes, OffGridSizesGenerateAlignedAndBmpIsWritten) {
         << odd.output;
 }
 
+// The FLUX fixture's files, a 64x64 image of `steps` steps at cfg 1.
+std::vector<std::string> flux_fixture_args(const std::string& prompt, int steps) {
+    return {"--diffusion-model",
+            sd::test::fixture_file("flux/flux_dev_d2s2_bf16_seed10.safetensors"),
+            "--vae",
+            sd::test::fixture_file("flux/flux_ae_f32_seed11.safetensors"),
+            "--clip_l",
+            sd::test::fixture_file("flux/clip_l_f16_seed12.safetensors"),
+            "--t5xxl",
+            sd::test::fixture_file("flux/t5xxl_l2_f16_seed13.safetensors"),
+            "-p",
+            prompt,
+            "--cfg-scale",
+            "1",
+            "--steps",
+            std::to_string(steps),
+            "-W",
+            "64",
+            "-H",
+            "64",
+            "--tokenizer-dir",
+            fixtures() + "/tokenizers"};
+}
+
 // --flow-shift replaces a flow model's shift for that generation (FLUX.1-dev's own is 1.15):
 // with two discrete steps the second sigma depends on it, so the images differ; a model that
 // is not a flow model says it has no shift to change.
 TEST(CliFlux, FlowShiftChangesTheSchedule) {
-    const std::vector<std::string> base = {
-        "--diffusion-model",
-        sd::test::fixture_file("flux/flux_dev_d2s2_bf16_seed10.safetensors"),
-        "--vae",
-        sd::test::fixture_file("flux/flux_ae_f32_seed11.safetensors"),
-        "--clip_l",
-        sd::test::fixture_file("flux/clip_l_f16_seed12.safetensors"),
-        "--t5xxl",
-        sd::test::fixture_file("flux/t5xxl_l2_f16_seed13.safetensors"),
-        "-p",
-        "a cat",
-        "--cfg-scale",
-        "1",
-        "--steps",
-        "2",
-        "-W",
-        "64",
-        "-H",
-        "64",
-        "--tokenizer-dir",
-        fixtures() + "/tokenizers"};
+    const std::vector<std::string> base = flux_fixture_args("a cat", 2);
     auto run = [&](const std::string& out, std::vector<std::string> extra) {
         std::vector<std::string> args = base;
         args.insert(args.end(), {"-o", out});
@@ -577,6 +581,64 @@ TEST(CliFlux, FlowShiftChangesTheSchedule) {
     EXPECT_NE(sd15.output.find("flow_shift 3 ignored: the SD 1.x model is not a flow model"),
               std::string::npos)
         << sd15.output;
+}
+
+// Kontext-style reference images on the FLUX fixture: references change the image, and
+// numbered 1, 2 (--increase-ref-index) they give another image than both at index 1 side by
+// side. Bad input is one line and exit 1: an unreadable reference, a reference for
+// SD 1.x, an unknown --ref-image-args key.
+TEST(CliFlux, ReferenceImagesBecomeTokens) {
+    const std::vector<std::string> base = flux_fixture_args("make it red", 2);
+    auto run = [&](const std::string& out, std::vector<std::string> extra) {
+        std::vector<std::string> args = base;
+        args.insert(args.end(), {"-o", out});
+        args.insert(args.end(), extra.begin(), extra.end());
+        return run_cli(args);
+    };
+    // Two pictures of other sizes: a 48x32 gradient and a 40x40 checkerboard.
+    sd::image::Image a{48, 32, 3, {}}, b{40, 40, 3, {}};
+    for (uint32_t y = 0; y < 32; ++y)
+        for (uint32_t x = 0; x < 48; ++x)
+            a.pixels.insert(a.pixels.end(), {uint8_t(x * 5), uint8_t(y * 7), 90});
+    for (uint32_t y = 0; y < 40; ++y)
+        for (uint32_t x = 0; x < 40; ++x)
+            b.pixels.insert(b.pixels.end(), 3, uint8_t(((x / 8 + y / 8) % 2) * 255));
+    const std::string ref_a = sd::test::temp_path("ref_a.png"),
+                      ref_b = sd::test::temp_path("ref_b.png");
+    sd::image::write_image(ref_a, a);
+    sd::image::write_image(ref_b, b);
+    const std::string none = sd::test::temp_path("flux_no_ref.png");
+    const std::string fixed = sd::test::temp_path("flux_two_fixed.png");
+    const std::string numbered = sd::test::temp_path("flux_two_numbered.png");
+    const RunResult plain = run(none, {});
+    ASSERT_EQ(plain.exit_code, 0) << plain.output;
+    const RunResult two = run(fixed, {"-r", ref_a, "--ref-image", ref_b});
+    ASSERT_EQ(two.exit_code, 0) << two.output;
+    // 64x64: area 4096, sqrt(4096 * 48 / 32) = 78.4 -> 80, 52.3 -> 48; the square one 64x64.
+    EXPECT_NE(two.output.find("reference image 1: 48x32 resized to 80x48"), std::string::npos)
+        << two.output;
+    EXPECT_NE(two.output.find("reference image 2: 40x40 resized to 64x64"), std::string::npos)
+        << two.output;
+    EXPECT_NE(sd::image::read_image(none, 3).pixels, sd::image::read_image(fixed, 3).pixels);
+    const RunResult two_numbered =
+        run(numbered, {"-r", ref_a, "-r", ref_b, "--increase-ref-index"});
+    ASSERT_EQ(two_numbered.exit_code, 0) << two_numbered.output;
+    EXPECT_NE(sd::image::read_image(fixed, 3).pixels, sd::image::read_image(numbered, 3).pixels);
+
+    auto expect_one_line_error = [](const RunResult& r, const std::string& want) {
+        EXPECT_EQ(r.exit_code, 1) << r.output;
+        EXPECT_NE(r.output.find(want), std::string::npos) << r.output;
+    };
+    const std::string missing = sd::test::temp_path("no_such_ref.png");
+    expect_one_line_error(run(sd::test::temp_path("unused.png"), {"-r", missing}), missing);
+    expect_one_line_error(
+        run(sd::test::temp_path("unused.png"), {"-r", ref_a, "--ref-image-args", "colour=red"}),
+        "--ref-image-args: unknown key 'colour'");
+    expect_one_line_error(
+        run_cli({"-m", sd::test::generated_checkpoint("sd15", "f16", 1), "-p", "a cat", "-W", "64",
+                 "-H", "64", "-r", ref_a, "--tokenizer-dir", fixtures() + "/tokenizers", "-o",
+                 sd::test::temp_path("sd15_ref.png")}),
+        "--ref-image: SD 1.x");
 }
 
 // -W 100000 -H 100000 is refused before anything is allocated, with the estimate and what

@@ -4,8 +4,15 @@ flux/modules/layers.py and flux/math.py, for tests/models/flux_test.cpp.
 
 Usage: flux_reference.py MODEL.safetensors INPUTS.safetensors OUT.f32
 MODEL holds FLUX weights (f32, BFL names); INPUTS holds x [1, C, H, W], t [1], context
-[1, L, D], y [1, V] and guidance [1]. OUT receives the prediction [1, C, H, W] as raw
-little-endian f32."""
+[1, L, D], y [1, V] and guidance [1], and optionally Kontext reference latents ref0, ref1, ...
+[1, C, h, w] with ref_index_mode [1] (0 fixed, 1 increase, 2 decrease). OUT receives the
+prediction [1, C, H, W] as raw little-endian f32.
+
+Reference tokens follow the image's through img_in and every block; their positions are
+(index, row + dy, col + dx): fixed mode gives all index 1 and places each reference beside
+the ones before it (dx = the width so far when that keeps the layout squarer, else dy = the
+height so far, in latent pixels), increase numbers them 1, 2, ... and decrease 0, -1, ...,
+both at the origin."""
 import json
 import struct
 import sys
@@ -74,7 +81,41 @@ def attention(q, k, v, pe):  # [H, L, D] each -> [L, H * D]
     return o.transpose(1, 0, 2).reshape(q.shape[1], -1)
 
 
-def forward(W, x, t, ctx, y, g):
+def patches(v, p=2):  # [C, H, W] -> [h * w, C * p * p], padded to whole patches
+    C, H, Wd = v.shape
+    v = np.pad(v, ((0, 0), (0, (-H) % p), (0, (-Wd) % p)))
+    h, w = v.shape[1] // p, v.shape[2] // p
+    return v.reshape(C, h, p, w, p).transpose(1, 3, 0, 2, 4).reshape(h * w, C * p * p), h, w
+
+
+def grid_ids(h, w, index, dy, dx):
+    ids = np.zeros((h * w, 3))
+    ids[:, 0] = index
+    ids[:, 1] = np.repeat(np.arange(h), w) + dy
+    ids[:, 2] = np.tile(np.arange(w), h) + dx
+    return ids
+
+
+def reference_ids(refs, mode):
+    out, cur_h, cur_w, index = [], 0, 0, 1
+    for r in refs:
+        rh, rw = r.shape[2], r.shape[3]
+        dy = dx = 0
+        if mode == 0:
+            if rh + cur_h > rw + cur_w:
+                dx = cur_w
+            else:
+                dy = cur_h
+        elif mode == 2:
+            index -= 1
+        out.append(grid_ids((rh + 1) // 2, (rw + 1) // 2, index, dy, dx))
+        if mode == 1:
+            index += 1
+        cur_h, cur_w = max(cur_h, rh + dy), max(cur_w, rw + dx)
+    return out
+
+
+def forward(W, x, t, ctx, y, g, refs=(), mode=0):
     def linear(name, v):
         return v @ W[name + ".weight"].T + W[name + ".bias"]
 
@@ -89,9 +130,9 @@ def forward(W, x, t, ctx, y, g):
 
     C, H, Wd = x.shape[1:]
     p = 2
-    xp = np.pad(x[0], ((0, 0), (0, (-H) % p), (0, (-Wd) % p)))
-    h, w = xp.shape[1] // p, xp.shape[2] // p
-    img = linear("img_in", xp.reshape(C, h, p, w, p).transpose(1, 3, 0, 2, 4).reshape(h * w, C * p * p))
+    tokens, h, w = patches(x[0])
+    tokens = np.concatenate([tokens] + [patches(r[0])[0] for r in refs])
+    img = linear("img_in", tokens)
     txt = linear("txt_in", ctx[0])
     vec = embedder("time_in", timestep_embedding(t[0]))
     if "guidance_in.in_layer.weight" in W:
@@ -100,9 +141,7 @@ def forward(W, x, t, ctx, y, g):
     svec = silu(vec)
 
     lt = txt.shape[0]
-    ids = np.zeros((lt + h * w, 3))
-    ids[lt:, 1] = np.repeat(np.arange(h), w)
-    ids[lt:, 2] = np.tile(np.arange(w), h)
+    ids = np.concatenate([np.zeros((lt, 3)), grid_ids(h, w, 0, 0, 0)] + reference_ids(refs, mode))
     pe = np.concatenate([rope(ids[:, a], d, 10000.0) for a, d in enumerate([16, 56, 56])], axis=1)
 
     def heads_of(v, name):  # [L, 3 hidden] -> normed q, k and v, each [H, L, D]
@@ -131,7 +170,7 @@ def forward(W, x, t, ctx, y, g):
         xx = xx + mod[2] * linear(b + "linear2", np.concatenate([a, gelu_tanh(h1[:, 3 * hidden:])], 1))
 
     mod = linear("final_layer.adaLN_modulation.1", svec).reshape(2, hidden)  # shift, scale
-    out = linear("final_layer.linear", (1 + mod[1]) * layer_norm(xx[lt:]) + mod[0])
+    out = linear("final_layer.linear", (1 + mod[1]) * layer_norm(xx[lt:lt + h * w]) + mod[0])
     out = out.reshape(h, w, C, p, p).transpose(2, 0, 3, 1, 4).reshape(C, h * p, w * p)
     return out[:, :H, :Wd][None]
 
@@ -139,7 +178,9 @@ def forward(W, x, t, ctx, y, g):
 def main():
     W = load(sys.argv[1])
     i = load(sys.argv[2])
-    out = forward(W, i["x"], i["t"], i["context"], i["y"], i["guidance"])
+    refs = [i["ref%d" % n] for n in range(len([k for k in i if k.startswith("ref") and k[3:].isdigit()]))]
+    mode = int(i["ref_index_mode"][0]) if "ref_index_mode" in i else 0
+    out = forward(W, i["x"], i["t"], i["context"], i["y"], i["guidance"], refs, mode)
     out.astype("<f4").tofile(sys.argv[3])
 
 

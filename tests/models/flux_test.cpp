@@ -1,11 +1,13 @@
 // FLUX.1: the RoPE table against values worked out by hand, attention with RoPE fused into
 // its loads against the reference kernel on rotated copies, a tiny random FLUX (1 double +
 // 1 single block, width 128) against the independent numpy implementation in
-// flux_reference.py, dev / schnell read from the weights, and a mis-shaped tensor named.
+// flux_reference.py (also with Kontext reference latents in each index mode), dev / schnell
+// read from the weights, and a mis-shaped tensor named.
 #include "models/flux.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -98,16 +100,25 @@ TEST(FluxRope, TableMatchesHandValues) {
 
 TEST(FluxRope, PositionsOfTextImageAndReferences) {
     // 2 text tokens, a 2x3 patch grid, one 4x2 reference latent (2x1 patches, index 1).
-    const std::vector<float> ids = flux_positions(2, 2, 3, 2, {{4, 2}}, false);
+    const std::vector<float> ids = flux_positions(2, 2, 3, 2, {{4, 2}}, RefIndexMode::Fixed);
     const std::vector<float> want = {0, 0, 0, 0, 0, 0,                                      // text
                                      0, 0, 0, 0, 0, 1, 0, 0, 2, 0, 1, 0, 0, 1, 1, 0, 1, 2,  // image
                                      1, 0, 0, 1, 1, 0};  // reference
     EXPECT_EQ(ids, want);
     // Two references side by side: the second placed after the first along the wider side.
-    const std::vector<float> two = flux_positions(0, 0, 0, 2, {{2, 2}, {2, 2}}, false);
+    const std::vector<float> two =
+        flux_positions(0, 0, 0, 2, {{2, 2}, {2, 2}}, RefIndexMode::Fixed);
     EXPECT_EQ(two, (std::vector<float>{1, 0, 0, 1, 2, 0}));
-    const std::vector<float> inc = flux_positions(0, 0, 0, 2, {{2, 2}, {2, 2}}, true);
+    // A tall first reference: the second goes to its right.
+    const std::vector<float> tall =
+        flux_positions(0, 0, 0, 2, {{4, 2}, {2, 2}}, RefIndexMode::Fixed);
+    EXPECT_EQ(tall, (std::vector<float>{1, 0, 0, 1, 1, 0, 1, 0, 2}));
+    const std::vector<float> inc =
+        flux_positions(0, 0, 0, 2, {{2, 2}, {2, 2}}, RefIndexMode::Increase);
     EXPECT_EQ(inc, (std::vector<float>{1, 0, 0, 2, 0, 0}));
+    const std::vector<float> dec =
+        flux_positions(0, 0, 0, 2, {{2, 2}, {2, 2}}, RefIndexMode::Decrease);
+    EXPECT_EQ(dec, (std::vector<float>{0, 0, 0, -1, 0, 0}));
 }
 
 // q, k rotated by hand, then the reference attention without RoPE.
@@ -157,6 +168,31 @@ TEST(FluxRope, AttentionRotatesOnLoad) {
     EXPECT_THROW(scaled_dot_product_attention(q, k, v, {}, short_table), Error);
 }
 
+// The numpy forward of `model` on `in` (flux_reference.py), shaped like in["x"].
+Tensor numpy_forward(const std::string& model, const Params& in, const std::string& name) {
+    const std::string inputs = write_params(in, name + "_inputs");
+    const std::string out_path = testing::TempDir() + "/" + name + "_out.f32";
+    const std::string cmd = "/usr/bin/python3 " + test::tests_source_dir() +
+                            "/models/flux_reference.py " + model + " " + inputs + " " + out_path;
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    std::ifstream f(out_path, std::ios::binary);
+    std::vector<float> want(static_cast<size_t>(in.at("x").numel()));
+    f.read(reinterpret_cast<char*>(want.data()), static_cast<std::streamsize>(want.size() * 4));
+    EXPECT_TRUE(f.good()) << out_path;
+    std::remove(out_path.c_str());
+    return Tensor::from_vector(in.at("x").shape(), want);
+}
+
+Params tiny_inputs(int64_t h, int64_t w) {
+    Params in;
+    in["x"] = test::random_tensor({1, 16, h, w}, 11);
+    in["t"] = Tensor::from_vector({1}, {0.7f});
+    in["context"] = test::random_tensor({1, 5, 32}, 12);
+    in["y"] = test::random_tensor({1, 16}, 13);
+    in["guidance"] = Tensor::from_vector({1}, {3.5f});
+    return in;
+}
+
 TEST(FluxModel, TinyModelMatchesNumpy) {
     const std::string model = write_params(tiny_flux(1, 1, true), "flux_tiny");
     const FluxModel flux = load_flux(model);
@@ -166,24 +202,39 @@ TEST(FluxModel, TinyModelMatchesNumpy) {
     EXPECT_EQ(flux.config().mlp_hidden, 256);
     EXPECT_TRUE(flux.config().guidance_embed);
     // A latent of odd width: padded to whole patches inside and cropped back.
-    Params in;
-    in["x"] = test::random_tensor({1, 16, 6, 5}, 11);
-    in["t"] = Tensor::from_vector({1}, {0.7f});
-    in["context"] = test::random_tensor({1, 5, 32}, 12);
-    in["y"] = test::random_tensor({1, 16}, 13);
-    in["guidance"] = Tensor::from_vector({1}, {3.5f});
-    const std::string inputs = write_params(in, "flux_tiny_inputs");
-    const std::string out_path = testing::TempDir() + "/flux_tiny_out.f32";
-    const std::string cmd = "/usr/bin/python3 " + test::tests_source_dir() +
-                            "/models/flux_reference.py " + model + " " + inputs + " " + out_path;
-    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-    std::ifstream f(out_path, std::ios::binary);
-    std::vector<float> want(16 * 6 * 5);
-    f.read(reinterpret_cast<char*>(want.data()), static_cast<std::streamsize>(want.size() * 4));
-    ASSERT_TRUE(f.good());
-    const Tensor got = flux.forward(in["x"], in["t"], in["context"], in["y"], 3.5f);
-    test::expect_close(got, Tensor::from_vector({1, 16, 6, 5}, want), 2e-4, 2e-4, "FLUX");
-    std::remove(out_path.c_str());
+    const Params in = tiny_inputs(6, 5);
+    const Tensor got = flux.forward(in.at("x"), in.at("t"), in.at("context"), in.at("y"), 3.5f);
+    test::expect_close(got, numpy_forward(model, in, "flux_tiny"), 2e-4, 2e-4, "FLUX");
+}
+
+// Kontext: reference latents of other sizes (one of odd width) as extra tokens, in each of
+// the index modes, against the numpy forward; the references change the prediction.
+TEST(FluxModel, ReferenceTokensMatchNumpy) {
+    const std::string model = write_params(tiny_flux(1, 1, true), "flux_tiny_refs");
+    const FluxModel flux = load_flux(model);
+    Params in = tiny_inputs(4, 6);
+    const std::vector<Tensor> refs = {test::random_tensor({1, 16, 6, 4}, 21),
+                                      test::random_tensor({1, 16, 4, 5}, 22)};
+    in["ref0"] = refs[0];
+    in["ref1"] = refs[1];
+    const Tensor plain = flux.forward(in.at("x"), in.at("t"), in.at("context"), in.at("y"), 3.5f);
+    for (RefIndexMode mode :
+         {RefIndexMode::Fixed, RefIndexMode::Increase, RefIndexMode::Decrease}) {
+        const float code = static_cast<float>(static_cast<int>(mode));
+        in["ref_index_mode"] = Tensor::from_vector({1}, {code});
+        const std::string what = "mode " + std::to_string(static_cast<int>(mode));
+        const Tensor got =
+            flux.forward(in.at("x"), in.at("t"), in.at("context"), in.at("y"), 3.5f, refs, mode);
+        test::expect_close(got, numpy_forward(model, in, "flux_tiny_refs"), 2e-4, 2e-4, what);
+        double diff = 0;
+        const std::vector<float> a = got.to_vector(), b = plain.to_vector();
+        for (size_t i = 0; i < a.size(); ++i) diff = std::max(diff, std::fabs(double(a[i] - b[i])));
+        EXPECT_GT(diff, 1e-3) << what << ": the references changed nothing";
+    }
+    // A reference of another channel count is an error, not a crash.
+    EXPECT_THROW(flux.forward(in.at("x"), in.at("t"), in.at("context"), in.at("y"), 3.5f,
+                              {Tensor::zeros({1, 4, 4, 4})}),
+                 Error);
 }
 
 TEST(FluxModel, SchnellHasNoGuidanceAndDepthComesFromNames) {

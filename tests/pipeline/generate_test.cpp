@@ -102,6 +102,20 @@ TEST_F(Sd15Pipeline, StreamedAndKeptWeightsGiveTheSameImages) {
     }
 }
 
+// SD 1.x takes no reference images: a request with one is refused naming the option,
+// before anything runs; the pipeline's preparation is tested in ref_images_test.cpp.
+TEST_F(Sd15Pipeline, ReferenceImagesAreRefusedForAFamilyWithoutThem) {
+    ImageRequest r = small();
+    r.ref_images.push_back(solid(64, 64, 3, 128));
+    try {
+        generate_images(*models_, r);
+        FAIL() << "a reference image was accepted by SD 1.x";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("--ref-image: SD 1.x"), std::string::npos)
+            << e.what();
+    }
+}
+
 TEST_F(Sd15Pipeline, VaeTilingCoversTheImage) {
     ImageRequest r = small();
     r.width = 128;

@@ -32,6 +32,17 @@ TEST(MemoryEstimate, NormalSizesPassOnA24GiBMachine) {
     EXPECT_NO_THROW(check_generation_memory(b, 24 * kGiB, sdxl, "1024x1024"));
 }
 
+// Reference images' tokens join every diffusion call: their pixels count with the image's.
+TEST(MemoryEstimate, ReferenceImagesAddToTheSamplingPhase) {
+    MemoryInputs in = inputs(1.72e9, 1024);
+    in.codec_weights = 0;  // sampling is the peak
+    const double plain = estimate_generation_memory(in).total();
+    in.ref_pixels = 1024.0 * 1024.0;
+    const double with_ref = estimate_generation_memory(in).total();
+    EXPECT_NEAR(with_ref - plain, in.footprint.diffusion_per_pixel * in.ref_pixels,
+                0.01 * (with_ref - plain));
+}
+
 TEST(MemoryEstimate, AnAbsurdSizeIsRefusedNamingBothFigures) {
     const MemoryInputs in = inputs(1.72e9, 100032);
     const MemoryEstimate e = estimate_generation_memory(in);

@@ -278,6 +278,48 @@ TEST_F(ServerRequests, OpenAiEditTakesTheImageSizeAndMask) {
     expect_field_error([&] { parse_openai_edit(form, ctx); }, "n");
 }
 
+// Reference images, as the reference server takes them: every image[] of an edit (the first
+// also the init image) when the model takes references, sdapi's extra_images, the native
+// ref_images with ref_image_args. A model without references keeps one edit image.
+TEST_F(ServerRequests, ReferenceImagesFromEachApi) {
+    const std::vector<uint8_t> a = *base64_decode(png_b64(80, 64, 10));
+    const std::vector<uint8_t> b = *base64_decode(png_b64(32, 48, 200));
+    const std::vector<FormPart> form = {
+        {"prompt", "make it red", "", ""},
+        {"image[]", std::string(a.begin(), a.end()), "a.png", "image/png"},
+        {"image[]", std::string(b.begin(), b.end()), "b.png", "image/png"}};
+    expect_field_error([&] { parse_openai_edit(form, ctx); }, "image[]");
+    ParseContext edit_model = ctx;
+    edit_model.ref_images = true;
+    JobSpec edit = parse_openai_edit(form, edit_model);
+    ASSERT_EQ(edit.request.ref_images.size(), 2u);
+    EXPECT_EQ(edit.request.ref_images[1].width, 32u);
+    EXPECT_EQ(edit.request.init_image.width, 80u);
+    EXPECT_EQ(edit.request.width, 80);
+    EXPECT_EQ(parse_openai_edit({form[0], form[1]}, edit_model).request.ref_images.size(), 1u);
+    EXPECT_TRUE(parse_openai_edit({form[0], form[1]}, ctx).request.ref_images.empty());
+
+    const json sdapi = {{"prompt", "a dog"}, {"extra_images", {png_b64(16, 24), png_b64(8, 8)}}};
+    SdapiRequest r = parse_sdapi_request(sdapi, false, ctx);
+    ASSERT_EQ(r.spec.request.ref_images.size(), 2u);
+    EXPECT_EQ(r.spec.request.ref_images[0].height, 24u);
+    expect_field_error(
+        [&] {
+            parse_sdapi_request(json{{"prompt", "x"}, {"extra_images", {"not base64"}}}, false,
+                                ctx);
+        },
+        "extra_images[0]");
+
+    const json native = {{"prompt", "a cat"},
+                         {"ref_images", {png_b64(16, 16)}},
+                         {"ref_image_args", "preset=flux2"},
+                         {"increase_ref_index", true}};
+    JobSpec n = parse_native_request(native, ctx);
+    EXPECT_EQ(n.request.ref_images.size(), 1u);
+    EXPECT_EQ(n.params.ref_image_args, "preset=flux2");
+    EXPECT_EQ(cli::ref_image_args_spec(n.params), "preset=flux2,ref_index_mode=increase");
+}
+
 TEST_F(ServerRequests, SdapiTxt2imgReadsWebuiFields) {
     SdapiRequest r = parse_sdapi_request(json::parse(R"({
         "prompt": "a dog", "negative_prompt": "blur", "seed": 11, "sampler_name": "Euler a",

@@ -487,7 +487,8 @@ std::vector<OptionSpec> input_options() {
              "reference image (Kontext / edit models); may be given several times",
              [](CliParams& p, const std::string& v) { p.ref_image_paths.push_back(v); }),
         text("", "--ref-image-args", G, &CliParams::ref_image_args, "none",
-             "key=value options for the reference images", "reference image options"),
+             "how the reference images are prepared: preset=NAME then key=value overrides "
+             "(ref_index_mode, resize_before_vae, vae_input_max_pixels, ...)"),
         make(
             "", "--ref-video", G, Arg::String, "<string>", "none",
             "reference video; may be given several times",

@@ -362,8 +362,8 @@ std::string model_args_spec(const CliParams& p) {
 
 std::string ref_image_args_spec(const CliParams& p) {
     std::string spec = p.ref_image_args;
-    if (p.increase_ref_index) append_item(spec, "increase_ref_index=true");
-    if (!p.auto_resize_ref_image) append_item(spec, "auto_resize_ref_image=false");
+    if (p.increase_ref_index) append_item(spec, "ref_index_mode=increase");
+    if (!p.auto_resize_ref_image) append_item(spec, "resize_before_vae=false");
     return spec;
 }
 

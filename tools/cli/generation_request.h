@@ -89,8 +89,8 @@ sd_vid_gen_params_t make_vid_gen_params(const CliParams& params, GenerationReque
 std::string backend_spec(const CliParams& params);
 std::string params_backend_spec(const CliParams& params);
 std::string model_args_spec(const CliParams& params);
-// --ref-image-args plus increase_ref_index=true / auto_resize_ref_image=false for
-// --increase-ref-index / --disable-auto-resize-ref-image.
+// --ref-image-args plus ref_index_mode=increase / resize_before_vae=false for
+// --increase-ref-index / --disable-auto-resize-ref-image (after it, so that the flags win).
 std::string ref_image_args_spec(const CliParams& params);
 
 // A C view of an image (empty -> no pixels, `channels` channels).

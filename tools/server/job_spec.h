@@ -42,6 +42,9 @@ struct ParseContext {
     const cli::CliParams& defaults;
     ServerLimits limits;
     LoraCheck check_lora = nullptr;
+    // The model takes reference images: the edit route passes its images as references too,
+    // as the reference server does (unknown, as on an API node without the model: false).
+    bool ref_images = false;
 };
 
 struct JobSpec {

@@ -136,6 +136,7 @@ int serve(server::ServerConfig config, cli::CliParams params, const sigset_t& st
     state.check_lora = [&runner](const std::string& path) {
         if (runner) runner->check_lora(path);
     };
+    state.ref_images = runner && runner->takes_ref_images();
     if (!config.serve_html_path.empty()) state.index_html = read_text_file(config.serve_html_path);
     server::GuardedServer svr(http_limits(config));
     configure_http(svr, state);

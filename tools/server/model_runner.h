@@ -9,6 +9,7 @@
 #include "cli_params.h"
 #include "job.h"
 #include "progress.h"
+#include "stable-diffusion-ext.h"
 #include "stable-diffusion.h"
 
 namespace server {
@@ -24,6 +25,8 @@ class ModelRunner : public JobRunner {
     // Throws sd::Error (the reason) when the LoRA file fits none of the model's weights
     // (sd_lora_fits); safe while a job runs.
     void check_lora(const std::string& path) const;
+    // Whether the model takes reference images (an edit model such as FLUX.1 Kontext).
+    bool takes_ref_images() const { return sd_takes_ref_images(ctx_); }
     void interrupt() override;
 
   private:

@@ -151,6 +151,7 @@ const std::vector<KnownKeys>& native_schema() {
           "batch_count",
           "auto_resize_ref_image",
           "increase_ref_index",
+          "ref_image_args",
           "control_strength",
           "ip_adapter_strength",
           "embed_image_metadata",
@@ -221,6 +222,7 @@ void apply_native_fields(const FieldReader& f, const ParseContext& ctx, cli::Cli
     if (auto v = f.integer("batch_count", 1, limits.max_batch)) p.batch_count = *v;
     if (auto v = f.boolean("auto_resize_ref_image")) p.auto_resize_ref_image = *v;
     if (auto v = f.boolean("increase_ref_index")) p.increase_ref_index = *v;
+    if (auto v = f.string("ref_image_args")) p.ref_image_args = *v;
     if (auto v = f.number("control_strength", 0, 10)) p.control_strength = to_float(*v);
     if (auto v = f.number("ip_adapter_strength", 0, 10)) p.ip_adapter_strength = to_float(*v);
     if (auto v = f.boolean("embed_image_metadata")) out.embed_metadata = *v;

@@ -79,11 +79,17 @@ JobSpec parse_openai_edit(const std::vector<FormPart>& form, const ParseContext&
         image_field = "image";
     }
     if (images.empty()) throw bad_field("image", "required (an image file)");
-    if (images.size() > 1)
-        throw bad_field(image_field, "only one image is supported by this engine");
-    const std::string& bytes = images[0]->content;
-    inputs.init_image = decode_image_bytes(reinterpret_cast<const uint8_t*>(bytes.data()),
-                                           bytes.size(), 3, image_field);
+    if (images.size() > 1 && !ctx.ref_images)
+        throw bad_field(image_field,
+                        "one image: this model takes no reference images for the others");
+    // The first image is the init image; an edit model takes every image as a reference too.
+    for (size_t i = 0; i < images.size(); ++i) {
+        const std::string& bytes = images[i]->content;
+        sd::image::Image image = decode_image_bytes(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                                    bytes.size(), 3, image_field);
+        if (i == 0) inputs.init_image = image;
+        if (ctx.ref_images) inputs.ref_images.push_back(std::move(image));
+    }
     inputs.init_image_field = image_field;
     p.width = p.height = -1;  // the image's size unless `size` says otherwise
     if (const FormPart* mask = find_part(form, "mask")) {

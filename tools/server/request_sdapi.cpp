@@ -133,6 +133,12 @@ SdapiRequest parse_sdapi_request(const json& body, bool img2img, const ParseCont
         read_img2img(f, p, inputs);
     else
         read_hires(f, limits, p);
+    // The reference's extra_images: reference images for an edit model.
+    if (auto list = f.strings("extra_images")) {
+        for (size_t i = 0; i < list->size(); ++i)
+            inputs.ref_images.push_back(decode_image_text(
+                (*list)[i], 3, f.name("extra_images") + "[" + std::to_string(i) + "]"));
+    }
     out.send_images = f.boolean("send_images").value_or(true);
     apply_extra_args(prompt, "prompt", ctx, p, inputs, output);
     out.parameters = echo_parameters(body, img2img);

@@ -57,6 +57,7 @@ json defaults_json(const cli::CliParams& p) {
             {"batch_count", p.batch_count},
             {"auto_resize_ref_image", p.auto_resize_ref_image},
             {"increase_ref_index", p.increase_ref_index},
+            {"ref_image_args", p.ref_image_args},
             {"control_strength", p.control_strength},
             {"ip_adapter_strength", p.ip_adapter_strength},
             {"embed_image_metadata", p.embed_image_metadata},
@@ -88,15 +89,15 @@ json defaults_json(const cli::CliParams& p) {
             {"output_compression", 100}};
 }
 
-// What this engine generates today (SD 1.x / 2.x): img2img and inpainting, VAE tiling,
-// ControlNet (with the server's --control-net); IP-Adapter, reference images, LoRA, hires
-// fix and step caches come later.
+// What this engine generates today: img2img and inpainting, VAE tiling, ControlNet (with the
+// server's --control-net), reference images (edit models: FLUX Kontext); IP-Adapter, LoRA,
+// hires fix and step caches come later.
 json features_json() {
     return {{"init_image", true},
             {"mask_image", true},
             {"control_image", true},
             {"ip_adapter_image", false},
-            {"ref_images", false},
+            {"ref_images", true},
             {"lora", false},
             {"vae_tiling", true},
             {"hires", false},
