@@ -28,6 +28,20 @@ TEST(FluxFamily, DevAndSchnellFromGuidanceIn) {
     EXPECT_EQ(std::string(detect_family(schnell).family->name), "FLUX");
 }
 
+TEST(FluxFamily, DefaultsAreEulerOnTheFluxSchedule) {
+    // The reference's sd-cli without --sampling-method / --scheduler on a FLUX model: euler on
+    // the flux schedule, whose mu follows the latent's pixel count (1024 at 256x256).
+    ModelFiles dev;
+    dev.add(sparse("flux_dev_d2s2", "flux_dev"), ModelRole::DiffusionModel);
+    const FamilyDefaults d = detect_family(dev).family->defaults;
+    EXPECT_EQ(d.method, EULER_SAMPLE_METHOD);
+    EXPECT_EQ(d.scheduler, FLUX_SCHEDULER);
+    ModelComponents m;
+    m.latent.factor = 8;
+    EXPECT_EQ(latent_tokens(m, 256, 256), 1024);
+    EXPECT_EQ(latent_tokens(m, 320, 256), 1280);
+}
+
 TEST(FluxFamily, TextEncoderUnderTheWrongOptionIsNamed) {
     const std::string flux = sparse("flux_dev_d2s2", "flux_mixed");
     const std::string vae = sparse("flux_ae", "flux_ae_sparse");
