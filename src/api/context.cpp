@@ -309,9 +309,15 @@ enum sample_method_t sd_get_default_sample_method(const sd_ctx_t* sd_ctx) {
     return EULER_A_SAMPLE_METHOD;
 }
 
+// The reference's order: an EDM v-prediction model takes exponential; lcm and tcd the LCM
+// schedule; ddim_trailing the simple one; then the family's own (flux for FLUX).
 enum scheduler_t sd_get_default_scheduler(const sd_ctx_t* sd_ctx,
                                           enum sample_method_t sample_method) {
-    if (sample_method == LCM_SAMPLE_METHOD) return LCM_SCHEDULER;
+    const sd::Denoiser* denoiser = sd_ctx ? sd_ctx->model.components.denoiser.get() : nullptr;
+    if (denoiser && denoiser->prediction() == EDM_V_PRED) return EXPONENTIAL_SCHEDULER;
+    if (sample_method == LCM_SAMPLE_METHOD || sample_method == TCD_SAMPLE_METHOD)
+        return LCM_SCHEDULER;
+    if (sample_method == DDIM_TRAILING_SAMPLE_METHOD) return SIMPLE_SCHEDULER;
     if (sd_ctx && sd_ctx->model.family) return sd_ctx->model.family->defaults.scheduler;
     return DISCRETE_SCHEDULER;
 }

@@ -219,9 +219,10 @@ ModelComponents assemble(const ModelFiles& files, const LoadOptions& options) {
 constexpr const char* kFluxConvertKeeps[] = {"img_in.",    "txt_in.",      "time_in.",
                                              "vector_in.", "guidance_in.", "final_layer."};
 
+// Defaults as the reference's: euler on the flux schedule (its mu from the latent size).
 extern const Family kFluxFamily{"FLUX",
                                 detect,
-                                {EULER_SAMPLE_METHOD, DISCRETE_SCHEDULER},
+                                {EULER_SAMPLE_METHOD, FLUX_SCHEDULER},
                                 {16, 8, 0.3611f, 0.1159f, kFluxRgb},
                                 assemble,
                                 {},

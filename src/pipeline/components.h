@@ -177,4 +177,10 @@ struct ModelComponents {
     MemoryPolicy memory;            // the context's (set by load_model)
 };
 
+// The latent's pixel count for an image size, (height / factor) * (width / factor): the
+// image_seq_len the reference gives its size-dependent schedulers (flux, flux2, ltx2).
+inline int latent_tokens(const ModelComponents& m, int64_t width, int64_t height) {
+    return static_cast<int>((height / m.latent.factor) * (width / m.latent.factor));
+}
+
 }  // namespace sd

@@ -88,6 +88,7 @@ std::vector<float> sigma_schedule(const ModelComponents& m, const ImageRequest& 
         return custom_sigmas(r.custom_sigmas.data(), static_cast<int>(r.custom_sigmas.size()));
     SchedulerOptions options;
     options.ays_table = m.ays_table;
+    options.image_tokens = latent_tokens(m, r.width, r.height);
     return scheduler_sigmas(r.scheduler, r.steps, m.denoiser->schedule(), options);
 }
 

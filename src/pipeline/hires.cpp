@@ -91,6 +91,7 @@ std::vector<float> hires_sigmas(const ModelComponents& m, const HiresRequest& h,
         std::max(1, static_cast<int>(static_cast<float>(steps) / h.denoising_strength));
     SchedulerOptions options;
     options.ays_table = m.ays_table;
+    options.image_tokens = latent_tokens(m, h.target_width, h.target_height);
     const std::vector<float> sigmas =
         scheduler_sigmas(scheduler, total, m.denoiser->schedule(), options);
     int t_enc = static_cast<int>(static_cast<float>(total) * h.denoising_strength);

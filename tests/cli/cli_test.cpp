@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/run_cli.h"
 #include "cli_options.h"
 #include "esrgan_files.h"
 #include "fixture_files.h"
@@ -36,41 +37,6 @@ namespace cli {
 namespace {
 
 using json = nlohmann::json;
-
-struct RunResult {
-    int exit_code = -1;
-    std::string output;  // stdout and stderr
-};
-
-std::string quote(const std::string& s) {
-    std::string q = "'";
-    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return q + "'";
-}
-
-RunResult run_cli(const std::vector<std::string>& args, const std::string& cwd = "") {
-    std::string command;
-    if (!cwd.empty()) {
-        command += "cd ";
-        command += quote(cwd);
-        command += " && ";
-    }
-    command += SD_CLI_PATH;
-    for (const std::string& a : args) {
-        command += ' ';
-        command += quote(a);
-    }
-    command += " 2>&1";
-    RunResult result;
-    FILE* pipe = popen(command.c_str(), "r");
-    if (!pipe) return result;
-    char buffer[4096];
-    size_t n;
-    while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, n);
-    const int status = pclose(pipe);
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return result;
-}
 
 std::string fixtures() {
     return sd::test::fixtures_dir();
@@ -528,35 +494,21 @@ TEST(CliSizes, OffGridSizesGenerateAlignedAndBmpIsWritten) {
         << odd.output;
 }
 
-// The FLUX fixture's files, a 64x64 image of `steps` steps at cfg 1.
-std::vector<std::string> flux_fixture_args(const std::string& prompt, int steps) {
-    return {"--diffusion-model",
-            sd::test::fixture_file("flux/flux_dev_d2s2_bf16_seed10.safetensors"),
-            "--vae",
-            sd::test::fixture_file("flux/flux_ae_f32_seed11.safetensors"),
-            "--clip_l",
-            sd::test::fixture_file("flux/clip_l_f16_seed12.safetensors"),
-            "--t5xxl",
-            sd::test::fixture_file("flux/t5xxl_l2_f16_seed13.safetensors"),
-            "-p",
-            prompt,
-            "--cfg-scale",
-            "1",
-            "--steps",
-            std::to_string(steps),
-            "-W",
-            "64",
-            "-H",
-            "64",
-            "--tokenizer-dir",
-            fixtures() + "/tokenizers"};
+// The FLUX fixture's files (run_cli.h), a 64x64 image of `steps` steps at cfg 1.
+std::vector<std::string> flux_64px_args(const std::string& prompt, int steps) {
+    std::vector<std::string> args = cli::flux_fixture_args();
+    args.insert(args.end(), {"-p", prompt, "--cfg-scale", "1", "--steps", std::to_string(steps),
+                             "-W", "64", "-H", "64"});
+    return args;
 }
 
 // --flow-shift replaces a flow model's shift for that generation (FLUX.1-dev's own is 1.15):
-// with two discrete steps the second sigma depends on it, so the images differ; a model that
+// with two discrete steps the second sigma depends on it, so the images differ (FLUX's default
+// flux scheduler takes its mu from the image size instead, as the reference's); a model that
 // is not a flow model says it has no shift to change.
 TEST(CliFlux, FlowShiftChangesTheSchedule) {
-    const std::vector<std::string> base = flux_fixture_args("a cat", 2);
+    std::vector<std::string> base = flux_64px_args("a cat", 2);
+    base.insert(base.end(), {"--scheduler", "discrete"});
     auto run = [&](const std::string& out, std::vector<std::string> extra) {
         std::vector<std::string> args = base;
         args.insert(args.end(), {"-o", out});
@@ -588,7 +540,7 @@ TEST(CliFlux, FlowShiftChangesTheSchedule) {
 // side. Bad input is one line and exit 1: an unreadable reference, a reference for
 // SD 1.x, an unknown --ref-image-args key.
 TEST(CliFlux, ReferenceImagesBecomeTokens) {
-    const std::vector<std::string> base = flux_fixture_args("make it red", 2);
+    const std::vector<std::string> base = flux_64px_args("make it red", 2);
     auto run = [&](const std::string& out, std::vector<std::string> extra) {
         std::vector<std::string> args = base;
         args.insert(args.end(), {"-o", out});

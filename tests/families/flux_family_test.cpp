@@ -28,6 +28,34 @@ TEST(FluxFamily, DevAndSchnellFromGuidanceIn) {
     EXPECT_EQ(std::string(detect_family(schnell).family->name), "FLUX");
 }
 
+TEST(FluxFamily, DefaultsAreEulerOnTheFluxSchedule) {
+    // The reference's sd-cli without --sampling-method / --scheduler on a FLUX model: euler on
+    // the flux schedule, whose mu follows the latent's pixel count (1024 at 256x256).
+    ModelFiles dev;
+    dev.add(sparse("flux_dev_d2s2", "flux_dev"), ModelRole::DiffusionModel);
+    const FamilyDefaults d = detect_family(dev).family->defaults;
+    EXPECT_EQ(d.method, EULER_SAMPLE_METHOD);
+    EXPECT_EQ(d.scheduler, FLUX_SCHEDULER);
+    ModelComponents m;
+    m.latent.factor = 8;
+    EXPECT_EQ(latent_tokens(m, 256, 256), 1024);
+    EXPECT_EQ(latent_tokens(m, 320, 256), 1280);
+}
+
+TEST(FluxFamily, FillModelsAreRefusedByName) {
+    // FLUX.1 Fill: img_in takes 384 channels (latent, masked-image latent and mask patches).
+    const std::string fill = sparse("flux_dev_d2s2", "flux_fill", "--shape img_in.weight=3072,384");
+    ModelFiles files;
+    files.add(fill, ModelRole::DiffusionModel);
+    EXPECT_EQ(detect_family(files).variant, "FLUX fill");
+    files.add(sparse("flux_ae", "flux_ae_for_fill"), ModelRole::Vae);
+    files.add(sparse("clip_l", "clip_l_for_fill"), ModelRole::TextEncoder);
+    files.add(sparse("t5xxl_l2", "t5_for_fill"), ModelRole::T5);
+    const std::string error = test::error_of([&] { load_model(files, options()); });
+    EXPECT_NE(error.find("FLUX fill (inpaint) models are not supported"), std::string::npos)
+        << error;
+}
+
 TEST(FluxFamily, TextEncoderUnderTheWrongOptionIsNamed) {
     const std::string flux = sparse("flux_dev_d2s2", "flux_mixed");
     const std::string vae = sparse("flux_ae", "flux_ae_sparse");

@@ -189,6 +189,44 @@ TEST(Samplers, EulerAncestralRectifiedFlow) {
     }
 }
 
+TEST(Samplers, EulerHeunDpmPlusPlus2MOnRectifiedFlow) {
+    // FLUX's default schedule at 256x256 (flux scheduler, 1024 latent pixels): the same k-diffusion
+    // steps as on eps models, with the flow denoiser, and no noise drawn.
+    const std::vector<float> sig = flux_sigmas(4, 1024);
+    SamplerOptions flow;
+    flow.is_flow = true;
+    Vec euler = kStart, heun = kStart, dpm = kStart;
+    for (size_t j = 0; j < kStart.size(); ++j) {
+        double old = 0;
+        for (size_t i = 0; i + 1 < sig.size(); ++i) {
+            const double s = sig[i], sn = sig[i + 1];
+            euler[j] += (euler[j] - toy_flow(euler[j], s)) / s * (sn - s);
+            const double d = (heun[j] - toy_flow(heun[j], s)) / s;
+            if (sn == 0) {
+                heun[j] += d * (sn - s);
+            } else {
+                const double x2 = heun[j] + d * (sn - s);
+                heun[j] += (d + (x2 - toy_flow(x2, sn)) / sn) / 2 * (sn - s);
+            }
+            const double den = toy_flow(dpm[j], s);
+            const double h = std::log(s) - std::log(sn);
+            if (i == 0 || sn == 0) {
+                dpm[j] = (sn / s) * dpm[j] - std::expm1(-h) * den;
+            } else {
+                const double rr = (std::log(sig[i - 1]) - std::log(s)) / h;
+                dpm[j] = (sn / s) * dpm[j] -
+                         std::expm1(-h) * ((1 + 1 / (2 * rr)) * den - (1 / (2 * rr)) * old);
+            }
+            old = den;
+        }
+    }
+    const Result e = run(EULER_SAMPLE_METHOD, sig, flow);
+    expect_vec(e.x, euler, 2e-5, "euler flow");
+    EXPECT_TRUE(e.noise.empty());
+    expect_vec(run(HEUN_SAMPLE_METHOD, sig, flow).x, heun, 2e-5, "heun flow");
+    expect_vec(run(DPMPP2M_SAMPLE_METHOD, sig, flow).x, dpm, 2e-5, "dpm++2m flow");
+}
+
 TEST(Samplers, Heun) {
     Result r = run(HEUN_SAMPLE_METHOD, kSig);
     Vec want = kStart;

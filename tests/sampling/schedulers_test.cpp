@@ -338,6 +338,28 @@ TEST(Schedulers, FlowModels) {
                   1e-6, "flux simple");
     expect_sigmas(scheduler_sigmas(DISCRETE_SCHEDULER, 4, flux),
                   {sig(999), sig(666), sig(333), sig(0), 0.0}, 1e-6, "flux discrete");
+    // sgm_uniform: n + 1 timesteps evenly from 999 to 0, the last dropped.
+    expect_sigmas(scheduler_sigmas(SGM_UNIFORM_SCHEDULER, 4, flux),
+                  {sig(999), sig(749.25), sig(499.5), sig(249.75), 0.0}, 1e-6, "flux sgm_uniform");
+    // The flux scheduler ignores the model's shift: its mu is 0.5 + 0.65 (tokens - 256) / 3840 for
+    // the latent's pixel count (1280 at 320x256), at t = 1, 2/3, 1/3.
+    SchedulerOptions rect;
+    rect.image_tokens = 1280;
+    const double mu = 0.5 + 0.65 * (1280 - 256) / 3840.0;
+    auto shifted = [&](double t) { return std::exp(mu) / (std::exp(mu) + 1 / t - 1); };
+    expect_sigmas(scheduler_sigmas(FLUX_SCHEDULER, 3, flux, rect),
+                  {1.0, shifted(2 / 3.0), shifted(1 / 3.0), 0.0}, 1e-6, "flux 1280 tokens");
+    // SD3 (FlowSchedule, shift 3): sigma = 3u / (1 + 2u) at u = (t + 1) / 1000.
+    const FlowSchedule sd3(3.0f);
+    auto sd3_sig = [](double t) {
+        const double u = (t + 1) / 1000.0;
+        return 3 * u / (1 + 2 * u);
+    };
+    expect_sigmas(scheduler_sigmas(SIMPLE_SCHEDULER, 4, sd3),
+                  {sd3_sig(999), sd3_sig(749), sd3_sig(499), sd3_sig(249), 0.0}, 1e-6,
+                  "sd3 simple");
+    expect_sigmas(scheduler_sigmas(SGM_UNIFORM_SCHEDULER, 2, sd3),
+                  {sd3_sig(999), sd3_sig(499.5), 0.0}, 1e-6, "sd3 sgm_uniform");
 }
 
 }  // namespace

@@ -627,7 +627,7 @@ std::vector<OptionSpec> sampler_options() {
                      to_enum(v, str_to_sample_method, SAMPLE_METHOD_COUNT, samplers);
              }),
         make("", "--scheduler", G, Arg::Choice, choice_hint(schedulers),
-             "discrete (lcm for the lcm sampler)", "sigma scheduler",
+             "the model's (discrete; flux for FLUX; lcm for the lcm sampler)", "sigma scheduler",
              [schedulers](CliParams& p, const std::string& v) {
                  p.sample_params.scheduler =
                      to_enum(v, str_to_scheduler, SCHEDULER_COUNT, schedulers);

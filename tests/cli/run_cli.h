@@ -1,0 +1,66 @@
+// Runs sd-cli (SD_CLI_PATH, set by tools/cli/CMakeLists.txt for the tests that use it) as a
+// user would: each argument shell-quoted, stdout and stderr together, the exit status.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "fixture_files.h"
+
+namespace cli {
+
+struct RunResult {
+    int exit_code = -1;
+    std::string output;  // stdout and stderr
+};
+
+inline std::string quote(const std::string& s) {
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+}
+
+// Runs in `cwd` when given.
+inline RunResult run_cli(const std::vector<std::string>& args, const std::string& cwd = "") {
+    std::string command;
+    if (!cwd.empty()) {
+        command += "cd ";
+        command += quote(cwd);
+        command += " && ";
+    }
+    command += SD_CLI_PATH;
+    for (const std::string& a : args) {
+        command += ' ';
+        command += quote(a);
+    }
+    command += " 2>&1";
+    RunResult result;
+    FILE* pipe = popen(command.c_str(), "r");
+    if (!pipe) return result;
+    char buffer[4096];
+    size_t n;
+    while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0) result.output.append(buffer, n);
+    const int status = pclose(pipe);
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return result;
+}
+
+// The fixture FLUX.1-dev (2 + 2 blocks) and its VAE, CLIP-L and T5 as sd-cli options, with the
+// fixtures' tokenizers (the files are generated on first use).
+inline std::vector<std::string> flux_fixture_args() {
+    return {"--diffusion-model",
+            sd::test::fixture_file("flux/flux_dev_d2s2_bf16_seed10.safetensors"),
+            "--vae",
+            sd::test::fixture_file("flux/flux_ae_f32_seed11.safetensors"),
+            "--clip_l",
+            sd::test::fixture_file("flux/clip_l_f16_seed12.safetensors"),
+            "--t5xxl",
+            sd::test::fixture_file("flux/t5xxl_l2_f16_seed13.safetensors"),
+            "--tokenizer-dir",
+            sd::test::fixtures_dir() + "/tokenizers"};
+}
+
+}  // namespace cli
