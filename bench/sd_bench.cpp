@@ -1,15 +1,15 @@
 // sd-bench: the engine's headline kernel figures next to the machine's measured FP32 peak.
 //
 //   sd-bench [-t THREADS] [--min-time SECONDS] [--isa generic|avx2|avx512]
-//            [--compute-type f32|bf16]
+//            [--compute-type auto|f32|bf16]
 //
 // Each case is run once to warm up, then repeated for at least --min-time seconds; the
 // table shows the median time. FLOPs: linear/matmul 2*M*N*K; conv2d 2*OH*OW*O*C*KH*KW;
 // attention 4*B*H*Lq*Lk*D (Q.K^T and P.V; softmax not counted); group norm 8 per element
 // (mean, variance, normalise, affine), with its memory throughput shown as well.
 // With --compute-type bf16 the table adds "bf16-compute" rows (the same linear and conv2d
-// in bf16 mode, their % against the measured bf16 dot-product peak), and --model runs in
-// bf16 mode.
+// in bf16 mode, their % against the measured bf16 dot-product peak). --model runs in the
+// compute type given (auto by default: bf16 products for the weights stored in bf16).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -155,7 +155,8 @@ void usage() {
         "  --t5 FILE         time the T5 encoder (a --t5xxl file) on --t5-tokens ids\n"
         "  --min-time S      seconds each case repeats for (default 2)\n"
         "  --isa NAME        kernel family to use (default: the best this CPU has)\n"
-        "  --compute-type T  f32 (default) or bf16: AVX512-BF16 products (table: extra rows)\n");
+        "  --compute-type T  auto (default: bf16 products for bf16 weights), f32 or bf16:\n"
+        "                    AVX512-BF16 products for every linear / conv (table: extra rows)\n");
 }
 
 int run(int argc, char** argv) {
@@ -165,7 +166,7 @@ int run(int argc, char** argv) {
     ModelBenchOptions model;
     UpscaleBenchOptions upscale;
     T5BenchOptions t5;
-    ComputeType compute = ComputeType::F32;
+    ComputeType compute = ComputeType::Auto;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         auto value = [&]() -> std::string {
@@ -193,7 +194,7 @@ int run(int argc, char** argv) {
         } else if (a == "--compute-type") {
             std::string v = value();
             if (!parse_compute_type(v, &compute))
-                fail("--compute-type: expected f32 or bf16, not '%s'", v.c_str());
+                fail("--compute-type: expected auto, f32 or bf16, not '%s'", v.c_str());
         } else if (a == "--model") {
             model.model = value();
         } else if (a == "--diffusion-model") {
@@ -265,8 +266,9 @@ int run(int argc, char** argv) {
     std::printf("measured FP32 FMA peak (%s, %d threads): %.1f GFLOP/s\n", isa_name(isa),
                 num_threads(), peak);
     double bf16_peak = 0;
-    if (compute == ComputeType::BF16) {
-        compute = set_compute_type(compute);
+    compute = set_compute_type(compute);
+    model.compute = compute;
+    if (compute != ComputeType::F32) {
         bf16_peak = measure_bf16_peak_gflops(0.5);
         std::printf("measured BF16 dot-product peak (%d threads): %.1f GFLOP/s; compute type %s\n",
                     num_threads(), bf16_peak, compute_type_name(compute));

@@ -145,7 +145,7 @@ struct MemoryPolicy {
     Residency residency = Residency::Resident;
     bool keep_text_encoder = false;  // keep_clip_on_cpu: stays in RSS between generations
     bool keep_vae = false;           // keep_vae_on_cpu
-    ComputeType compute = ComputeType::F32;
+    ComputeType compute = ComputeType::Auto;
 };
 
 // A loaded model: what the generation loop needs, built by a family.
