@@ -8,8 +8,9 @@
 // attention 4*B*H*Lq*Lk*D (Q.K^T and P.V; softmax not counted); group norm 8 per element
 // (mean, variance, normalise, affine), with its memory throughput shown as well.
 // With --compute-type bf16 the table adds "bf16-compute" rows (the same linear and conv2d
-// in bf16 mode, their % against the measured bf16 dot-product peak). --model runs in the
-// compute type given (auto by default: bf16 products for the weights stored in bf16).
+// in bf16 mode, their % against the measured bf16 dot-product peak); with auto (the
+// default, where the CPU has AVX512-BF16) a "linear bf16-auto" row: a bf16 weight's linear. --model
+// runs in the compute type given (auto by default: bf16 products for the weights stored in bf16).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -91,18 +92,24 @@ Case conv3x3_case(int64_t in = 320, int64_t out = 320, int64_t hw = 64,
             2.0 * hw * hw * out * in * 9, 0, [=] { conv2d(x, w, b, o); }};
 }
 
-// A case run in bf16 mode.
-Case bf16_compute(Case c, const char* name) {
+// A case run in bf16 (or auto) mode.
+Case bf16_compute(Case c, const char* name, ComputeType type = ComputeType::BF16) {
     c.shape = c.name.substr(c.name.rfind(' ') + 1) + " w, " + c.shape;
     c.name = name;
-    c.compute = ComputeType::BF16;
+    c.compute = type;
     return c;
 }
 
-std::vector<Case> make_cases(bool bf16) {
+// bf16: the bf16-compute rows (--compute-type bf16); auto: the row of a bf16 weight under
+// the default compute type (bf16 products where the CPU has them).
+std::vector<Case> make_cases(bool bf16, bool autotype) {
     std::vector<Case> cases;
     for (DType t : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_K}) {
         cases.push_back(linear_case(4096, 1280, 1280, t));
+    }
+    if (autotype) {
+        cases.push_back(bf16_compute(linear_case(4096, 1280, 1280, DType::BF16), "linear bf16-auto",
+                                     ComputeType::Auto));
     }
     if (bf16) {
         cases.push_back(
@@ -280,9 +287,9 @@ int run(int argc, char** argv) {
     set_compute_type(ComputeType::F32);
     std::printf("%-20s %-30s %10s %10s %8s %9s\n", "case", "shape", "ms", "GFLOP/s", "% peak",
                 "GB/s");
-    for (const Case& c : make_cases(compute == ComputeType::BF16)) {
+    for (const Case& c : make_cases(compute == ComputeType::BF16, compute == ComputeType::Auto)) {
         set_compute_type(c.compute);
-        const double case_peak = c.compute == ComputeType::BF16 ? bf16_peak : peak;
+        const double case_peak = c.compute != ComputeType::F32 ? bf16_peak : peak;
         double s = median_seconds(c.run, min_time);
         double gflops = c.flops / s * 1e-9;
         std::string gbs = c.bytes > 0 ? strfmt("%9.1f", c.bytes / s * 1e-9) : "        -";
