@@ -90,6 +90,7 @@ int run_model_bench(const ModelBenchOptions& o, double peak) {
     options.tokenizer_dir = o.tokenizer_dir;
     options.model_path = main_file;
     options.memory.residency = o.streamed ? Residency::Streamed : Residency::Resident;
+    options.memory.compute = o.compute;
     LoadedModel loaded = load_model(files, options);
     if (!o.control_net.empty())
         loaded.components.control =

@@ -8,6 +8,8 @@
 
 #include <string>
 
+#include "ops/compute_type.h"
+
 namespace sd::bench {
 
 struct ModelBenchOptions {
@@ -25,6 +27,7 @@ struct ModelBenchOptions {
     float lora_multiplier = 1.0f;
     lora_apply_mode_t lora_mode = LORA_APPLY_AUTO;
     std::string control_net;  // --control-net: a ControlNet runs with each pass (its own row)
+    ComputeType compute = ComputeType::Auto;  // --compute-type
 };
 
 int run_model_bench(const ModelBenchOptions& options, double peak_gflops);

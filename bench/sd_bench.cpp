@@ -1,15 +1,16 @@
 // sd-bench: the engine's headline kernel figures next to the machine's measured FP32 peak.
 //
 //   sd-bench [-t THREADS] [--min-time SECONDS] [--isa generic|avx2|avx512]
-//            [--compute-type f32|bf16]
+//            [--compute-type auto|f32|bf16]
 //
 // Each case is run once to warm up, then repeated for at least --min-time seconds; the
 // table shows the median time. FLOPs: linear/matmul 2*M*N*K; conv2d 2*OH*OW*O*C*KH*KW;
 // attention 4*B*H*Lq*Lk*D (Q.K^T and P.V; softmax not counted); group norm 8 per element
 // (mean, variance, normalise, affine), with its memory throughput shown as well.
 // With --compute-type bf16 the table adds "bf16-compute" rows (the same linear and conv2d
-// in bf16 mode, their % against the measured bf16 dot-product peak), and --model runs in
-// bf16 mode.
+// in bf16 mode, their % against the measured bf16 dot-product peak); with auto (the
+// default, where the CPU has AVX512-BF16) a "linear bf16-auto" row: a bf16 weight's linear. --model
+// runs in the compute type given (auto by default: bf16 products for the weights stored in bf16).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -92,18 +93,24 @@ Case conv3x3_case(int64_t in = 320, int64_t out = 320, int64_t hw = 64,
             2.0 * hw * hw * out * in * 9, 0, [=] { conv2d(x, w, b, o); }};
 }
 
-// A case run in bf16 mode.
-Case bf16_compute(Case c, const char* name) {
+// A case run in bf16 (or auto) mode.
+Case bf16_compute(Case c, const char* name, ComputeType type = ComputeType::BF16) {
     c.shape = c.name.substr(c.name.rfind(' ') + 1) + " w, " + c.shape;
     c.name = name;
-    c.compute = ComputeType::BF16;
+    c.compute = type;
     return c;
 }
 
-std::vector<Case> make_cases(bool bf16) {
+// bf16: the bf16-compute rows (--compute-type bf16); auto: the row of a bf16 weight under
+// the default compute type (bf16 products where the CPU has them).
+std::vector<Case> make_cases(bool bf16, bool autotype) {
     std::vector<Case> cases;
     for (DType t : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_K}) {
         cases.push_back(linear_case(4096, 1280, 1280, t));
+    }
+    if (autotype) {
+        cases.push_back(bf16_compute(linear_case(4096, 1280, 1280, DType::BF16), "linear bf16-auto",
+                                     ComputeType::Auto));
     }
     if (bf16) {
         cases.push_back(
@@ -158,7 +165,8 @@ void usage() {
         "  --t5 FILE         time the T5 encoder (a --t5xxl file) on --t5-tokens ids\n"
         "  --min-time S      seconds each case repeats for (default 2)\n"
         "  --isa NAME        kernel family to use (default: the best this CPU has)\n"
-        "  --compute-type T  f32 (default) or bf16: AVX512-BF16 products (table: extra rows)\n");
+        "  --compute-type T  auto (default: bf16 products for bf16 weights), f32 or bf16:\n"
+        "                    AVX512-BF16 products for every linear / conv (table: extra rows)\n");
 }
 
 int run(int argc, char** argv) {
@@ -168,7 +176,7 @@ int run(int argc, char** argv) {
     ModelBenchOptions model;
     UpscaleBenchOptions upscale;
     T5BenchOptions t5;
-    ComputeType compute = ComputeType::F32;
+    ComputeType compute = ComputeType::Auto;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         auto value = [&]() -> std::string {
@@ -196,7 +204,7 @@ int run(int argc, char** argv) {
         } else if (a == "--compute-type") {
             std::string v = value();
             if (!parse_compute_type(v, &compute))
-                fail("--compute-type: expected f32 or bf16, not '%s'", v.c_str());
+                fail("--compute-type: expected auto, f32 or bf16, not '%s'", v.c_str());
         } else if (a == "--model") {
             model.model = value();
         } else if (a == "--diffusion-model") {
@@ -268,8 +276,9 @@ int run(int argc, char** argv) {
     std::printf("measured FP32 FMA peak (%s, %d threads): %.1f GFLOP/s\n", isa_name(isa),
                 num_threads(), peak);
     double bf16_peak = 0;
-    if (compute == ComputeType::BF16) {
-        compute = set_compute_type(compute);
+    compute = set_compute_type(compute);
+    model.compute = compute;
+    if (compute != ComputeType::F32) {
         bf16_peak = measure_bf16_peak_gflops(0.5);
         std::printf("measured BF16 dot-product peak (%d threads): %.1f GFLOP/s; compute type %s\n",
                     num_threads(), bf16_peak, compute_type_name(compute));
@@ -281,9 +290,9 @@ int run(int argc, char** argv) {
     set_compute_type(ComputeType::F32);
     std::printf("%-20s %-30s %10s %10s %8s %9s\n", "case", "shape", "ms", "GFLOP/s", "% peak",
                 "GB/s");
-    for (const Case& c : make_cases(compute == ComputeType::BF16)) {
+    for (const Case& c : make_cases(compute == ComputeType::BF16, compute == ComputeType::Auto)) {
         set_compute_type(c.compute);
-        const double case_peak = c.compute == ComputeType::BF16 ? bf16_peak : peak;
+        const double case_peak = c.compute != ComputeType::F32 ? bf16_peak : peak;
         double s = median_seconds(c.run, min_time);
         double gflops = c.flops / s * 1e-9;
         std::string gbs = c.bytes > 0 ? strfmt("%9.1f", c.bytes / s * 1e-9) : "        -";

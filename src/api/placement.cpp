@@ -116,7 +116,7 @@ void read_model_args(const char* args, Placement& out) {
         const std::string key = trim(item.substr(0, eq)), value = trim(item.substr(eq + 1));
         if (key == "compute_type") {
             if (!parse_compute_type(value, &out.compute_type))
-                fail("model_args: compute_type '%s': expected f32 or bf16", value.c_str());
+                fail("model_args: compute_type '%s': expected auto, f32 or bf16", value.c_str());
         } else if (key == "tokenizer_dir") {
             out.tokenizer_dir = value;
         } else if (key == "chroma_use_dit_mask" || key == "chroma_use_t5_mask" ||

@@ -35,10 +35,10 @@ std::vector<SpecEntry> parse_spec(const char* spec, const char* option);
 
 struct Placement {
     Residency residency = Residency::Resident;
-    bool keep_text_encoder = false;               // te placed explicitly on the CPU (--clip-on-cpu)
-    bool keep_vae = false;                        // vae placed explicitly on the CPU (--vae-on-cpu)
-    ComputeType compute_type = ComputeType::F32;  // model_args compute_type=f32|bf16
-    std::string tokenizer_dir;                    // model_args tokenizer_dir=DIR (--tokenizer-dir)
+    bool keep_text_encoder = false;  // te placed explicitly on the CPU (--clip-on-cpu)
+    bool keep_vae = false;           // vae placed explicitly on the CPU (--vae-on-cpu)
+    ComputeType compute_type = ComputeType::Auto;  // model_args compute_type=auto|f32|bf16
+    std::string tokenizer_dir;                     // model_args tokenizer_dir=DIR (--tokenizer-dir)
 };
 
 // Reads backend, params_backend, max_vram, stream_layers and model_args. Throws sd::Error for

@@ -9,7 +9,7 @@ namespace sd {
 namespace {
 
 std::atomic<int>& compute_type_slot() {
-    static std::atomic<int> slot{static_cast<int>(ComputeType::F32)};
+    static std::atomic<int> slot{static_cast<int>(supported_compute_type(ComputeType::Auto))};
     return slot;
 }
 
@@ -27,6 +27,7 @@ bool bf16_compute_supported() {
 }
 
 ComputeType supported_compute_type(ComputeType type) {
+    if (type == ComputeType::Auto) return bf16_compute_supported() ? type : ComputeType::F32;
     if (type == ComputeType::BF16 && !bf16_compute_supported()) {
         static std::atomic<bool> warned{false};
         if (!warned.exchange(true)) {
@@ -50,6 +51,11 @@ ComputeType compute_type() {
     return static_cast<ComputeType>(compute_type_slot().load(std::memory_order_relaxed));
 }
 
+bool bf16_products(DType weight) {
+    const ComputeType type = compute_type();
+    return type == ComputeType::BF16 || (type == ComputeType::Auto && weight == DType::BF16);
+}
+
 ScopedComputeType::ScopedComputeType(ComputeType type) : previous_(thread_override) {
     thread_override = static_cast<int>(supported_compute_type(type));
 }
@@ -59,7 +65,14 @@ ScopedComputeType::~ScopedComputeType() {
 }
 
 const char* compute_type_name(ComputeType type) {
-    return type == ComputeType::BF16 ? "bf16" : "f32";
+    switch (type) {
+        case ComputeType::BF16:
+            return "bf16";
+        case ComputeType::Auto:
+            return "auto";
+        default:
+            return "f32";
+    }
 }
 
 bool parse_compute_type(const std::string& name, ComputeType* type) {
@@ -67,6 +80,8 @@ bool parse_compute_type(const std::string& name, ComputeType* type) {
         *type = ComputeType::F32;
     } else if (name == "bf16") {
         *type = ComputeType::BF16;
+    } else if (name == "auto") {
+        *type = ComputeType::Auto;
     } else {
         return false;
     }

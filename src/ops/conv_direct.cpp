@@ -206,8 +206,8 @@ void copy_upsampled(const float* row, int64_t w, int64_t iw0, float* d, int64_t 
 }
 
 bool direct_applies(const Tensor& x, const Tensor& weight, const Conv2dOptions& opt) {
-    const cpu::GemmKernels& ks = cpu::active_gemm_kernels();
     const DType wt = weight.dtype();
+    const cpu::GemmKernels& ks = cpu::active_gemm_kernels(wt);
     if (!ks.offset_kernel || opt.stride_h != 1 || opt.stride_w != 1) return false;
     if (wt != DType::F32 && wt != DType::F16 && wt != DType::BF16) return false;
     const int64_t up = opt.upsample2x ? 2 : 1, kh = weight.size(2), kw = weight.size(3);
@@ -220,7 +220,7 @@ bool direct_applies(const Tensor& x, const Tensor& weight, const Conv2dOptions& 
 
 void conv2d_direct(const Tensor& x, const Tensor& weight, const float* bias,
                    const Conv2dOptions& opt, float* out, const float* residual) {
-    const cpu::GemmKernels& ks = cpu::active_gemm_kernels();
+    const cpu::GemmKernels& ks = cpu::active_gemm_kernels(weight.dtype());
     const int64_t up = opt.upsample2x ? 2 : 1, c = x.size(1), h = x.size(2), w = x.size(3);
     const int64_t kh = weight.size(2), kw = weight.size(3), o = weight.size(0), k = c * kh * kw;
     const int64_t hp = h * up + 2 * opt.pad_h, wp = w * up + 2 * opt.pad_w;

@@ -147,7 +147,7 @@ struct MemoryPolicy {
     Residency residency = Residency::Resident;
     bool keep_text_encoder = false;  // keep_clip_on_cpu: stays in RSS between generations
     bool keep_vae = false;           // keep_vae_on_cpu
-    ComputeType compute = ComputeType::F32;
+    ComputeType compute = ComputeType::Auto;
 };
 
 // Whether a family's diffusion model takes reference images (--ref-image) and how they are

@@ -26,7 +26,7 @@ TEST(Placement, DefaultsKeepWeightsResident) {
     EXPECT_EQ(out.residency, Residency::Resident);
     EXPECT_FALSE(out.keep_text_encoder);
     EXPECT_FALSE(out.keep_vae);
-    EXPECT_EQ(out.compute_type, ComputeType::F32);
+    EXPECT_EQ(out.compute_type, ComputeType::Auto);
 }
 
 TEST(Placement, ReferenceCliStringsAreAccepted) {
@@ -85,6 +85,8 @@ TEST(Placement, ModelArgsCarryTheComputeType) {
                   params(nullptr, nullptr, nullptr, "chroma_use_dit_mask=false,compute_type=f32"))
                   .compute_type,
               ComputeType::F32);
+    EXPECT_EQ(read_placement(params(nullptr, nullptr, nullptr, "compute_type=auto")).compute_type,
+              ComputeType::Auto);
     EXPECT_NO_THROW(read_placement(params(nullptr, nullptr, nullptr, "chroma_t5_mask_pad=2")));
     EXPECT_THROW(read_placement(params(nullptr, nullptr, nullptr, "compute_type=fp8")), Error);
     EXPECT_THROW(read_placement(params(nullptr, nullptr, nullptr, "bogus=1")), Error);

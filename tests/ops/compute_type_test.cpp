@@ -22,10 +22,15 @@ TEST(ComputeType, NamesAndParsing) {
     EXPECT_EQ(t, ComputeType::BF16);
     EXPECT_STREQ(compute_type_name(ComputeType::F32), "f32");
     EXPECT_STREQ(compute_type_name(ComputeType::BF16), "bf16");
+    ASSERT_TRUE(parse_compute_type("auto", &t));
+    EXPECT_EQ(t, ComputeType::Auto);
+    EXPECT_STREQ(compute_type_name(ComputeType::Auto), "auto");
 }
 
-TEST(ComputeType, DefaultsToF32AndFallsBackWithoutSupport) {
-    EXPECT_EQ(compute_type(), ComputeType::F32);
+TEST(ComputeType, DefaultsToAutoAndFallsBackWithoutSupport) {
+    // Auto where bf16 can run, else f32 (silently).
+    EXPECT_EQ(compute_type(), bf16_compute_supported() ? ComputeType::Auto : ComputeType::F32);
+    EXPECT_EQ(supported_compute_type(ComputeType::Auto), compute_type());
 #ifdef SD_X86_KERNELS
     EXPECT_EQ(bf16_compute_supported(),
               cpu_features().avx512bf16 && best_supported_isa() == Isa::Avx512);
@@ -39,6 +44,11 @@ TEST(ComputeType, DefaultsToF32AndFallsBackWithoutSupport) {
     EXPECT_EQ(set_compute_type(ComputeType::BF16), got);
     EXPECT_EQ(set_compute_type(ComputeType::F32), ComputeType::F32);
     EXPECT_EQ(compute_type(), ComputeType::F32);
+    EXPECT_FALSE(bf16_products(DType::BF16));
+    set_compute_type(ComputeType::Auto);
+    EXPECT_EQ(bf16_products(DType::BF16), bf16_compute_supported());
+    EXPECT_FALSE(bf16_products(DType::F16));
+    EXPECT_FALSE(bf16_products(DType::F32));
 }
 
 TEST(ComputeType, ScopedOverrideIsPerThreadAndRestored) {
@@ -57,6 +67,7 @@ TEST(ComputeType, ScopedOverrideIsPerThreadAndRestored) {
         EXPECT_EQ(compute_type(), want);
     }
     EXPECT_EQ(compute_type(), ComputeType::F32);
+    set_compute_type(ComputeType::Auto);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "ops/compute_type.h"
 #include "ops/conv.h"
 #include "ops/shape_ops.h"
 #include "tensor/quant.h"
@@ -53,6 +54,7 @@ std::string label(Isa isa, const ConvCase& t, DType dtype) {
 
 // conv2d against ref::conv2d on every kernel family.
 void check_case(const ConvCase& t, DType dtype, bool with_bias, bool strided, uint32_t seed) {
+    const ScopedComputeType f32(ComputeType::F32);  // auto would round a bf16 weight's inputs
     Tensor x = test::random_tensor({t.b, t.c, t.h, t.w}, seed);
     if (strided) x = test::non_contiguous_copy(x);
     Tensor w = make_weight(t.o, t.c, t.kh, t.kw, dtype, seed + 1);
@@ -193,6 +195,7 @@ TEST(Conv2d, DirectPathShapes) {
 // The direct path with upsample2x and the LeakyReLU epilogue, writing into a channel range
 // of a larger buffer (ESRGAN's dense blocks and upsampling convolutions).
 TEST(Conv2d, DirectPathUpsampledLeakyInto) {
+    const ScopedComputeType f32(ComputeType::F32);  // a bf16 weight on the f32 direct path
     Tensor x = test::random_tensor({1, 20, 9, 23}, 71);
     Tensor w = make_weight(32, 20, 3, 3, DType::BF16, 72);
     Tensor bias = test::random_tensor({32}, 73);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "ops/compute_type.h"
 #include "ops/linear.h"
 #include "tensor/quant.h"
 #include "test_util.h"
@@ -69,6 +70,8 @@ TEST(Linear, RefMatchesHandComputed) {
 }
 
 TEST(Linear, PlainWeightsMatchRef) {
+    // f32 products for every weight (auto would round a bf16 weight's activations).
+    const ScopedComputeType f32(ComputeType::F32);
     const int64_t sizes[] = {1, 3, 4, 5, 17, 33, 77, 100};
     const DType dtypes[] = {DType::F32, DType::F16, DType::BF16};
     uint32_t seed = 1;
@@ -139,6 +142,7 @@ TEST(Linear, BlockQuantWeightsMatchRefOnDequantized) {
 }
 
 TEST(Linear, StridedInputsAndWeights) {
+    const ScopedComputeType f32(ComputeType::F32);  // auto would round a bf16 weight's inputs
     for (Isa isa : test::available_isas()) {
         test::IsaScope scope(isa);
         // 3-d input, non-contiguous; weight non-contiguous (transposed storage); f16 bias.

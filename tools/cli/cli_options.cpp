@@ -162,8 +162,7 @@ void apply_model_args(CliParams& p, const std::string& v) {
         } else if (key == "chroma_t5_mask_pad") {
             to_int(value);
         } else if (key == "compute_type") {
-            p.compute_type =
-                from_list(value, {"f32", "bf16"}) == "bf16" ? SD_TYPE_BF16 : SD_TYPE_F32;
+            p.compute_type = from_list(value, {"auto", "f32", "bf16"});
         } else {
             throw BadValue{"unknown key '" + key +
                            "' (known: chroma_use_dit_mask, chroma_use_t5_mask, "
@@ -418,12 +417,12 @@ std::vector<OptionSpec> runtime_options() {
         text("", "--params-backend", G, &CliParams::params_backend, "where they compute",
              "where weights live, for all or per component (*=cpu, diffusion=disk): cpu (RAM) "
              "or disk (read from the file for each layer, released after use)"),
-        make("", "--compute-type", G, Arg::Choice, "{f32, bf16}", "f32",
+        make("", "--compute-type", G, Arg::Choice, "{auto, f32, bf16}", "auto",
              "arithmetic of linear / conv layers: bf16 rounds their inputs to bf16 and uses "
-             "AVX512-BF16 dot products (f32 accumulation); f32 where the CPU has none",
+             "AVX512-BF16 dot products (f32 accumulation); auto does so for the layers whose "
+             "weights are stored in bf16, as the reference; f32 where the CPU has none",
              [](CliParams& p, const std::string& v) {
-                 p.compute_type =
-                     from_list(v, {"f32", "bf16"}) == "bf16" ? SD_TYPE_BF16 : SD_TYPE_F32;
+                 p.compute_type = from_list(v, {"auto", "f32", "bf16"});
              }),
         text("", "--split-mode", G, &CliParams::split_mode, "none",
              "how a model spanning several devices is split (layer, row)",

@@ -99,7 +99,7 @@ struct CliParams {
     std::string backend;
     std::string params_backend;
     std::string split_mode;
-    sd_type_t compute_type = SD_TYPE_F32;  // reaches the library as model_args compute_type=
+    std::string compute_type = "auto";  // reaches the library as model_args compute_type=
 
     // Generation.
     std::string prompt;

@@ -349,8 +349,8 @@ std::string params_backend_spec(const CliParams& p) {
 
 std::string model_args_spec(const CliParams& p) {
     std::string spec = p.model_args;
-    if (p.compute_type == SD_TYPE_BF16 && spec.find("compute_type") == std::string::npos)
-        append_item(spec, "compute_type=bf16");
+    if (p.compute_type != "auto" && spec.find("compute_type") == std::string::npos)
+        append_item(spec, "compute_type=" + p.compute_type);
     if (!p.tokenizer_dir.empty()) {
         if (p.tokenizer_dir.find(',') != std::string::npos)
             throw UsageError("--tokenizer-dir '" + p.tokenizer_dir +

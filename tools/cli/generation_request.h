@@ -85,7 +85,7 @@ sd_vid_gen_params_t make_vid_gen_params(const CliParams& params, GenerationReque
 
 // The reference's placement strings from our flags: --backend plus te=cpu (--clip-on-cpu),
 // vae=cpu (--vae-on-cpu) and controlnet=cpu (--control-net-cpu); --params-backend, or *=cpu
-// for --offload-to-cpu; --model-args plus compute_type=bf16 (--compute-type bf16).
+// for --offload-to-cpu; --model-args plus compute_type=f32|bf16 (--compute-type).
 std::string backend_spec(const CliParams& params);
 std::string params_backend_spec(const CliParams& params);
 std::string model_args_spec(const CliParams& params);

@@ -33,10 +33,10 @@
 //   - M <= kDotRows (a single token or time embedding): dot products of A's rows with
 //     B's rows straight from the weight, no packing; this is bound by reading the weight.
 //
-// bf16 compute (ComputeType::BF16, gemm_avx512_bf16.cpp). The same driver with kernels
-// whose panels hold bf16 pairs along k: the cache blocks keep their bytes, so k blocks hold
-// up to 2048 values; they are cut at even k; A is always packed; and a panel from a packer
-// that writes f32 (conv2d's patch gather, general strides) is packed in f32 pieces of
+// bf16 compute (ComputeType::BF16, or Auto for a bf16 weight; gemm_avx512_bf16.cpp). The same
+// driver with kernels whose panels hold bf16 pairs along k: the cache blocks keep their bytes, so k
+// blocks hold up to 2048 values; they are cut at even k; A is always packed; and a panel from a
+// packer that writes f32 (conv2d's patch gather, general strides) is packed in f32 pieces of
 // kConvertK values of k and converted.
 //
 // Threads. Tasks (at least four per thread when the size allows) go to the pool's threads
@@ -588,11 +588,11 @@ const GemmKernels& gemm_kernels(Isa isa) {
     return kGenericKernels;
 }
 
-const GemmKernels& active_gemm_kernels() {
+const GemmKernels& active_gemm_kernels(DType weight) {
     const Isa isa = active_isa();
 #ifdef SD_X86_KERNELS
-    // compute_type() is BF16 only where bf16_compute_supported().
-    if (isa == Isa::Avx512 && compute_type() == ComputeType::BF16) {
+    // compute_type() is BF16 or Auto only where bf16_compute_supported().
+    if (isa == Isa::Avx512 && bf16_products(weight)) {
         return gemm_kernels_avx512_bf16();
     }
 #endif
@@ -626,7 +626,8 @@ void gemm(const GemmProblem& pr) {
         fill_bias(pr);
         return;
     }
-    const GemmKernels& ks = active_gemm_kernels();
+    const bool bf16_operand = pr.a.dtype == DType::BF16 || pr.b.dtype == DType::BF16;
+    const GemmKernels& ks = active_gemm_kernels(bf16_operand ? DType::BF16 : DType::F32);
     const double flops = 2.0 * static_cast<double>(pr.m) * pr.n * pr.k;
     const Blocking blocks = blocking(ks);
     const int64_t k_align =

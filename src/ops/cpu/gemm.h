@@ -88,9 +88,10 @@ constexpr int kDotRows = 4;
 
 // The kernels for `isa` (lowered to what this build has).
 const GemmKernels& gemm_kernels(Isa isa);
-// The kernels gemm() uses: the bf16 ones under ComputeType::BF16 (ops/compute_type.h)
-// while the active family is avx512, else gemm_kernels(active_isa()).
-const GemmKernels& active_gemm_kernels();
+// The kernels for a product whose weight is stored as `weight`: the bf16 ones where
+// bf16_products(weight) (ops/compute_type.h) while the active family is avx512, else
+// gemm_kernels(active_isa()).
+const GemmKernels& active_gemm_kernels(DType weight);
 
 // Where the rows of one operand come from.
 struct PanelSource {
@@ -129,7 +130,7 @@ struct GemmProblem {
 };
 
 // Runs the product on the thread pool (inline when called from inside a pool task) with
-// active_gemm_kernels().
+// active_gemm_kernels() of the weight: bf16 when either operand is stored in bf16.
 void gemm(const GemmProblem& problem);
 
 // Kernel tables of each instruction set, defined in gemm_avx2.cpp / gemm_avx512.cpp.

@@ -271,6 +271,35 @@ TEST(Bf16Compute, Conv2dAllWeightTypes) {
     }
 }
 
+// Auto (the default): bf16 products for the weights stored in bf16 (linear and conv2d, the
+// conv either as a GEMM or on the direct path), f32 for every other weight and for matmul.
+TEST(Bf16Compute, AutoRoundsOnlyTheProductsOfBf16Weights) {
+    REQUIRE_BF16_CPU();
+    ComputeScope scope(ComputeType::Auto);
+    ASSERT_EQ(compute_type(), bf16_compute_supported() ? ComputeType::Auto : ComputeType::F32);
+    const bool bf16 = compute_type() == ComputeType::Auto;
+    const Tensor x = test::random_tensor({50, 77}, 1), b = test::random_tensor({40}, 2);
+    const Tensor img = test::random_tensor({1, 6, 9, 70}, 3), cb = test::random_tensor({8}, 4);
+    Conv2dOptions o;
+    o.pad_h = o.pad_w = 1;
+    uint32_t seed = 10;
+    for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
+        const bool rounded = bf16 && dtype == DType::BF16;
+        const std::string what = std::string(dtype_name(dtype)) + (rounded ? " bf16" : " f32");
+        const Tensor w = make_weight({40, 77}, dtype, seed++);
+        test::expect_close(linear(x, w, b),
+                           ref::linear(rounded ? bf16_rounded(x) : x, values_of(w), b),
+                           atol_for(77), kRtol, "linear " + what);
+        const Tensor cw = make_weight({8, 6, 3, 3}, dtype, seed++);
+        test::expect_close(conv2d(img, cw, cb, o),
+                           ref::conv2d(rounded ? bf16_rounded(img) : img, values_of(cw), cb, o),
+                           atol_for(54), kRtol, "conv2d " + what);
+    }
+    // matmul's operands are activations: f32.
+    const Tensor y = test::random_tensor({77, 30}, 20);
+    test::expect_close(matmul(x, y), ref::matmul(x, y), atol_for(77), kRtol, "matmul");
+}
+
 TEST(Bf16Compute, LoweredKernelFamilyStaysF32) {
     REQUIRE_BF16_CPU();
     Tensor x = test::random_tensor({50, 77}, 1);
