@@ -7,6 +7,7 @@
 #include "families/registry.h"
 #include "fixture_files.h"
 #include "io/io_test_util.h"
+#include "io/tensor_writer.h"
 #include "test_util.h"
 
 namespace sd {
@@ -52,6 +53,30 @@ TEST(Sd3Family, MissingTextEncoderIsNamedWithItsOption) {
             test::error_of([&] { load_model(files, test::family_test_options()); });
         EXPECT_NE(error.find(c.option), std::string::npos) << error;
     }
+}
+
+// The all-in-one file's names (ComfyUI's SD3 checkpoints) reach the parts the family reads.
+TEST(Sd3Family, AllInOneNamesAreCanonical) {
+    const std::string path = testing::TempDir() + "/sd3_all_in_one.safetensors";
+    auto tensor = [](const std::string& name) {
+        return OutputTensor{name, DType::F32, Shape{2}, [] { return Tensor::zeros({2}); }};
+    };
+    write_safetensors(path,
+                      {tensor("model.diffusion_model.joint_blocks.0.x_block.attn.qkv.bias"),
+                       tensor("text_encoders.clip_l.transformer.text_model.final_layer_norm.bias"),
+                       tensor("text_encoders.clip_g.transformer.text_model.final_layer_norm.bias"),
+                       tensor("text_encoders.clip_g.transformer.text_projection.weight"),
+                       tensor("text_encoders.t5xxl.transformer.shared.weight"),
+                       tensor("first_stage_model.decoder.conv_in.bias")});
+    ModelFiles files;
+    files.add(path, ModelRole::Checkpoint);
+    EXPECT_EQ(detect_family(files).variant, "SD3 medium");
+    for (const char* name : {"cond_stage_model.transformer.text_model.final_layer_norm.bias",
+                             "cond_stage_model.1.transformer.text_model.final_layer_norm.bias",
+                             "cond_stage_model.1.transformer.text_projection.weight",
+                             "text_encoders.t5xxl.transformer.shared.weight",
+                             "first_stage_model.decoder.conv_in.bias"})
+        EXPECT_NE(files.find(name), nullptr) << name;
 }
 
 }  // namespace
