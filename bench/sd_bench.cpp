@@ -151,6 +151,8 @@ void usage() {
         "                [--lora-apply-mode M] [--control-net FILE] [--cfg-scale 7]\n"
         "       sd-bench --diffusion-model FILE --vae FILE --clip_l FILE --t5xxl FILE ...\n"
         "                (FLUX as separate files; also [--guidance 3.5])\n"
+        "       sd-bench --diffusion-model FILE --vae FILE --clip_l FILE --clip_g FILE\n"
+        "                --t5xxl FILE ... (SD3 / SD3.5's MMDiT as separate files)\n"
         "       sd-bench --upscale-model FILE [-W 128] [-H 128] [--upscale-tile-size 128] [-t N]\n"
         "       sd-bench --t5 FILE [--t5-tokens 256] [-t N]\n"
         "  -t THREADS        threads (default: physical cores); more than the usable CPUs are\n"
@@ -213,6 +215,8 @@ int run(int argc, char** argv) {
             model.vae = value();
         } else if (a == "--clip_l") {
             model.clip_l = value();
+        } else if (a == "--clip_g") {
+            model.clip_g = value();
         } else if (a == "--t5xxl") {
             model.t5xxl = value();
         } else if (a == "--cfg-scale") {

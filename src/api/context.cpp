@@ -156,8 +156,6 @@ void reject_unbuilt(const sd_img_gen_params_t& p) {
     if (p.circular_x || p.circular_y) sd::fail("--circular padding is not supported yet");
     if (p.cache.mode != SD_CACHE_DISABLED)
         sd::fail("--cache-mode is not supported by this build yet");
-    if (p.sample_params.guidance.slg.scale != 0.0f && p.sample_params.guidance.slg.layer_count > 0)
-        sd::fail("skip-layer guidance is not supported by this build yet");
     // Options that would otherwise be taken and not acted on: refused, naming them.
     const sd_sample_params_t& s = p.sample_params;
     if (s.shifted_timestep > 0)
@@ -251,6 +249,16 @@ sd::ImageRequest to_request(const sd_ctx_t& ctx, const sd_img_gen_params_t& p) {
     if (p.vae_tiling_params.target_overlap > 0)
         r.vae_tiling.overlap = p.vae_tiling_params.target_overlap;
     if (p.hires.enabled) r.hires = to_hires(p.hires, r.width, r.height, ctx.model.components);
+    const sd_slg_params_t& slg = s.guidance.slg;
+    if (slg.layers && slg.layer_count > 0)
+        r.slg.layers.assign(slg.layers, slg.layers + slg.layer_count);
+    r.slg.start = slg.layer_start;
+    r.slg.end = slg.layer_end;
+    r.slg.scale = slg.scale;
+    SD_CHECK(!r.slg.active() || ctx.model.components.diffusion->can_skip_layers(),
+             "skip-layer guidance (--slg-scale %g) needs a model whose blocks can be skipped "
+             "(SD3); %s has none",
+             r.slg.scale, ctx.model.components.family_name.c_str());
     return r;
 }
 

@@ -10,11 +10,11 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "families/dit_text.h"
 #include "families/latent_rgb.h"
 #include "families/unet_components.h"
 #include "models/flux.h"
 #include "models/t5_encoder.h"
-#include "pipeline/prompt_weighting.h"
 #include "tokenizer/t5_tokenizer.h"
 
 namespace sd {
@@ -33,36 +33,6 @@ std::string detect(const ModelFiles& f) {
     return f.find(kDm + "guidance_in.in_layer.weight") ? "FLUX.1-dev" : "FLUX.1-schnell";
 }
 
-// The first tensor name under `prefix` ("" when none).
-std::string first_with(const ModelFiles& files, const std::string& prefix) {
-    for (const std::string& n : files.names()) {
-        if (n.compare(0, prefix.size(), prefix) == 0) return n;
-    }
-    return "";
-}
-
-// The reference's apply_token_weights: states times their tokens' weights, then scaled so
-// that the mean over the window is what it was.
-Tensor apply_token_weights(const Tensor& states, const std::vector<float>& weights) {
-    if (std::all_of(weights.begin(), weights.end(), [](float w) { return w == 1.0f; }))
-        return states;
-    const int64_t n = states.size(1), width = states.size(2);
-    std::vector<float> v = states.contiguous().to_vector();
-    double before = 0, after = 0;
-    for (float x : v) before += x;
-    for (int64_t i = 0; i < n; ++i) {
-        for (int64_t j = 0; j < width; ++j) v[i * width + j] *= weights[static_cast<size_t>(i)];
-    }
-    for (float x : v) after += x;
-    const float total = static_cast<float>(v.size());
-    const float mean0 = static_cast<float>(before) / total,
-                mean1 = static_cast<float>(after) / total;
-    if (std::isfinite(mean0) && std::isfinite(mean1) && mean1 != 0.0f) {
-        for (float& x : v) x *= mean0 / mean1;
-    }
-    return Tensor::from_vector(states.shape(), v);
-}
-
 class FluxConditioner : public Conditioner {
   public:
     FluxConditioner(ClipTokenizer clip_tokenizer, ClipTextEncoder clip, T5Tokenizer t5_tokenizer,
@@ -73,29 +43,18 @@ class FluxConditioner : public Conditioner {
           t5_(std::move(t5)) {}
 
     Conditioning encode(const ConditionRequest& r) const override {
-        std::vector<int32_t> clip_ids, t5_ids;
-        std::vector<float> clip_weights, t5_weights;
-        std::vector<WeightedText> pieces = parse_prompt_attention(r.prompt);
-        if (pieces.empty()) pieces.push_back({"", 1.0f, false});
-        for (const WeightedText& piece : pieces) {
-            // The reference's parser keeps BREAK as a piece of its own with weight -1.
-            const std::string text = piece.is_break ? "BREAK" : piece.text;
-            const float weight = piece.is_break ? -1.0f : piece.weight;
-            const std::vector<int32_t> c = clip_tokenizer_.encode(text);
-            clip_ids.insert(clip_ids.end(), c.begin(), c.end());
-            clip_weights.insert(clip_weights.end(), c.size(), weight);
-            const std::vector<int32_t> t = t5_tokenizer_.encode(text);  // with its </s>
-            t5_ids.insert(t5_ids.end(), t.begin(), t.end());
-            t5_weights.insert(t5_weights.end(), t.size(), weight);
-        }
+        const WeightedIds clip =
+            weighted_ids(r.prompt, [&](const std::string& t) { return clip_tokenizer_.encode(t); });
+        WeightedIds t5 = weighted_ids(
+            r.prompt, [&](const std::string& t) { return t5_tokenizer_.encode(t); });  // with </s>
         Conditioning out;
-        out.vector = pooled(clip_ids);
-        const std::vector<int32_t> ids = t5_tokenizer_.pad_windows(t5_ids, kT5Window, &t5_weights);
+        out.vector = pooled(clip.ids);
+        const std::vector<int32_t> ids = t5_tokenizer_.pad_windows(t5.ids, kT5Window, &t5.weights);
         std::vector<Tensor> windows;
         for (size_t at = 0; at + kT5Window <= ids.size(); at += kT5Window) {
             const std::vector<int32_t> window(ids.begin() + at, ids.begin() + at + kT5Window);
-            const std::vector<float> weights(t5_weights.begin() + at,
-                                             t5_weights.begin() + at + kT5Window);
+            const std::vector<float> weights(t5.weights.begin() + at,
+                                             t5.weights.begin() + at + kT5Window);
             windows.push_back(apply_token_weights(t5_.forward(window), weights));
         }
         out.context = windows.size() == 1 ? windows[0] : concat(windows, 1);
@@ -169,17 +128,6 @@ void check_text_encoders(const ModelFiles& files) {
              files.describe_sources().c_str());
     SD_CHECK(t5, "%s: FLUX needs its T5-XXL text encoder (--t5xxl FILE)",
              files.describe_sources().c_str());
-}
-
-T5Tokenizer find_t5_vocabulary(const ModelFiles& files, const LoadOptions& options) {
-    T5TokenizerSearch search;
-    search.tokenizer_dir = options.tokenizer_dir;
-    search.model_path = options.model_path;
-    search.t5_path = files.source_of(kT5 + "shared.weight");
-    for (const TensorFile& f : files.files()) {
-        if (T5Tokenizer::gguf_has_vocab(f.metadata)) search.model_file = &f;
-    }
-    return find_t5_tokenizer(search);
 }
 
 ModelComponents assemble(const ModelFiles& files, const LoadOptions& options) {

@@ -7,9 +7,6 @@ namespace {
 
 const std::string kDm = "model.diffusion_model.";
 
-std::string detect_sd3(const ModelFiles& f) {
-    return f.has_prefix(kDm + "joint_blocks.") ? "SD3" : "";
-}
 std::string detect_chroma(const ModelFiles& f) {
     return f.has_prefix(kDm + "double_blocks.") && f.has_prefix(kDm + "distilled_guidance_layer.")
                ? "Chroma"
@@ -29,12 +26,6 @@ std::string detect_lumina2(const ModelFiles& f) {
 
 }  // namespace
 
-// The MMDiT's patch, position, timestep, pooled-vector and context embedders stay in their
-// own dtype in -M convert.
-constexpr const char* kMmditConvertKeeps[] = {"x_embedder.", "t_embedder.", "y_embedder.",
-                                              "pos_embed", "context_embedder."};
-extern const Family kSd3Family{"SD3", detect_sd3,        {}, {16, 8, 1.5305f, 0.0609f}, nullptr,
-                               {},    kMmditConvertKeeps};
 extern const Family kChromaFamily{"Chroma", detect_chroma, {}, {16, 8, 0.3611f, 0.1159f}};
 // Wan's and Qwen-Image's VAEs normalise each latent channel by its own mean and std; their
 // latent formats are declared when they are built.

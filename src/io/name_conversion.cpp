@@ -21,6 +21,8 @@ constexpr std::string_view kSgmClipL = "conditioner.embedders.0.";
 constexpr std::string_view kSgmClipG = "conditioner.embedders.1.model.";
 // ComfyUI's all-in-one FLUX / SD3 files name their CLIP-L so (and T5 as kT5Prefix).
 constexpr std::string_view kComfyClipL = "text_encoders.clip_l.transformer.";
+// ... and SD3's OpenCLIP bigG so.
+constexpr std::string_view kComfyClipG = "text_encoders.clip_g.transformer.";
 
 bool starts_with(std::string_view s, std::string_view p) {
     return s.substr(0, p.size()) == p;
@@ -287,7 +289,8 @@ ModelRole infer_role(const std::vector<TensorRecord>& records) {
             return ModelRole::Checkpoint;
         }
         unet |= starts_with(n, "input_blocks.") || starts_with(n, "down_blocks.") ||
-                starts_with(n, "time_embed") || starts_with(n, "double_blocks.");
+                starts_with(n, "time_embed") || starts_with(n, "double_blocks.") ||
+                starts_with(n, "joint_blocks.");
         t5 |= starts_with(n, "encoder.block.");
         vae |= starts_with(n, "encoder.conv_in.") || starts_with(n, "decoder.conv_in.");
         text |= starts_with(n, "text_model.") || starts_with(n, "transformer.resblocks.");
@@ -394,6 +397,8 @@ std::vector<TensorRecord> to_canonical_names(std::vector<TensorRecord> records, 
                 part = ModelRole::TextEncoder2;
             else if (consume(s, kComfyClipL))
                 part = ModelRole::TextEncoder;
+            else if (consume(s, kComfyClipG))
+                part = ModelRole::TextEncoder2;
             else if (consume(s, kT5Prefix))
                 part = ModelRole::T5;
             else if (consume(s, "vae."))

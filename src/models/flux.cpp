@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "nn/dit_blocks.h"
 #include "nn/rope.h"
 
 namespace sd {
@@ -58,37 +59,6 @@ FluxConfig read_config(const Weights& w) {
              "multiples of %lld",
              (long long)c.in_channels, (long long)c.out_channels, (long long)(c.patch * c.patch));
     return c;
-}
-
-// The heads of part `i` (0 q, 1 k, 2 v) of a fused projection [1, L, >= 3 hidden]:
-// a [1, L, H, D] view.
-Tensor head_view(const Tensor& qkv, int i, int64_t heads, int64_t head_dim) {
-    const int64_t L = qkv.size(1), row = qkv.stride(1);
-    return qkv.as_strided({1, L, heads, head_dim}, {L * row, row, head_dim, 1},
-                          qkv.offset() + i * heads * head_dim);
-}
-
-// (1 + scale) * LayerNorm(x) + shift with (shift, scale) = chunks i, i + 1 of `mod`: one
-// layer norm with that weight and bias.
-Tensor modulated_norm(const Tensor& x, const Tensor& mod, int64_t i, int64_t hidden) {
-    const Tensor shift = mod.narrow(1, i * hidden, hidden).view({hidden});
-    const Tensor scale = add_scalar(mod.narrow(1, (i + 1) * hidden, hidden), 1.0f).view({hidden});
-    return layer_norm(x, scale, shift, kNormEps);
-}
-
-// x + gate * y with gate = chunk i of `mod`.
-Tensor gated(const Tensor& x, const Tensor& y, const Tensor& mod, int64_t i, int64_t hidden) {
-    return x + y * mod.narrow(1, i * hidden, hidden).view({1, 1, hidden});
-}
-
-// Attention of q, k, v [1, L, H, D] with the RoPE table applied as q and k load -> [1, L, H D].
-Tensor rope_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& rope) {
-    AttentionOptions options;
-    options.rope = rope;
-    const std::vector<int> heads_first = {0, 2, 1, 3};
-    Tensor out = scaled_dot_product_attention(q.permute(heads_first), k.permute(heads_first),
-                                              v.permute(heads_first), {}, options);
-    return permute_copy(out, heads_first).view({1, q.size(1), q.size(2) * q.size(3)});
 }
 
 }  // namespace
@@ -169,7 +139,7 @@ void FluxModel::double_block(const FluxDoubleBlock& b, Tensor& img, Tensor& txt,
     const Tensor q = normed(0, b.txt_attn.query_scale, b.img_attn.query_scale);
     const Tensor k = normed(1, b.txt_attn.key_scale, b.img_attn.key_scale);
     const Tensor v = concat({head_view(txt_qkv, 2, H, D), head_view(img_qkv, 2, H, D)}, 1);
-    const Tensor attn = rope_attention(q, k, v, rope);
+    const Tensor attn = dit_attention(q, k, v, rope);
     const int64_t lt = txt.size(1), li = img.size(1);
     img = gated(img, b.img_attn.proj.forward(attn.narrow(1, lt, li)), im, 2, C);
     img = gated(img,
@@ -188,9 +158,9 @@ Tensor FluxModel::single_block(const FluxSingleBlock& b, const Tensor& x, const 
     const int64_t C = config_.hidden, H = config_.heads, D = config_.head_dim;
     const Tensor mod = b.modulation.forward(vec);                      // [1, 3C]
     const Tensor h = b.linear1.forward(modulated_norm(x, mod, 0, C));  // [1, L, 3C + mlp]
-    const Tensor attn = rope_attention(rms_norm(head_view(h, 0, H, D), b.query_scale, kNormEps),
-                                       rms_norm(head_view(h, 1, H, D), b.key_scale, kNormEps),
-                                       head_view(h, 2, H, D), rope);
+    const Tensor attn = dit_attention(rms_norm(head_view(h, 0, H, D), b.query_scale, kNormEps),
+                                      rms_norm(head_view(h, 1, H, D), b.key_scale, kNormEps),
+                                      head_view(h, 2, H, D), rope);
     const Tensor mlp = gelu(h.narrow(2, 3 * C, config_.mlp_hidden), GeluApprox::Tanh);
     return gated(x, b.linear2.forward(concat({attn, mlp}, 2)), mod, 2, C);
 }

@@ -29,6 +29,8 @@ struct Conditioning {
     // and how their tokens are numbered (set by the loop, pipeline/ref_images.h).
     std::vector<Tensor> ref_latents;
     RefIndexMode ref_index = RefIndexMode::Fixed;
+    // Blocks the model leaves out for this call (skip-layer guidance; set by the loop).
+    std::vector<int> skip_layers;
 };
 
 struct ConditionRequest {
@@ -77,6 +79,8 @@ class DiffusionModel {
     virtual void release_weights() const = 0;
     // Bytes of its weights while resident (for the memory estimate).
     virtual size_t weight_bytes() const { return 0; }
+    // Whether Conditioning::skip_layers is acted on (skip-layer guidance).
+    virtual bool can_skip_layers() const { return false; }
 };
 
 // A network that steers the diffusion model from a hint image (ControlNet). It follows the

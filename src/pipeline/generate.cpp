@@ -265,6 +265,14 @@ Denoised denoise(const ModelComponents& m, const ImageRequest& r, const Conditio
         out_uncond = run(c.uncond);
         out = classifier_free_guidance(out_cond, out_uncond, r.cfg_scale);
     }
+    const int sigma_count = static_cast<int>(c.sigmas.size());
+    if (r.slg.active() && call.step > static_cast<int>(r.slg.start * sigma_count) &&
+        call.step < static_cast<int>(r.slg.end * sigma_count)) {
+        cancellation_point();
+        Conditioning skipped = c.cond;
+        skipped.skip_layers = r.slg.layers;
+        out = skip_layer_guidance(out, out_cond, run(skipped), r.slg.scale);
+    }
     auto to_x0 = [&](const Tensor& o) {
         Tensor d = o * s.c_out + x * s.c_skip;
         if (c.denoise_mask.defined()) {

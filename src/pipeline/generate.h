@@ -51,6 +51,15 @@ struct ImageRequest {
     // bytes are checked first (kMaxPromptBytesPerToken a token) so that a huge prompt is
     // refused without tokenizing it.
     int max_prompt_tokens = 0;
+    // Skip-layer guidance (SD3.5): on steps strictly between start and end (fractions of the
+    // sigma count, as the reference counts them) a third pass of the positive conditioning
+    // without `layers` pushes the prediction away from it: out += (cond - skipped) * scale.
+    // Off when scale is 0 or no layers are given.
+    struct SkipLayerGuidance {
+        std::vector<int> layers;
+        float start = 0.01f, end = 0.2f, scale = 0.0f;
+        bool active() const { return scale != 0.0f && !layers.empty(); }
+    } slg;
 };
 
 constexpr size_t kMaxPromptBytesPerToken = 32;

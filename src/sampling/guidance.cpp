@@ -25,4 +25,10 @@ Tensor image_text_guidance(const Tensor& cond, const Tensor& img_cond, const Ten
     return uncond + (img_cond - uncond) * img_scale + (cond - img_cond) * txt_scale;
 }
 
+Tensor skip_layer_guidance(const Tensor& guided, const Tensor& cond, const Tensor& skipped,
+                           float scale) {
+    check_same(cond, skipped, "conditional and skip-layer outputs");
+    return guided + (cond - skipped) * scale;
+}
+
 }  // namespace sd

@@ -17,4 +17,9 @@ Tensor classifier_free_guidance(const Tensor& cond, const Tensor& uncond, float 
 Tensor image_text_guidance(const Tensor& cond, const Tensor& img_cond, const Tensor& uncond,
                            float txt_scale, float img_scale);
 
+// Skip-layer guidance: guided + (cond - skipped) * scale, where skipped is the conditional
+// prediction of the model run without some of its blocks.
+Tensor skip_layer_guidance(const Tensor& guided, const Tensor& cond, const Tensor& skipped,
+                           float scale);
+
 }  // namespace sd

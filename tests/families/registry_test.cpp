@@ -36,7 +36,7 @@ TEST(FamilyRegistry, DetectsEachLayout) {
     EXPECT_EQ(variant_of(sparse("sdxl", "sdxl_inpaint",
                                 "--shape model.diffusion_model.input_blocks.0.0.weight=320,9,3,3")),
               "SDXL inpaint");
-    EXPECT_EQ(variant_of(sparse("sd3_medium", "sd3"), ModelRole::DiffusionModel), "SD3");
+    EXPECT_EQ(variant_of(sparse("sd3_medium", "sd3"), ModelRole::DiffusionModel), "SD3 medium");
     EXPECT_EQ(variant_of(sparse("flux_dev_d2s2", "flux"), ModelRole::DiffusionModel), "FLUX.1-dev");
     for (const Family* f : families()) EXPECT_NE(f->detect, nullptr) << f->name;
 }
@@ -55,9 +55,13 @@ TEST(FamilyRegistry, UnknownLayoutNamesTheFamiliesTried) {
 
 TEST(FamilyRegistry, FamilyNotBuiltIsNamed) {
     ModelFiles files;
-    files.add(sparse("sd3_medium", "sd3_not_built"), ModelRole::DiffusionModel);
+    // FLUX's blocks with a distilled guidance layer: Chroma.
+    files.add(
+        sparse("flux_dev_d2s2", "chroma_not_built",
+               "--rename guidance_in.in_layer.weight=distilled_guidance_layer.in_proj.weight"),
+        ModelRole::DiffusionModel);
     std::string error = test::error_of([&] { load_model(files, options()); });
-    EXPECT_NE(error.find("SD3 model, which this program cannot run yet"), std::string::npos)
+    EXPECT_NE(error.find("Chroma model, which this program cannot run yet"), std::string::npos)
         << error;
 }
 

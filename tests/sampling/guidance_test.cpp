@@ -34,6 +34,13 @@ TEST(Guidance, ImageAndText) {
     EXPECT_FLOAT_EQ(out[0], 1.0f + (5.0f - 1.0f) * 3.0f);
 }
 
+TEST(Guidance, SkipLayer) {
+    // guided + (cond - skipped) * scale: 4 + (3 - 2.5) * 2.5 = 5.25.
+    EXPECT_FLOAT_EQ(skip_layer_guidance(vec({4}), vec({3}), vec({2.5}), 2.5f).to_vector()[0],
+                    5.25f);
+    EXPECT_THROW(skip_layer_guidance(vec({4}), vec({3}), vec({1, 2}), 2.5f), Error);
+}
+
 TEST(Guidance, ShapesMustAgree) {
     EXPECT_THROW(classifier_free_guidance(vec({1, 2}), vec({1}), 2.0f), Error);
     EXPECT_THROW(image_text_guidance(vec({1}), vec({1, 2}), vec({1}), 2.0f, 1.0f), Error);

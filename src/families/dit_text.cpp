@@ -1,0 +1,61 @@
+#include "families/dit_text.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "pipeline/prompt_weighting.h"
+
+namespace sd {
+
+WeightedIds weighted_ids(const std::string& prompt,
+                         const std::function<std::vector<int32_t>(const std::string&)>& encode) {
+    std::vector<WeightedText> pieces = parse_prompt_attention(prompt);
+    if (pieces.empty()) pieces.push_back({"", 1.0f, false});
+    WeightedIds out;
+    for (const WeightedText& piece : pieces) {
+        const std::vector<int32_t> ids = encode(piece.is_break ? "BREAK" : piece.text);
+        out.ids.insert(out.ids.end(), ids.begin(), ids.end());
+        out.weights.insert(out.weights.end(), ids.size(), piece.is_break ? -1.0f : piece.weight);
+    }
+    return out;
+}
+
+Tensor apply_token_weights(const Tensor& states, const std::vector<float>& weights) {
+    if (std::all_of(weights.begin(), weights.end(), [](float w) { return w == 1.0f; }))
+        return states;
+    const int64_t n = states.size(1), width = states.size(2);
+    std::vector<float> v = states.contiguous().to_vector();
+    double before = 0, after = 0;
+    for (float x : v) before += x;
+    for (int64_t i = 0; i < n; ++i) {
+        for (int64_t j = 0; j < width; ++j) v[i * width + j] *= weights[static_cast<size_t>(i)];
+    }
+    for (float x : v) after += x;
+    const float total = static_cast<float>(v.size());
+    const float mean0 = static_cast<float>(before) / total,
+                mean1 = static_cast<float>(after) / total;
+    if (std::isfinite(mean0) && std::isfinite(mean1) && mean1 != 0.0f) {
+        for (float& x : v) x *= mean0 / mean1;
+    }
+    return Tensor::from_vector(states.shape(), v);
+}
+
+std::string first_with(const ModelFiles& files, const std::string& prefix) {
+    for (const std::string& n : files.names()) {
+        if (n.compare(0, prefix.size(), prefix) == 0) return n;
+    }
+    return "";
+}
+
+T5Tokenizer find_t5_vocabulary(const ModelFiles& files, const LoadOptions& options) {
+    T5TokenizerSearch search;
+    search.tokenizer_dir = options.tokenizer_dir;
+    search.model_path = options.model_path;
+    search.t5_path = files.source_of("text_encoders.t5xxl.transformer.shared.weight");
+    for (const TensorFile& f : files.files()) {
+        if (T5Tokenizer::gguf_has_vocab(f.metadata)) search.model_file = &f;
+    }
+    return find_t5_tokenizer(search);
+}
+
+}  // namespace sd
