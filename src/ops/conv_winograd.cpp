@@ -230,7 +230,7 @@ void run_chunk(const Winograd& g, const float* x, float* out, const float* res, 
 }  // namespace
 
 bool winograd_applies(const Tensor& x, const Tensor& weight, const Conv2dOptions& opt) {
-    const cpu::GemmKernels& ks = cpu::active_gemm_kernels();
+    const cpu::GemmKernels& ks = cpu::active_gemm_kernels(weight.dtype());
     const DType wt = weight.dtype();
     if (!opt.winograd || ks.bf16_pairs || ks.nr > cpu::kWinogradMaxTiles) return false;
     if (wt != DType::F32 && wt != DType::F16 && wt != DType::BF16) return false;
@@ -240,7 +240,7 @@ bool winograd_applies(const Tensor& x, const Tensor& weight, const Conv2dOptions
 
 void conv2d_winograd(const Tensor& x, const Tensor& weight, const float* bias,
                      const Conv2dOptions& opt, float* out, const float* residual) {
-    const cpu::GemmKernels& ks = cpu::active_gemm_kernels();
+    const cpu::GemmKernels& ks = cpu::active_gemm_kernels(weight.dtype());
     const int64_t up = opt.upsample2x ? 2 : 1, c = x.size(1), h = x.size(2), w = x.size(3);
     const int64_t o = weight.size(0);
     const int64_t oh = h * up + 2 * opt.pad_h - 2, ow = w * up + 2 * opt.pad_w - 2;
