@@ -37,14 +37,14 @@ def full_depth(manifest, n_double, n_single):
     return out
 
 
-def quantized(name, shape):
+def quantized(name, shape, keep=KEEP):
     return (len(shape) >= 1 and shape[-1] % 32 == 0 and not name.endswith((".bias", ".scale"))
-            and not any(k in name for k in KEEP))
+            and not any(k in name for k in keep))
 
 
-def nbytes(name, shape):
+def nbytes(name, shape, keep=KEEP):
     n = int(np.prod(shape))
-    return n // 32 * 34 if quantized(name, shape) else n * 2
+    return n // 32 * 34 if quantized(name, shape, keep) else n * 2
 
 
 def q8_0(v):
@@ -63,6 +63,40 @@ def gguf_string(s):
     return struct.pack("<Q", len(b)) + b
 
 
+def write_gguf(out, tensors, arch, seed, part=None, keep=KEEP):
+    """Write TENSORS ([(name, shape)]) with mkckpt's values for SEED: q8_0 where quantized()
+    says so, bf16 otherwise. PART "FIRST:END" fills only those tensors of an existing OUT.part."""
+    head = struct.pack("<IIQQ", 0x46554747, 3, len(tensors), 1)
+    head += gguf_string("general.architecture") + struct.pack("<I", 8) + gguf_string(arch)
+    offset, offsets = 0, []
+    for name, shape in tensors:
+        offsets.append(offset)
+        kind = GGML_Q8_0 if quantized(name, shape, keep) else GGML_BF16
+        head += gguf_string(name) + struct.pack("<I", len(shape))
+        head += b"".join(struct.pack("<Q", d) for d in reversed(shape))
+        head += struct.pack("<IQ", kind, offset)
+        offset += (nbytes(name, shape, keep) + ALIGN - 1) // ALIGN * ALIGN
+    head += b"\0" * ((ALIGN - len(head) % ALIGN) % ALIGN)
+
+    tmp = out + ".part"
+    first, end = (int(x) for x in part.split(":")) if part else (0, len(tensors))
+    with open(tmp, "r+b" if part else "wb") as f:
+        f.write(head)
+        for i, (name, shape) in enumerate(tensors):
+            if i < first or i >= end:
+                continue
+            f.seek(len(head) + offsets[i])
+            v = mkckpt.values(name, shape, seed)
+            data = q8_0(v) if quantized(name, shape, keep) else mkckpt.to_bytes(v, "bf16")
+            f.write(data + b"\0" * ((ALIGN - len(data) % ALIGN) % ALIGN))
+            if i % 50 == 0:
+                print(f"{i}/{len(tensors)} {name}", file=sys.stderr, flush=True)
+    if part:
+        return
+    os.rename(tmp, out)
+    print(f"wrote {out}: {len(tensors)} tensors, {(len(head) + offset) / 2**30:.2f} GiB", file=sys.stderr)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out")
@@ -73,37 +107,7 @@ def main():
                     "(several processes fill one file in parallel; rename it when all are done)")
     a = ap.parse_args()
     manifest = mkckpt.read_manifest(os.path.join(mkckpt.__file__.rsplit("/", 1)[0], "manifests", "flux_dev_d2s2.tsv"))
-    tensors = full_depth(manifest, a.double, a.single)
-
-    head = struct.pack("<IIQQ", 0x46554747, 3, len(tensors), 1)
-    head += gguf_string("general.architecture") + struct.pack("<I", 8) + gguf_string("flux")
-    offset, offsets = 0, []
-    for name, shape in tensors:
-        offsets.append(offset)
-        kind = GGML_Q8_0 if quantized(name, shape) else GGML_BF16
-        head += gguf_string(name) + struct.pack("<I", len(shape))
-        head += b"".join(struct.pack("<Q", d) for d in reversed(shape))
-        head += struct.pack("<IQ", kind, offset)
-        offset += (nbytes(name, shape) + ALIGN - 1) // ALIGN * ALIGN
-    head += b"\0" * ((ALIGN - len(head) % ALIGN) % ALIGN)
-
-    tmp = a.out + ".part"
-    first, end = (int(x) for x in a.part.split(":")) if a.part else (0, len(tensors))
-    with open(tmp, "r+b" if a.part else "wb") as f:
-        f.write(head)
-        for i, (name, shape) in enumerate(tensors):
-            if i < first or i >= end:
-                continue
-            f.seek(len(head) + offsets[i])
-            v = mkckpt.values(name, shape, a.seed)
-            data = q8_0(v) if quantized(name, shape) else mkckpt.to_bytes(v, "bf16")
-            f.write(data + b"\0" * ((ALIGN - len(data) % ALIGN) % ALIGN))
-            if i % 50 == 0:
-                print(f"{i}/{len(tensors)} {name}", file=sys.stderr, flush=True)
-    if a.part:
-        return
-    os.rename(tmp, a.out)
-    print(f"wrote {a.out}: {len(tensors)} tensors, {(len(head) + offset) / 2**30:.2f} GiB", file=sys.stderr)
+    write_gguf(a.out, full_depth(manifest, a.double, a.single), "flux", a.seed, a.part)
 
 
 if __name__ == "__main__":
