@@ -2,7 +2,7 @@
 // family this machine runs: shapes with partial tiles and partial MR panels, runs of tiles
 // crossing tile rows inside a chunk, padding 0 / 1 / 2, upsampled input, bias, residual and
 // LeakyReLU, several images, strided inputs, f32 / f16 / bf16 weights; and the convolutions
-// it does not take (other kernels, stride 2, wide layers, the bf16 compute type) still right.
+// it does not take (other kernels, stride 2, wide layers, bf16 products) still right.
 //
 // Tolerance: that of tests/ops/conv_test.cpp (kAtolPerK * C * 9 absolute plus kRtol
 // relative, values in [-1, 1]); Winograd's extra rounding stays well inside it.
@@ -78,6 +78,9 @@ void check(const Case& t, uint32_t seed, bool taken = true) {
 }
 
 TEST(Conv2dWinograd, MatchesRef) {
+    // The f32 compute type: under auto (the default) a bf16-stored weight takes bf16
+    // products, which the path leaves to the GEMM (Bf16ComputeTypeStepsAside).
+    ScopedComputeType f32(ComputeType::F32);
     const DType F32 = DType::F32, F16 = DType::F16, BF16 = DType::BF16;
     const Case cases[] = {
         // TAESD's layer (64 -> 64, ReLU), one partial tile row and column.
@@ -149,9 +152,17 @@ TEST(Conv2dWinograd, Bf16ComputeTypeStepsAside) {
     opt.winograd = true;
     opt.pad_h = opt.pad_w = 1;
     const Tensor want = ref::conv2d(x, w, Tensor(), opt);
-    ScopedComputeType bf16(ComputeType::BF16);
-    EXPECT_EQ(conv_detail::winograd_applies(x, w, opt), !bf16_compute_supported());
-    test::expect_close(conv2d(x, w, Tensor(), opt), want, 0.05, 0.02, "bf16 compute type");
+    {
+        ScopedComputeType bf16(ComputeType::BF16);
+        EXPECT_EQ(conv_detail::winograd_applies(x, w, opt), !bf16_compute_supported());
+        test::expect_close(conv2d(x, w, Tensor(), opt), want, 0.05, 0.02, "bf16 compute type");
+    }
+    // Auto: a weight stored in bf16 multiplies in bf16 as well, an f32 one takes the path.
+    ScopedComputeType automatic(ComputeType::Auto);
+    const Tensor w16 = convert(w, DType::BF16);
+    test::expect_close(conv2d(x, w16, Tensor(), opt), ref::conv2d(x, w16, Tensor(), opt), 0.05,
+                       0.02, "auto, bf16 weight");
+    EXPECT_TRUE(conv_detail::winograd_applies(x, w, opt));
 }
 
 }  // namespace
