@@ -191,6 +191,7 @@ void attach_ref_latents(const ModelComponents& m, const ImageRequest& r, Rng& rn
 }
 
 Conditions prepare(const ModelComponents& m, const ImageRequest& r) {
+    const double start = now_seconds();
     Conditions c;
     c.control_hint = encode_control_hint(m, r, r.width, r.height);
     ConditionRequest text{r.prompt, r.clip_skip, r.width, r.height, false};
@@ -204,6 +205,7 @@ Conditions prepare(const ModelComponents& m, const ImageRequest& r) {
         c.uncond.guidance = r.guidance;
     }
     if (!m.memory.keep_text_encoder) m.conditioner->release_weights();
+    SD_LOG_INFO("prompt encoded in %.2f s", now_seconds() - start);
     c.sigmas = sigma_schedule(m, r);
     const LatentFormat& f = m.latent;
     const int64_t lh = r.height / f.factor, lw = r.width / f.factor;
@@ -311,6 +313,7 @@ image::Image generate_one(const ModelComponents& m, const ImageRequest& r, const
     cache.set(cache_bytes_for(m, /*decoding=*/false));
     x = sample(r.method, fn, x, c.sigmas, rngs.sampler(), options);
     x = m.denoiser->inverse_noise_scaling(c.sigmas.back(), x);
+    SD_LOG_INFO("sampling done in %.2f s", now_seconds() - start);
     if (r.hires.enabled) {  // no mask here (check_request): the whole latent is repainted
         Conditions hires_c = c;
         hires_c.denoise_mask = Tensor();
@@ -332,9 +335,11 @@ image::Image generate_one(const ModelComponents& m, const ImageRequest& r, const
     if (m.control) m.control->release_weights();
     cache.set(cache_bytes_for(m, /*decoding=*/true));
     CachingAllocator::instance().trim();
+    const double decode_start = now_seconds();
     Tensor image = m.codec->decode(z, decode_tiling(m, r.vae_tiling, z.size(2), z.size(3)));
     if (!m.memory.keep_vae) m.codec->release_weights();
     CachingAllocator::instance().trim();
+    SD_LOG_INFO("latent decoded in %.2f s", now_seconds() - decode_start);
     return decoded_to_image(image);
 }
 
