@@ -16,32 +16,36 @@ namespace {
 using Mode = RefIndexMode;
 using Vlm = RefVlmResize;
 
-// The reference's REF_IMAGE_PRESETS.
+// The reference's REF_IMAGE_PRESETS (fields not named keep RefImageParams' defaults).
 const std::map<std::string, RefImageParams>& presets() {
-    auto make = [](bool vlm, Mode mode, bool t_zero, bool resize, Vlm vlm_resize, int64_t vlm_min,
-                   int64_t vlm_max, bool to_target) {
-        RefImageParams p;
-        p.pass_to_vlm = vlm;
-        p.index_mode = mode;
-        p.force_ref_timestep_zero = t_zero;
-        p.resize_before_vae = resize;
-        p.vlm_resize_mode = vlm_resize;
-        p.vlm_min_size = vlm_min;
-        p.vlm_max_size = vlm_max;
-        p.resize_vae_to_target = to_target;
-        return p;
-    };
     static const std::map<std::string, RefImageParams> table = {
-        {"flux_kontext", make(false, Mode::Fixed, false, true, Vlm::None, -1, -1, false)},
-        {"longcat", make(true, Mode::Fixed, false, true, Vlm::Area, -1, -1, false)},
-        {"flux2", make(false, Mode::Increase, false, true, Vlm::None, -1, -1, false)},
-        {"qwen", make(true, Mode::Increase, false, true, Vlm::Area, -1, -1, false)},
-        {"qwen_layered", make(true, Mode::Decrease, false, true, Vlm::Area, -1, -1, false)},
-        {"mage_flow", make(true, Mode::Increase, false, true, Vlm::LongestSide, -1, 384, true)},
-        {"z_image_omni", make(true, Mode::Fixed, false, true, Vlm::Area, -1, -1, false)},
-        {"krea2_ostris_edit", make(true, Mode::Increase, true, true, Vlm::Area, -1, -1, false)},
-        {"krea2_edit", make(true, Mode::Increase, false, true, Vlm::LongestSide, 768, 768, false)},
-        {"cosmos_reference", make(false, Mode::Increase, false, false, Vlm::None, -1, -1, false)},
+        {"flux_kontext", {.index_mode = Mode::Fixed, .vlm_resize_mode = Vlm::None}},
+        {"longcat", {.pass_to_vlm = true, .index_mode = Mode::Fixed, .vlm_resize_mode = Vlm::Area}},
+        {"flux2", {.index_mode = Mode::Increase, .vlm_resize_mode = Vlm::None}},
+        {"qwen", {.pass_to_vlm = true, .index_mode = Mode::Increase, .vlm_resize_mode = Vlm::Area}},
+        {"qwen_layered",
+         {.pass_to_vlm = true, .index_mode = Mode::Decrease, .vlm_resize_mode = Vlm::Area}},
+        {"mage_flow",
+         {.pass_to_vlm = true,
+          .index_mode = Mode::Increase,
+          .vlm_resize_mode = Vlm::LongestSide,
+          .vlm_max_size = 384,
+          .resize_vae_to_target = true}},
+        {"z_image_omni",
+         {.pass_to_vlm = true, .index_mode = Mode::Fixed, .vlm_resize_mode = Vlm::Area}},
+        {"krea2_ostris_edit",
+         {.pass_to_vlm = true,
+          .index_mode = Mode::Increase,
+          .force_ref_timestep_zero = true,
+          .vlm_resize_mode = Vlm::Area}},
+        {"krea2_edit",
+         {.pass_to_vlm = true,
+          .index_mode = Mode::Increase,
+          .vlm_resize_mode = Vlm::LongestSide,
+          .vlm_min_size = 768,
+          .vlm_max_size = 768}},
+        {"cosmos_reference",
+         {.index_mode = Mode::Increase, .resize_before_vae = false, .vlm_resize_mode = Vlm::None}},
     };
     return table;
 }

@@ -40,6 +40,46 @@ TEST(RefImageArgs, FamilyPresetThenOverridesLeftToRight) {
     EXPECT_FALSE(parse_ref_image_args("resize_before_vae=0", "flux_kontext").resize_before_vae);
 }
 
+// Every preset against the reference's REF_IMAGE_PRESETS table, field by field.
+TEST(RefImageArgs, PresetsMatchTheReferenceTable) {
+    using M = RefIndexMode;
+    using V = RefVlmResize;
+    struct Row {
+        const char* name;
+        bool vlm;
+        M mode;
+        bool t_zero, resize;
+        V vlm_resize;
+        int64_t vlm_min, vlm_max;
+        bool to_target;
+    };
+    const Row rows[] = {
+        {"flux_kontext", false, M::Fixed, false, true, V::None, -1, -1, false},
+        {"longcat", true, M::Fixed, false, true, V::Area, -1, -1, false},
+        {"flux2", false, M::Increase, false, true, V::None, -1, -1, false},
+        {"qwen", true, M::Increase, false, true, V::Area, -1, -1, false},
+        {"qwen_layered", true, M::Decrease, false, true, V::Area, -1, -1, false},
+        {"mage_flow", true, M::Increase, false, true, V::LongestSide, -1, 384, true},
+        {"z_image_omni", true, M::Fixed, false, true, V::Area, -1, -1, false},
+        {"krea2_ostris_edit", true, M::Increase, true, true, V::Area, -1, -1, false},
+        {"krea2_edit", true, M::Increase, false, true, V::LongestSide, 768, 768, false},
+        {"cosmos_reference", false, M::Increase, false, false, V::None, -1, -1, false},
+    };
+    for (const Row& r : rows) {
+        const RefImageParams p = ref_image_preset(r.name);
+        EXPECT_EQ(p.pass_to_vlm, r.vlm) << r.name;
+        EXPECT_TRUE(p.pass_to_dit) << r.name;
+        EXPECT_EQ(p.index_mode, r.mode) << r.name;
+        EXPECT_EQ(p.force_ref_timestep_zero, r.t_zero) << r.name;
+        EXPECT_EQ(p.resize_before_vae, r.resize) << r.name;
+        EXPECT_EQ(p.vae_input_max_pixels, -1) << r.name;
+        EXPECT_EQ(p.vlm_resize_mode, r.vlm_resize) << r.name;
+        EXPECT_EQ(p.vlm_min_size, r.vlm_min) << r.name;
+        EXPECT_EQ(p.vlm_max_size, r.vlm_max) << r.name;
+        EXPECT_EQ(p.resize_vae_to_target, r.to_target) << r.name;
+    }
+}
+
 TEST(RefImageArgs, BadOptionsAreNamed) {
     const std::pair<const char*, const char*> cases[] = {
         {"colour=red", "unknown key 'colour'"},
