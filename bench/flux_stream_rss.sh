@@ -11,31 +11,22 @@
 # Not part of the test suite. Measured 2026-12-02 (-t 2, the 2-core machine shared by seven
 # jobs, load ~11): peak RSS 0.67 GiB (704,796 kB), 464 s for the step, 8:58 in all.
 # make_flux_full_q8.py --part FIRST:END lets several processes fill the file in parallel.
-set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-$root/build}
-big=${2:-/work/big}
-fx=$build/fixture-cache/flux
+source "$(dirname "$0")/bench_setup.sh"
 dit=$big/flux1_dev_full_q8_0.gguf
-fixtures=${SD_FIXTURES:-$root/../shared/fixtures}
-[ -d "$fixtures" ] || fixtures=/work/shared/fixtures
 
 if [ ! -f "$dit" ]; then
     mkdir -p "$big"
     /usr/bin/python3 "$root/bench/make_flux_full_q8.py" "$dit"
 fi
-for f in flux_ae_f32_seed11 clip_l_f16_seed12 t5xxl_l2_f16_seed13; do
-    [ -f "$fx/$f.safetensors" ] || { echo "missing $fx/$f.safetensors: run the FLUX tests once" >&2; exit 1; }
-done
+require_fixtures "the FLUX tests" flux/flux_ae_f32_seed11 flux/clip_l_f16_seed12 flux/t5xxl_l2_f16_seed13
 
 log=$(mktemp)
 /usr/bin/time -v "$build/tools/cli/sd-cli" --diffusion-model "$dit" \
-    --t5xxl "$fx/t5xxl_l2_f16_seed13.safetensors" --clip_l "$fx/clip_l_f16_seed12.safetensors" \
-    --vae "$fx/flux_ae_f32_seed11.safetensors" --tokenizer-dir "$fixtures/tokenizers" \
+    --t5xxl "$fx/flux/t5xxl_l2_f16_seed13.safetensors" --clip_l "$fx/flux/clip_l_f16_seed12.safetensors" \
+    --vae "$fx/flux/flux_ae_f32_seed11.safetensors" --tokenizer-dir "$fixtures/tokenizers" \
     -p "a lovely cat holding a sign" --cfg-scale 1 --guidance 3.5 --sampling-method euler \
     --steps 1 -W 512 -H 512 -s 42 --rng cuda -t 2 --params-backend disk \
     -o "$big/flux_stream.png" >"$log" 2>&1 || { cat "$log"; exit 1; }
 grep -E "FLUX|step 1/1|Elapsed|Maximum resident" "$log"
-rss_kb=$(awk '/Maximum resident/ {print $6}' "$log")
-echo "peak RSS: $(awk "BEGIN {printf \"%.2f\", $rss_kb / 1048576}") GiB"
+peak_rss "$log"
 rm -f "$log"

@@ -15,23 +15,16 @@
 # peaks at 0.7 GiB), 292.7 s for the step, 415 s for the image (text encoders, the step, the
 # decode in tiles of 80 latents), 7:01 in all (about 6 s of loading before the image).
 # The file took 5 minutes to write on one core (8.18 GiB).
-set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-$root/build}
-big=${2:-/work/big}
+source "$(dirname "$0")/bench_setup.sh"
 threads=${THREADS:-1}
-fx=$build/fixture-cache
 dit=$big/sd35_large_q8_0.gguf
-fixtures=${SD_FIXTURES:-$root/../shared/fixtures}
-[ -d "$fixtures" ] || fixtures=/work/shared/fixtures
 
 if [ ! -f "$dit" ]; then
     mkdir -p "$big"
     /usr/bin/python3 "$root/bench/make_sd35_large_q8.py" "$dit"
 fi
-for f in flux/flux_ae_f32_seed11 flux/clip_l_f16_seed12 flux/t5xxl_l2_f16_seed13 sd3/clip_g_f16_seed21; do
-    [ -f "$fx/$f.safetensors" ] || { echo "missing $fx/$f.safetensors: run the SD3 reference cases once" >&2; exit 1; }
-done
+require_fixtures "the SD3 reference cases" flux/flux_ae_f32_seed11 flux/clip_l_f16_seed12 \
+    flux/t5xxl_l2_f16_seed13 sd3/clip_g_f16_seed21
 
 log=$(mktemp)
 /usr/bin/time -v "$build/tools/cli/sd-cli" --diffusion-model "$dit" \
@@ -41,7 +34,6 @@ log=$(mktemp)
     --steps 1 -W 1024 -H 1024 -s 42 --rng cuda -t "$threads" --params-backend disk -v \
     -o "$big/sd35_stream.png" >"$log" 2>&1 || { cat "$log"; exit 1; }
 grep -E "MMDiT|step 1/1|sampl|decod|Elapsed|Maximum resident" "$log"
-rss_kb=$(awk '/Maximum resident/ {print $6}' "$log")
-echo "peak RSS: $(awk "BEGIN {printf \"%.2f\", $rss_kb / 1048576}") GiB"
+peak_rss "$log"
 cp "$log" "$big/sd35_stream.log"
 rm -f "$log"
