@@ -12,7 +12,7 @@
 // growing as the square root of the channels. Measured in f32, C = O, inputs in [-1, 1],
 // weights scaled for outputs of standard deviation ~1 (max |y| 2.2 .. 2.9), max error
 // against double summation (direct summation's in brackets):
-//     64: 1.1e-5 (1.7e-6)   128: 1.4e-5 (2.1e-6)   256: 2.4e-5 (1.7e-6)   512: 4.1e-5 (1.9e-6)
+//     64: 1.0e-5 (1.7e-6)   128: 2.0e-5 (2.1e-6)   256: 2.4e-5 (1.7e-6)   512: 4.3e-5 (1.9e-6)
 //
 // Blocking. Tiles are numbered row-major over the output (a run of them may cross tile
 // rows); a chunk is NT tiles (the GEMM kernel's NR, 64 on AVX-512):
@@ -31,13 +31,14 @@
 // V[xi] (C x NT: 128 KiB at 512) from L2 across the block's panels, M (36 x 96 x NT) in
 // L2 / L3 until its output transform. The input channels are not split into blocks: a block of C
 // would have M accumulated in memory across them, more traffic than reading V again.
-// Work items are a chunk and a share of the panels: with few chunks (a 32 x 32 latent at
-// 512 channels is one chunk) the threads split the panels, each transforming the chunk's
-// input itself (O(C) per tile, against the products' O(C * O)).
+// With a few chunks a thread (a 32 x 32 latent at 512 channels is one chunk) the chunks run
+// one at a time, the threads splitting its input transform over the input channels and its
+// products over the panels (a shared V); else each thread takes whole chunks.
 //
 // The transformed weight U (36 x O x C, four times the weight) is made on each call, not
-// kept: the VAE's 3x3 weights would take ~600 MB as U. At 512 x 512 channels it takes 4 ms
-// (2 threads), ~25% of the conv at 32 x 32, ~10% at 64 x 64, under 3% from 128 x 128 on.
+// kept: the VAE's 3x3 weights would take ~600 MB as U. At 512 x 512 channels it takes
+// ~4.5 ms (2 threads; bound by writing its 38 MB): about half the conv at 32 x 32 (which is
+// still 2.7x faster than direct summation), 15% at 64 x 64, under 4% from 128 x 128 on.
 // The transforms (cpu/winograd_kernels.h) are vectorised across the chunk's tiles.
 #include "ops/conv_winograd.h"
 
@@ -79,54 +80,12 @@ constexpr int64_t kNarrow = 64;
 // channels (4 was 10% slower).
 constexpr int64_t kBlockPanels = 16;
 
-// G (6 x 3): U = G g G^T.
-constexpr float kG[6][3] = {{1.0f / 4, 0, 0},
-                            {-1.0f / 6, -1.0f / 6, -1.0f / 6},
-                            {-1.0f / 6, 1.0f / 6, -1.0f / 6},
-                            {1.0f / 24, 1.0f / 12, 1.0f / 6},
-                            {1.0f / 24, -1.0f / 12, 1.0f / 6},
-                            {0, 0, 1}};
-
-constexpr int kMaxMr = 8;       // rows of the A panels (MR: 6 on AVX2 and AVX-512)
-constexpr int kUChannels = 32;  // input channels transformed at a time (vectorised over them)
-
-// Panel p (MR output channels) of the transformed weight: a[((xi * panels + p) * C + c) *
-// MR + i] (rows past O zero). rows: the panel's weight rows as pack_rows lays them,
-// rows[(c * 9 + tap) * MR + i]. In f32 (the rounding of G's thirds and sixths is ~1e-7 of
-// the weight, far below Winograd's own), vectorised across input channels.
-void transform_panel(const float* rows, int64_t c, int64_t mr, int64_t panels, int64_t p,
-                     float* a) {
-    for (int64_t c0 = 0; c0 < c; c0 += kUChannels) {
-        const int n = static_cast<int>(std::min<int64_t>(kUChannels, c - c0));
-        alignas(64) float u[kTaps][kMaxMr][kUChannels];
-        for (int i = 0; i < mr; ++i) {
-            alignas(64) float k[9][kUChannels];
-            for (int j = 0; j < n; ++j)
-                for (int tap = 0; tap < 9; ++tap) k[tap][j] = rows[((c0 + j) * 9 + tap) * mr + i];
-            alignas(64) float gk[6][3][kUChannels];  // G g
-            for (int y = 0; y < 6; ++y)
-                for (int b = 0; b < 3; ++b)
-                    for (int j = 0; j < n; ++j)
-                        gk[y][b][j] =
-                            kG[y][0] * k[b][j] + kG[y][1] * k[3 + b][j] + kG[y][2] * k[6 + b][j];
-            for (int y = 0; y < 6; ++y)
-                for (int l = 0; l < 6; ++l)
-                    for (int j = 0; j < n; ++j)
-                        u[y * 6 + l][i][j] = gk[y][0][j] * kG[l][0] + gk[y][1][j] * kG[l][1] +
-                                             gk[y][2][j] * kG[l][2];
-        }
-        for (int xi = 0; xi < kTaps; ++xi) {
-            float* d = a + ((xi * panels + p) * c + c0) * mr;
-            for (int j = 0; j < n; ++j)
-                for (int i = 0; i < mr; ++i) d[j * mr + i] = u[xi][i][j];
-        }
-    }
-}
-
-// The transformed weight as the GEMM's A panels (transform_panel), written in place of what
-// `a` held (a buffer kept from call to call: a fresh one per call cost more in page faults
-// than the transform itself).
-void transform_weight(const cpu::GemmKernels& ks, const Tensor& weight, float* a) {
+// The transformed weight as the GEMM's A panels, a[((xi * panels + p) * C + c) * MR + i]
+// (rows past O zero), written in place of what `a` held (a buffer kept from call to call: a
+// fresh one per call cost more in page faults than the transform itself). In f32: the
+// rounding of G's sixths is ~1e-7 of the weight, far below Winograd's own.
+void transform_weight(const cpu::GemmKernels& ks, const cpu::WinogradKernels& wk,
+                      const Tensor& weight, float* a) {
     const int64_t o = weight.size(0), c = weight.size(1), mr = ks.mr;
     const int64_t panels = (o + mr - 1) / mr, k = c * 9;
     const auto* base = static_cast<const char*>(weight.data_ptr());
@@ -138,7 +97,7 @@ void transform_weight(const cpu::GemmKernels& ks, const Tensor& weight, float* a
             const int valid = static_cast<int>(std::min(mr, o - p * mr));
             ks.pack_rows(weight.dtype(), base + p * mr * k * esize, k, valid, k, rows.data(),
                          static_cast<int>(mr));
-            transform_panel(rows.data(), c, mr, panels, p, a);
+            wk.weight(rows.data(), c, static_cast<int>(mr), a + p * c * mr, panels * c * mr);
         }
     });
 }
@@ -219,30 +178,38 @@ void for_each_run(const Winograd& g, int64_t t0, int64_t t1, F&& f) {
     }
 }
 
-// Tiles [t0, t1) of image x (a chunk, t1 - t0 <= nt) into output channel panels [p0, p1) of
-// out (res: the residual laid out as out, or null); buf: the thread's V, M and strip, V
-// transformed first when `input` (else it holds this chunk's already). `prefetch`: the next
-// chunk is this thread's next work (its input is prefetched during the products).
-void run_chunk(const Winograd& g, const float* x, float* out, const float* res, int64_t t0,
-               int64_t t1, int64_t p0, int64_t p1, bool input, bool prefetch, float* buf) {
-    // The 36 planes of V and of M lie a cache line more than a multiple of 4 KiB apart, so
-    // that the transforms' 36 streams do not fall into the same few L1 sets.
-    const int64_t mr = g.ks.mr, vs = g.c * g.nt + 16, ms = g.block * mr * g.nt + 16;
-    const int64_t strip = 4 * g.nt + 16;
-    float* v = buf;
-    float* m = v + kTaps * vs;
-    float* rows = m + kTaps * ms;
+// The V planes' stride: the 36 planes of V and of M lie a cache line more than a multiple
+// of 4 KiB apart, so that the transforms' 36 streams do not fall into the same few L1 sets.
+int64_t v_stride(const Winograd& g) {
+    return g.c * g.nt + 16;
+}
+int64_t m_stride(const Winograd& g) {
+    return g.block * g.ks.mr * g.nt + 16;
+}
+constexpr int64_t kStrip = 4 * cpu::kWinogradMaxTiles + 16;  // a row of the input strip
+
+// V[xi][ch][t] of input channels [c0, c1) for tiles [t0, t1) of image x (a chunk, t1 - t0
+// <= nt); rows: 6 * kStrip floats of scratch.
+void transform_input(const Winograd& g, const float* x, int64_t t0, int64_t t1, int64_t c0,
+                     int64_t c1, float* v, float* rows) {
     const float* seg[6];
-    for (int r = 0; r < 6; ++r) seg[r] = rows + r * strip;
-    if (input) {
-        for_each_run(g, t0, t1, [&](int64_t ty, int64_t tx, int n, int64_t i) {
-            for (int64_t ch = 0; ch < g.c; ++ch) {
-                for (int r = 0; r < 6; ++r)
-                    input_row(g, x, ch, 4 * ty + r, 4 * tx, 4 * n + 4, rows + r * strip);
-                g.wk.input(seg, n, v + ch * g.nt + i, vs);
-            }
-        });
-    }
+    for (int r = 0; r < 6; ++r) seg[r] = rows + r * kStrip;
+    for_each_run(g, t0, t1, [&](int64_t ty, int64_t tx, int n, int64_t i) {
+        for (int64_t ch = c0; ch < c1; ++ch) {
+            for (int r = 0; r < 6; ++r)
+                input_row(g, x, ch, 4 * ty + r, 4 * tx, 4 * n + 4, rows + r * kStrip);
+            g.wk.input(seg, n, v + ch * g.nt + i, v_stride(g));
+        }
+    });
+}
+
+// The products of tiles [t0, t1) of image x (V transformed in v) for output channel panels
+// [p0, p1), and their output transform into out (res: the residual laid out as out, or
+// null); m: the thread's M. `prefetch`: the next chunk is this thread's next work (its input
+// is prefetched during the products).
+void run_chunk(const Winograd& g, const float* x, float* out, const float* res, int64_t t0,
+               int64_t t1, int64_t p0, int64_t p1, const float* v, bool prefetch, float* m) {
+    const int64_t mr = g.ks.mr, vs = v_stride(g), ms = m_stride(g);
     cpu::GemmTile t;
     t.kc = g.c;
     t.a_row = 1;
@@ -285,7 +252,9 @@ void run_chunk(const Winograd& g, const float* x, float* out, const float* res, 
 bool winograd_applies(const Tensor& x, const Tensor& weight, const Conv2dOptions& opt) {
     const cpu::GemmKernels& ks = cpu::active_gemm_kernels(weight.dtype());
     const DType wt = weight.dtype();
-    if (!opt.winograd || ks.bf16_pairs || ks.nr > cpu::kWinogradMaxTiles) return false;
+    if (!opt.winograd || ks.bf16_pairs || ks.nr > cpu::kWinogradMaxTiles ||
+        ks.mr > cpu::kWinogradMaxMr)
+        return false;
     if (wt != DType::F32 && wt != DType::F16 && wt != DType::BF16) return false;
     return opt.stride_h == 1 && opt.stride_w == 1 && weight.size(2) == 3 && weight.size(3) == 3;
 }
@@ -301,42 +270,52 @@ void conv2d_winograd(const Tensor& x, const Tensor& weight, const float* bias,
     const int64_t block = c <= kNarrow ? 1 : std::min(panels, kBlockPanels);
     thread_local std::vector<float> u;  // the calling thread's, apart from thread_scratch
     u.resize(std::max(u.size(), static_cast<size_t>(kTaps * panels * ks.mr * c)));
-    transform_weight(ks, weight, u.data());
-    const Winograd g{ks,        cpu::winograd_kernels(ks.isa),
-                     c,         h,
-                     w,         o,
-                     oh,        ow,
-                     opt.pad_h, opt.pad_w,
-                     up == 2,   tiles_w,
-                     tiles,     nt,
-                     panels,    block,
-                     u.data(),  bias,
-                     opt};
-    const size_t buf =
-        static_cast<size_t>(kTaps * (c * nt + 16 + block * ks.mr * nt + 16) + 6 * (4 * nt + 16));
-    // Work items: a chunk of tiles and a share of the output channels. With few chunks
-    // (a small image, wide layers) each chunk is split over the panels so that every thread
-    // has work; a thread transforms a chunk's input again only where its items change chunk.
+    const cpu::WinogradKernels& wk = cpu::winograd_kernels(ks.isa);
+    transform_weight(ks, wk, weight, u.data());
+    const Winograd g{ks,     wk,        c,         h,       w,       o,     oh,
+                     ow,     opt.pad_h, opt.pad_w, up == 2, tiles_w, tiles, nt,
+                     panels, block,     u.data(),  bias,    opt};
+    const int64_t vsize = kTaps * v_stride(g), msize = kTaps * m_stride(g);
     const int64_t chunks = (tiles + nt - 1) / nt, threads = num_threads();
-    const int64_t splits =
-        batch * chunks >= 2 * threads
-            ? 1
-            : std::min(panels, (2 * threads + batch * chunks - 1) / (batch * chunks));
-    const int64_t items = batch * chunks * splits;
     const float* xs = x.data<float>();
-    parallel_for(items, 1, [&](int64_t i0, int64_t i1) {
-        float* p = thread_scratch(buf);
-        int64_t have = -1;  // the image and chunk whose V the buffer holds
-        for (int64_t it = i0; it < i1; ++it) {
-            const int64_t key = it / splits, s = it % splits, b = key / chunks, ch = key % chunks;
+    if (batch * chunks >= 2 * threads) {  // a chunk a thread at a time
+        const auto buf = static_cast<size_t>(vsize + msize + 6 * kStrip);
+        parallel_for(batch * chunks, 1, [&](int64_t i0, int64_t i1) {
+            float* v = thread_scratch(buf);
+            for (int64_t it = i0; it < i1; ++it) {
+                const int64_t b = it / chunks, ch = it % chunks;
+                const int64_t t0 = ch * nt, t1 = std::min(tiles, t0 + nt);
+                const float* xb = xs + b * c * h * w;
+                transform_input(g, xb, t0, t1, 0, c, v, v + vsize + msize);
+                run_chunk(g, xb, out + b * o * oh * ow,
+                          residual ? residual + b * o * oh * ow : nullptr, t0, t1, 0, panels, v,
+                          ch + 1 < chunks, v + vsize);
+            }
+        });
+        return;
+    }
+    // Few chunks (a small image, wide layers: a 32 x 32 latent is one chunk): one at a time,
+    // the threads sharing its V, split over the input channels for the input transform and
+    // over the output channels for the products.
+    thread_local std::vector<float> shared_v;  // V's panels want 64-byte alignment
+    shared_v.resize(std::max(shared_v.size(), static_cast<size_t>(vsize + 16)));
+    const auto at = reinterpret_cast<uintptr_t>(shared_v.data());
+    float* v = shared_v.data() + (64 - at % 64) % 64 / sizeof(float);
+    for (int64_t b = 0; b < batch; ++b) {
+        const float* xb = xs + b * c * h * w;
+        for (int64_t ch = 0; ch < chunks; ++ch) {
             const int64_t t0 = ch * nt, t1 = std::min(tiles, t0 + nt);
-            const bool next_is_mine = splits == 1 && ch + 1 < chunks;
-            run_chunk(g, xs + b * c * h * w, out + b * o * oh * ow,
-                      residual ? residual + b * o * oh * ow : nullptr, t0, t1, panels * s / splits,
-                      panels * (s + 1) / splits, key != have, next_is_mine, p);
-            have = key;
+            parallel_for(c, 8, [&](int64_t c0, int64_t c1) {
+                transform_input(g, xb, t0, t1, c0, c1, v,
+                                thread_scratch(static_cast<size_t>(6 * kStrip)));
+            });
+            parallel_for(panels, 1, [&](int64_t p0, int64_t p1) {
+                run_chunk(g, xb, out + b * o * oh * ow,
+                          residual ? residual + b * o * oh * ow : nullptr, t0, t1, p0, p1, v, false,
+                          thread_scratch(static_cast<size_t>(msize)));
+            });
         }
-    });
+    }
 }
 
 }  // namespace conv_detail

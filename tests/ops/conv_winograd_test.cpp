@@ -121,8 +121,8 @@ TEST(Conv2dWinograd, MatchesRef) {
 }
 
 // Past 64 channels (the AutoencoderKL's layers): channel counts that are no multiple of MR
-// or of a vector, several blocks of panels, few tiles with many channels (one chunk split
-// over the panels between the threads), several chunks, images and the extras.
+// or of a vector, several blocks of panels, few tiles with many channels (the threads share
+// a chunk's V), many chunks (a chunk a thread), images and the extras.
 TEST(Conv2dWinograd, WideMatchesRef) {
     ScopedComputeType f32(ComputeType::F32);
     const DType F32 = DType::F32, F16 = DType::F16, BF16 = DType::BF16;
@@ -137,6 +137,8 @@ TEST(Conv2dWinograd, WideMatchesRef) {
         {1, 260, 20, 8, 8, 1, false, false, false, false, false, F32},
         // Just past the narrow path, 120 tiles (several chunks on every family).
         {1, 65, 130, 40, 48, 1, false, true, false, false, false, F32},
+        // 272 tiles: a chunk per thread at a time on every family, 2 blocks of panels.
+        {1, 66, 100, 64, 68, 1, false, true, true, false, false, F32},
         // 512 channels each way (the VAE's widest), one tile.
         {1, 512, 512, 4, 4, 1, false, true, true, false, false, F16},
     };
