@@ -17,10 +17,11 @@ struct Conv2dOptions {
     // negative_slope (ESRGAN's convolutions are each followed by one).
     bool leaky_relu = false;
     float negative_slope = 0.01f;
-    // Winograd F(4x4, 3x3) where it applies (3x3, stride 1, <= 64 channels each way, f32
-    // compute type): a quarter of the multiplies (2.3-2.5x faster at 64 channels), rounding
-    // errors about twenty times direct summation's (~1e-5 of the output's scale against
-    // ~5e-7). Off by default; TAESD asks for it.
+    // Winograd F(4x4, 3x3) where it applies (3x3, stride 1, f32 compute type): a quarter of
+    // the multiplies (2.3-2.5x faster at 64 channels, 2.5-3.5x at 128 .. 512), rounding
+    // errors seven to twenty times direct summation's (1e-5 .. 4e-5 of the output's scale
+    // at 64 .. 512 channels, against ~2e-6). Off by default; TAESD and the AutoencoderKL's
+    // wide convs ask for it.
     bool winograd = false;
 };
 

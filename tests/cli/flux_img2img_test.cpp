@@ -69,7 +69,9 @@ double mean_diff(const sd::image::Image& a, const sd::image::Image& b, uint32_t 
     return sum / static_cast<double>(n);
 }
 
-// A black mask keeps the init latent everywhere: two seeds give the same image. A mask
+// A black mask keeps the init latent everywhere: two seeds give the same image, but for
+// rounding (the last Euler step gives x - (x - x0), exact only up to an ulp of the seed's
+// noisy x, and the decoder may move a value across an 8-bit level). A mask
 // white on the left half repaints that half; the right half keeps its latent, so the two
 // seeds differ there far less (only through the decoder's reach across the border).
 TEST(CliFluxImg2Img, MaskKeepsTheInitLatentOutsideIt) {
@@ -85,7 +87,10 @@ TEST(CliFluxImg2Img, MaskKeepsTheInitLatentOutsideIt) {
     const sd::image::Image k1 = sd::image::read_image(sd::test::temp_path("flux_keep_1.png"), 3);
     EXPECT_EQ(k0.width, kSide);
     EXPECT_EQ(k0.height, kSide);
-    EXPECT_EQ(k0.pixels, k1.pixels);
+    ASSERT_EQ(k0.pixels.size(), k1.pixels.size());
+    EXPECT_LT(mean_diff(k0, k1, 0, kSide), 0.01);  // a few values one level apart at most
+    for (size_t i = 0; i < k0.pixels.size(); ++i)
+        ASSERT_LE(std::abs(int(k0.pixels[i]) - int(k1.pixels[i])), 1) << "value " << i;
 
     const std::string half = sd::test::temp_path("flux_half.png");
     const RunResult h = run_flux(half, {"--mask", left, "--steps", "1", "-b", "2"});

@@ -1,8 +1,10 @@
 // conv2d's Winograd path (Conv2dOptions::winograd) against ref::conv2d on every kernel
 // family this machine runs: shapes with partial tiles and partial MR panels, runs of tiles
 // crossing tile rows inside a chunk, padding 0 / 1 / 2, upsampled input, bias, residual and
-// LeakyReLU, several images, strided inputs, f32 / f16 / bf16 weights; and the convolutions
-// it does not take (other kernels, stride 2, wide layers, bf16 products) still right.
+// LeakyReLU, several images, strided inputs, f32 / f16 / bf16 weights; wide layers (the
+// AutoencoderKL's, up to 512 channels: several blocks of panels, chunks split over the
+// panels when tiles are few); and the convolutions it does not take (other kernels, stride
+// 2, bf16 products) still right.
 //
 // Tolerance: that of tests/ops/conv_test.cpp (kAtolPerK * C * 9 absolute plus kRtol
 // relative, values in [-1, 1]); Winograd's extra rounding stays well inside it.
@@ -77,6 +79,15 @@ void check(const Case& t, uint32_t seed, bool taken = true) {
     }
 }
 
+// check() on each case, seeds from `seed` on.
+template <size_t N>
+void check_all(const Case (&cases)[N], uint32_t seed) {
+    for (const Case& t : cases) {
+        check(t, seed);
+        seed += 5;
+    }
+}
+
 TEST(Conv2dWinograd, MatchesRef) {
     // The f32 compute type: under auto (the default) a bf16-stored weight takes bf16
     // products, which the path leaves to the GEMM (Bf16ComputeTypeStepsAside).
@@ -106,11 +117,32 @@ TEST(Conv2dWinograd, MatchesRef) {
         // Output 1 x 1 (the smallest).
         {1, 4, 6, 3, 3, 0, false, false, false, false, false, F32},
     };
-    uint32_t seed = 201;
-    for (const Case& t : cases) {
-        check(t, seed);
-        seed += 5;
-    }
+    check_all(cases, 201);
+}
+
+// Past 64 channels (the AutoencoderKL's layers): channel counts that are no multiple of MR
+// or of a vector, several blocks of panels, few tiles with many channels (the threads share
+// a chunk's V), many chunks (a chunk a thread), images and the extras.
+TEST(Conv2dWinograd, WideMatchesRef) {
+    ScopedComputeType f32(ComputeType::F32);
+    const DType F32 = DType::F32, F16 = DType::F16, BF16 = DType::BF16;
+    const Case cases[] = {
+        // 9 tiles, 17 panels of 6 (3 blocks), 130 input channels.
+        {1, 130, 100, 9, 11, 1, false, true, false, false, false, F32},
+        // Two images of few tiles each, residual, strided input, f16 weights.
+        {2, 96, 70, 12, 12, 1, false, true, true, false, true, F16},
+        // An upsampling conv with residual and LeakyReLU, bf16 weights, 90 tiles.
+        {1, 72, 66, 10, 36, 1, true, true, true, true, false, BF16},
+        // Many input channels, fewer outputs than a block, no bias.
+        {1, 260, 20, 8, 8, 1, false, false, false, false, false, F32},
+        // Just past the narrow path, 120 tiles (several chunks on every family).
+        {1, 65, 130, 40, 48, 1, false, true, false, false, false, F32},
+        // 272 tiles: a chunk per thread at a time on every family, 2 blocks of panels.
+        {1, 66, 100, 64, 68, 1, false, true, true, false, false, F32},
+        // 512 channels each way (the VAE's widest), one tile.
+        {1, 512, 512, 4, 4, 1, false, true, true, false, false, F16},
+    };
+    check_all(cases, 401);
 }
 
 // With winograd set, what the path does not take goes to the other paths, right.
@@ -134,9 +166,9 @@ TEST(Conv2dWinograd, OtherConvolutionsFallBack) {
                            kAtolPerK * static_cast<double>(k.w.numel() / 6), kRtol,
                            "fallback " + k.w.to_string());
     }
-    // More than 64 output channels, and winograd not asked for.
+    // Any width is taken; nothing is without winograd asked for.
     Tensor wide = make_weight({80, 8, 3, 3}, DType::F32, 304);
-    EXPECT_FALSE(conv_detail::winograd_applies(x, wide, opt));
+    EXPECT_TRUE(conv_detail::winograd_applies(x, wide, opt));
     Tensor w = make_weight({6, 8, 3, 3}, DType::F32, 305);
     EXPECT_TRUE(conv_detail::winograd_applies(x, w, opt));
     EXPECT_FALSE(conv_detail::winograd_applies(x, w, Conv2dOptions{}));

@@ -10,7 +10,8 @@
 //   B^T = [4 0 -5 0 1 0; 0 -4 -4 1 1 0; 0 4 -4 -1 1 0; 0 -2 -1 2 1 0; 0 2 -1 -2 1 0;
 //          0 4 0 -5 0 1]
 //   A^T = [1 1 1 1 1 0; 0 1 -1 2 -2 0; 0 1 1 4 4 0; 0 1 -1 8 -8 1]
-// (G, applied to the weight, is in conv_winograd.cpp.)
+//   G = [1/4 0 0; -1/6 -1/6 -1/6; -1/6 1/6 -1/6; 1/24 1/12 1/6; 1/24 -1/12 1/6; 0 0 1]
+// and the weight's transform U = G g G^T, made on each call, is vectorised across channels.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,8 @@ namespace sd::cpu {
 
 // Tiles one transform call takes at most (the GEMM's NR: 64 on AVX-512).
 constexpr int kWinogradMaxTiles = 64;
+// Rows of the A panels the weight transform takes at most (the GEMM's MR: 6 on x86).
+constexpr int kWinogradMaxMr = 8;
 
 struct WinogradKernels {
     // seg[r] (r < 6) holds 4n + 4 values of input row r from the first tile's left column on
@@ -33,6 +36,10 @@ struct WinogradKernels {
     // below 0 times slope when leaky.
     void (*output)(const float* m, int64_t ms, int n, int rows, int cols, float bias,
                    const float* res, float* out, int64_t ld, bool leaky, float slope);
+    // rows[(k * 9 + tap) * mr + i]: the 3 x 3 kernels of mr <= kWinogradMaxMr output
+    // channels i and c input channels k (as GemmKernels::pack_rows lays them out). Writes
+    // u[xi * us + k * mr + i] = (G g G^T)[xi] for each: an A panel of the products per xi.
+    void (*weight)(const float* rows, int64_t c, int mr, float* u, int64_t us);
 };
 
 const WinogradKernels& winograd_kernels(Isa isa);  // lowered to what this build has
@@ -136,8 +143,41 @@ inline void output(const float* m, int64_t ms, int n, int rows, int cols, float 
     }
 }
 
+inline void weight(const float* rows, int64_t c, int mr, float* __restrict u, int64_t us) {
+    constexpr int kChannels = 32;                  // input channels at a time
+    constexpr int Q = kChannels * kWinogradMaxMr;  // lanes q = k * mr + i
+    constexpr float g[6][3] = {{1.0f / 4, 0, 0},
+                               {-1.0f / 6, -1.0f / 6, -1.0f / 6},
+                               {-1.0f / 6, 1.0f / 6, -1.0f / 6},
+                               {1.0f / 24, 1.0f / 12, 1.0f / 6},
+                               {1.0f / 24, -1.0f / 12, 1.0f / 6},
+                               {0, 0, 1}};
+    for (int64_t c0 = 0; c0 < c; c0 += kChannels) {
+        const int nc = static_cast<int>(c - c0 < kChannels ? c - c0 : kChannels), n = nc * mr;
+        alignas(64) float k[9][Q];  // k[tap][q]
+        for (int j = 0; j < nc; ++j)
+            for (int tap = 0; tap < 9; ++tap)
+                for (int i = 0; i < mr; ++i)
+                    k[tap][j * mr + i] = rows[((c0 + j) * 9 + tap) * mr + i];
+        alignas(64) float gk[6][3][Q];  // G g
+        for (int y = 0; y < 6; ++y)
+            for (int b = 0; b < 3; ++b)
+#pragma GCC ivdep
+                for (int q = 0; q < n; ++q)
+                    gk[y][b][q] = g[y][0] * k[b][q] + g[y][1] * k[3 + b][q] + g[y][2] * k[6 + b][q];
+        for (int y = 0; y < 6; ++y) {
+            for (int l = 0; l < 6; ++l) {
+                float* __restrict d = u + (y * 6 + l) * us + c0 * mr;
+#pragma GCC ivdep
+                for (int q = 0; q < n; ++q)
+                    d[q] = gk[y][0][q] * g[l][0] + gk[y][1][q] * g[l][1] + gk[y][2][q] * g[l][2];
+            }
+        }
+    }
+}
+
 constexpr WinogradKernels table() {
-    return {input, output};
+    return {input, output, weight};
 }
 
 }  // namespace
