@@ -9,6 +9,11 @@
 #   bench/flux_whole_run.sh [BUILD_DIR]      (RUNS=3, THREADS=2)
 #
 # Not part of the test suite; run it on a quiet machine.
+# Measured 2026-12-02 on the quiet 2-core machine (327a884, files in the page cache, read in
+# by sd-cli's 2 MiB-folio mappings): 5.99 / 6.09 / 6.58 s wall a run (10.1-10.6 s user,
+# 0.9-1.2 s system): prompt 0.81-1.14 s, steps 1.34-1.57 s then 0.79-0.84 s, decode
+# 1.21-1.25 s, image 5.02-5.28 s after the prompt; peak RSS 2.14 GiB. The floor: 3.67 GB read
+# into fresh memory in 27.96 s (0.13 GB/s: this virtual machine backs fresh pages slowly).
 source "$(dirname "$0")/bench_setup.sh"
 runs=${RUNS:-3}
 threads=${THREADS:-2}
