@@ -21,9 +21,10 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "base/thread_pool.h"
+#include "families/parts/unet.h"
 #include "families/registry.h"
-#include "families/unet_components.h"
 #include "ops/compute_type.h"
+#include "pipeline/decode_tiling.h"
 #include "pipeline/generate.h"
 #include "pipeline/image_size.h"
 #include "pipeline/taesd_codec.h"
@@ -223,6 +224,7 @@ sd::ImageRequest to_request(const sd_ctx_t& ctx, const sd_img_gen_params_t& p) {
     r.cfg_scale = s.guidance.txt_cfg;
     r.guidance = s.guidance.distilled_guidance;
     r.eta = s.eta;
+    r.flow_shift = s.flow_shift;
     if (s.custom_sigmas && s.custom_sigmas_count > 0)
         r.custom_sigmas.assign(s.custom_sigmas, s.custom_sigmas + s.custom_sigmas_count);
     r.seed = sd::resolve_seed(p.seed);
@@ -330,36 +332,6 @@ enum scheduler_t sd_get_default_scheduler(const sd_ctx_t* sd_ctx,
     return DISCRETE_SCHEDULER;
 }
 
-namespace {
-
-// sample_params.flow_shift (--flow-shift; INFINITY: the model's own) swaps a flow model's
-// denoiser for one generation and puts the model's back afterwards; a model that is not a flow
-// model has no shift, which the log says.
-class ScopedFlowShift {
-  public:
-    ScopedFlowShift(sd::ModelComponents& m, float shift) : m_(m) {
-        if (!std::isfinite(shift)) return;
-        if (!m.denoiser->is_flow()) {
-            SD_LOG_WARN("flow_shift %g ignored: the %s model is not a flow model", shift,
-                        m.family_name.c_str());
-            return;
-        }
-        SD_LOG_INFO("flow shift %g for this generation", shift);
-        saved_ = std::exchange(m.denoiser, sd::make_denoiser(m.denoiser->prediction(), shift));
-    }
-    ~ScopedFlowShift() {
-        if (saved_) m_.denoiser = std::move(saved_);
-    }
-    ScopedFlowShift(const ScopedFlowShift&) = delete;
-    ScopedFlowShift& operator=(const ScopedFlowShift&) = delete;
-
-  private:
-    sd::ModelComponents& m_;
-    std::unique_ptr<sd::Denoiser> saved_;
-};
-
-}  // namespace
-
 bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* params, sd_image_t** images_out,
                     int* num_images_out) {
     if (images_out) *images_out = nullptr;
@@ -382,8 +354,6 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* params, sd_imag
         };
         hooks.cancel = &sd_ctx->cancel;
         hooks.stop_after_image = &sd_ctx->stop_after_image;
-        const ScopedFlowShift flow_shift(sd_ctx->model.components,
-                                         params->sample_params.flow_shift);
         const sd::ModelComponents& m = sd_ctx->model.components;
         hooks.preview = sd::api::preview_tap(
             m, sd_ctx->tae, sd_ctx->vae,

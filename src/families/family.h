@@ -9,20 +9,10 @@
 
 #include "io/model_files.h"
 #include "pipeline/components.h"
-#include "pipeline/text_conditioner.h"
+#include "pipeline/load_options.h"
 #include "sampling/samplers.h"
 
 namespace sd {
-
-// How the program was asked to load a model.
-struct LoadOptions {
-    std::string tokenizer_dir;                 // --tokenizer-dir
-    std::string model_path;                    // where to look for a tokenizer/ folder
-    std::vector<EmbeddingFile> embeddings;     // textual inversions (--embd-dir lists them)
-    Prediction prediction = PREDICTION_COUNT;  // PREDICTION_COUNT: the model's own
-    bool with_vae_encoder = true;              // img2img / inpaint need it
-    MemoryPolicy memory;
-};
 
 // What a family uses when a request leaves a choice open (sd_get_default_sample_method /
 // sd_get_default_scheduler; LCM always takes the LCM scheduler).

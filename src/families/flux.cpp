@@ -10,9 +10,10 @@
 #include <algorithm>
 
 #include "base/error.h"
-#include "families/dit_text.h"
+#include "conditioners/clip_text_conditioner.h"
+#include "conditioners/dit_text.h"
 #include "families/latent_rgb.h"
-#include "families/unet_components.h"
+#include "families/parts/kl_vae.h"
 #include "models/flux.h"
 #include "models/t5_encoder.h"
 #include "tokenizer/t5_tokenizer.h"

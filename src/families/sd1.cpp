@@ -1,8 +1,9 @@
 // Stable Diffusion 1.x (and its inpaint checkpoints): OpenAI CLIP ViT-L/14 text encoder
 // (context 768, final layer norm, padded with the end token), the LDM UNet predicting eps,
 // the KL VAE at scale 0.18215.
+#include "conditioners/clip_text_conditioner.h"
 #include "families/latent_rgb.h"
-#include "families/unet_components.h"
+#include "families/parts/unet.h"
 
 namespace sd {
 namespace {

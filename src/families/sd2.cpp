@@ -3,8 +3,9 @@
 // base) or v (768px) - told apart by probing the network, as the reference does - and the
 // KL VAE at scale 0.18215.
 #include "base/log.h"
+#include "conditioners/clip_text_conditioner.h"
 #include "families/latent_rgb.h"
-#include "families/unet_components.h"
+#include "families/parts/unet.h"
 #include "ops/ops.h"
 
 namespace sd {

@@ -13,8 +13,9 @@
 #include <algorithm>
 
 #include "base/error.h"
-#include "families/dit_text.h"
-#include "families/unet_components.h"
+#include "conditioners/clip_text_conditioner.h"
+#include "conditioners/dit_text.h"
+#include "families/parts/kl_vae.h"
 #include "models/mmdit.h"
 #include "models/t5_encoder.h"
 

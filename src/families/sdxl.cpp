@@ -10,8 +10,9 @@
 //   An empty negative prompt gives a zero context (its y is kept), as the reference does.
 //   UNet predicting eps; KL VAE at scale 0.13025.
 #include "base/error.h"
+#include "conditioners/clip_text_conditioner.h"
 #include "families/latent_rgb.h"
-#include "families/unet_components.h"
+#include "families/parts/unet.h"
 #include "ops/ops.h"
 
 namespace sd {

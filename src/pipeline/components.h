@@ -10,9 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "image/image_io.h"
 #include "nn/rope.h"
 #include "nn/weights.h"
 #include "ops/compute_type.h"
+#include "pipeline/latent_format.h"
 #include "sampling/denoiser.h"
 #include "sampling/rng.h"
 #include "sampling/schedulers.h"
@@ -39,6 +41,9 @@ struct ConditionRequest {
     int width = 0;       // the image to generate (SDXL embeds its size)
     int height = 0;
     bool negative = false;  // the unconditional side of guidance
+    // Images the text encoder reads with the prompt (a vision-language encoder's reference
+    // images, RefImageSupport::vlm); empty for text-only encoders, which ignore it.
+    std::vector<image::Image> images;
 };
 
 class Conditioner {
@@ -120,22 +125,6 @@ class LatentCodec {
     virtual size_t weight_bytes() const { return 0; }
 };
 
-// A family's linear latent -> RGB map for quick previews (the reference's latent-preview.h):
-// rgb = sum_c latent[c] * weights[c] + bias on the model's latents, roughly in [-1, 1].
-struct LatentRgbProjection {
-    const float (*weights)[3] = nullptr;  // [channels][3]; nullptr: the family has none
-    std::array<float, 3> bias{};
-};
-
-// How a family's diffusion latents relate to its codec's: model = (codec - shift) * scale.
-struct LatentFormat {
-    int64_t channels = 4;
-    int64_t factor = 8;  // image pixels per latent pixel
-    float scale = 0.18215f;
-    float shift = 0.0f;
-    LatentRgbProjection rgb;
-};
-
 // A family's activation memory per generated image pixel, for the memory estimate
 // (pipeline/memory_estimate.h). The defaults are the UNet families', measured with peak RSS:
 // SD 1.5 at 512x512 and SDXL at 1024x1024 (2.6 GiB for an untiled decode at 1024x1024).
@@ -180,11 +169,5 @@ struct ModelComponents {
     ActivationFootprint footprint;  // the family's (set by load_model)
     MemoryPolicy memory;            // the context's (set by load_model)
 };
-
-// The latent's pixel count for an image size, (height / factor) * (width / factor): the
-// image_seq_len the reference gives its size-dependent schedulers (flux, flux2, ltx2).
-inline int latent_tokens(const ModelComponents& m, int64_t width, int64_t height) {
-    return static_cast<int>((height / m.latent.factor) * (width / m.latent.factor));
-}
 
 }  // namespace sd

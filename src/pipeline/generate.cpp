@@ -8,6 +8,7 @@
 #include "base/log.h"
 #include "image/image_resize.h"
 #include "ops/ops.h"
+#include "pipeline/decode_tiling.h"
 #include "pipeline/image_size.h"
 #include "pipeline/memory_estimate.h"
 #include "pipeline/ref_images.h"
@@ -83,13 +84,14 @@ void check_ref_images(const ModelComponents& m, const ImageRequest& r) {
         SD_LOG_WARN("--ref-image-args pass_to_dit=false: the reference images are not used");
 }
 
-std::vector<float> sigma_schedule(const ModelComponents& m, const ImageRequest& r) {
+std::vector<float> sigma_schedule(const ModelComponents& m, const Denoiser& d,
+                                  const ImageRequest& r) {
     if (!r.custom_sigmas.empty())
         return custom_sigmas(r.custom_sigmas.data(), static_cast<int>(r.custom_sigmas.size()));
     SchedulerOptions options;
     options.ays_table = m.ays_table;
-    options.image_tokens = latent_tokens(m, r.width, r.height);
-    return scheduler_sigmas(r.scheduler, r.steps, m.denoiser->schedule(), options);
+    options.image_tokens = latent_tokens(m.latent, r.width, r.height);
+    return scheduler_sigmas(r.scheduler, r.steps, d.schedule(), options);
 }
 
 // img2img starts part-way: the last t_enc + 1 sigmas, as the reference cuts them.
@@ -123,15 +125,6 @@ Tensor dilate(const Tensor& mask) {
 }
 
 }  // namespace
-
-Tensor to_model_latent(const LatentFormat& f, const Tensor& z) {
-    Tensor out = f.shift != 0.0f ? add_scalar(z, -f.shift) : z;
-    return out * f.scale;
-}
-Tensor to_codec_latent(const LatentFormat& f, const Tensor& x) {
-    Tensor out = x * (1.0f / f.scale);
-    return f.shift != 0.0f ? add_scalar(out, f.shift) : out;
-}
 
 // The allocator's cache (see CachingAllocator, CacheBudget) sized to each phase. Streaming:
 // 256 MiB while sampling, where the diffusion model's activations churn (a step then stays
@@ -190,11 +183,19 @@ void attach_ref_latents(const ModelComponents& m, const ImageRequest& r, Rng& rn
     }
 }
 
-Conditions prepare(const ModelComponents& m, const ImageRequest& r) {
+// The reference images a vision-language text encoder reads with the prompt (pass_to_vlm of
+// --ref-image-args, on by default where the family's encoder reads images).
+std::vector<image::Image> vlm_images(const ModelComponents& m, const ImageRequest& r) {
+    if (r.ref_images.empty() || !m.ref_images.vlm) return {};
+    if (!parse_ref_image_args(r.ref_image_args, m.ref_images.preset).pass_to_vlm) return {};
+    return r.ref_images;
+}
+
+Conditions prepare(const ModelComponents& m, const Denoiser& d, const ImageRequest& r) {
     const double start = now_seconds();
     Conditions c;
     c.control_hint = encode_control_hint(m, r, r.width, r.height);
-    ConditionRequest text{r.prompt, r.clip_skip, r.width, r.height, false};
+    ConditionRequest text{r.prompt, r.clip_skip, r.width, r.height, false, vlm_images(m, r)};
     c.cond = m.conditioner->encode(text);
     cancellation_point();
     c.cond.guidance = r.guidance;
@@ -206,7 +207,7 @@ Conditions prepare(const ModelComponents& m, const ImageRequest& r) {
     }
     if (!m.memory.keep_text_encoder) m.conditioner->release_weights();
     SD_LOG_INFO("prompt encoded in %.2f s", now_seconds() - start);
-    c.sigmas = sigma_schedule(m, r);
+    c.sigmas = sigma_schedule(m, d, r);
     const LatentFormat& f = m.latent;
     const int64_t lh = r.height / f.factor, lw = r.width / f.factor;
     // The reference seeds its generator with the request's seed before encoding; the init
@@ -249,10 +250,11 @@ Conditions prepare(const ModelComponents& m, const ImageRequest& r) {
 
 // The x0 prediction for one evaluation: guidance on the raw model outputs, then the
 // denoiser's scalings; a denoise mask keeps the init latent outside it.
-Denoised denoise(const ModelComponents& m, const ImageRequest& r, const Conditions& c,
-                 const Tensor& x, const DenoiseCall& call, const LatentTap& tap) {
-    const Scalings s = m.denoiser->scalings(call.sigma);
-    Tensor t = Tensor::full({1}, m.denoiser->sigma_to_t(call.sigma));
+Denoised denoise(const ModelComponents& m, const Denoiser& d, const ImageRequest& r,
+                 const Conditions& c, const Tensor& x, const DenoiseCall& call,
+                 const LatentTap& tap) {
+    const Scalings s = d.scalings(call.sigma);
+    Tensor t = Tensor::full({1}, d.sigma_to_t(call.sigma));
     const Tensor input = x * s.c_in;
     if (tap.wants(call.step, /*is_noisy=*/true)) tap.fn(call.step, input, true);
     const Tensor model_input = c.concat.defined() ? concat({input, c.concat}, 1) : input;
@@ -293,14 +295,15 @@ Denoised denoise(const ModelComponents& m, const ImageRequest& r, const Conditio
     return result;
 }
 
-image::Image generate_one(const ModelComponents& m, const ImageRequest& r, const Conditions& c,
-                          int64_t seed, const GenerationHooks& hooks, CacheBudget& cache) {
+image::Image generate_one(const ModelComponents& m, const Denoiser& d, const ImageRequest& r,
+                          const Conditions& c, int64_t seed, const GenerationHooks& hooks,
+                          CacheBudget& cache) {
     ImageRngs rngs(r.rng, r.sampler_rng, static_cast<uint64_t>(seed));
     Tensor noise = randn_tensor(rngs.noise(), c.init_latent.shape());
-    Tensor x = m.denoiser->noise_scaling(c.sigmas.front(), noise, c.init_latent);
+    Tensor x = d.noise_scaling(c.sigmas.front(), noise, c.init_latent);
     SamplerOptions options;
     options.eta = r.eta;
-    options.is_flow = m.denoiser->is_flow();
+    options.is_flow = d.is_flow();
     const double start = now_seconds();
     options.on_step = [&](const StepInfo& info) {
         if (hooks.progress)
@@ -308,11 +311,11 @@ image::Image generate_one(const ModelComponents& m, const ImageRequest& r, const
         return !(hooks.cancel && hooks.cancel->cancelled());
     };
     DenoiseFn fn = [&](const Tensor& xt, const DenoiseCall& call) {
-        return denoise(m, r, c, xt, call, hooks.preview);
+        return denoise(m, d, r, c, xt, call, hooks.preview);
     };
     cache.set(cache_bytes_for(m, /*decoding=*/false));
     x = sample(r.method, fn, x, c.sigmas, rngs.sampler(), options);
-    x = m.denoiser->inverse_noise_scaling(c.sigmas.back(), x);
+    x = d.inverse_noise_scaling(c.sigmas.back(), x);
     SD_LOG_INFO("sampling done in %.2f s", now_seconds() - start);
     if (r.hires.enabled) {  // no mask here (check_request): the whole latent is repainted
         Conditions hires_c = c;
@@ -322,9 +325,9 @@ image::Image generate_one(const ModelComponents& m, const ImageRequest& r, const
             hires_c.control_hint =
                 encode_control_hint(m, r, r.hires.target_width, r.hires.target_height);
         DenoiseFn hires_fn = [&](const Tensor& xt, const DenoiseCall& call) {
-            return denoise(m, r, hires_c, xt, call, hooks.preview);
+            return denoise(m, d, r, hires_c, xt, call, hooks.preview);
         };
-        x = hires_pass(m, r.hires, r.scheduler, r.steps, r.rng, r.sampler_rng, seed, x,
+        x = hires_pass(m, d, r.hires, r.scheduler, r.steps, r.rng, r.sampler_rng, seed, x,
                        r.vae_tiling, [&](const Tensor& xt, const std::vector<float>& s, Rng& g) {
                            return sample(r.method, hires_fn, xt, s, g, options);
                        });
@@ -343,6 +346,28 @@ image::Image generate_one(const ModelComponents& m, const ImageRequest& r, const
     return decoded_to_image(image);
 }
 
+// The denoiser of one generation: the model's own, or for a flow model asked for another
+// shift (--flow-shift) one of its own, so that the context's stays as it was and two runs
+// with different shifts can share the model.
+class RunDenoiser {
+  public:
+    RunDenoiser(const ModelComponents& m, float flow_shift) : model_(*m.denoiser) {
+        if (!std::isfinite(flow_shift)) return;
+        if (!model_.is_flow()) {
+            SD_LOG_WARN("flow_shift %g ignored: the %s model is not a flow model", flow_shift,
+                        m.family_name.c_str());
+            return;
+        }
+        own_ = make_denoiser(model_.prediction(), flow_shift);
+        SD_LOG_INFO("flow shift %g for this generation", flow_shift);
+    }
+    const Denoiser& get() const { return own_ ? *own_ : model_; }
+
+  private:
+    const Denoiser& model_;
+    std::unique_ptr<Denoiser> own_;
+};
+
 // However a generation ends (done, cancelled, failed), the networks' pages and the
 // activations' cache leave RSS, as after a finished image.
 struct IdleAfterGeneration {
@@ -357,22 +382,6 @@ struct IdleAfterGeneration {
 };
 
 }  // namespace
-
-VaeTiling decode_tiling(const ModelComponents& m, const VaeTiling& requested, int64_t latent_h,
-                        int64_t latent_w) {
-    // 80-latent-pixel tiles overlapping by 16 cover 1024x1024 in 4 tiles (1.56x the decode's
-    // work) at about 1 GiB; the blended result differs from the untiled one in the overlaps.
-    constexpr int kTile = 80;
-    if (requested.enabled || m.memory.residency != Residency::Streamed) return requested;
-    if (latent_h <= kTile && latent_w <= kTile) return requested;
-    SD_LOG_INFO("low-memory mode: decoding the %lldx%lld latent in tiles of %d",
-                (long long)latent_w, (long long)latent_h, kTile);
-    VaeTiling tiling;
-    tiling.enabled = true;
-    tiling.tile_size = kTile;
-    tiling.overlap = 0.2f;
-    return tiling;
-}
 
 ImageRequest settle_request(const ModelComponents& m, const ImageRequest& request) {
     ImageRequest r = request;
@@ -400,7 +409,8 @@ std::vector<image::Image> generate_images(const ModelComponents& m, const ImageR
     CacheBudget cache(cache_bytes_for(m, /*decoding=*/false));
     const IdleAfterGeneration idle{m};
     const CancelScope cancel_scope(hooks.cancel);  // ends before `idle` releases the weights
-    Conditions c = prepare(m, r);
+    const RunDenoiser denoiser(m, r.flow_shift);
+    Conditions c = prepare(m, denoiser.get(), r);
     std::vector<image::Image> images;
     for (int b = 0; b < r.batch_count; ++b) {
         cancellation_point();
@@ -409,7 +419,7 @@ std::vector<image::Image> generate_images(const ModelComponents& m, const ImageR
         SD_LOG_INFO("generating image %d/%d, seed %lld", b + 1, r.batch_count,
                     static_cast<long long>(seed));
         const double t0 = now_seconds();
-        images.push_back(generate_one(m, r, c, seed, hooks, cache));
+        images.push_back(generate_one(m, denoiser.get(), r, c, seed, hooks, cache));
         SD_LOG_INFO("image %d done in %.2f s", b + 1, now_seconds() - t0);
     }
     return images;

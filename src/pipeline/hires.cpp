@@ -6,7 +6,8 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "ops/ops.h"
-#include "pipeline/generate.h"
+#include "pipeline/decode_tiling.h"
+#include "sampling/samplers.h"
 #include "pipeline/image_size.h"
 #include "pipeline/upscaler.h"
 #include "tensor/caching_allocator.h"
@@ -82,7 +83,7 @@ Tensor upscale_latent(const Tensor& latent, sd_hires_upscaler_t upscaler, int64_
     }
 }
 
-std::vector<float> hires_sigmas(const ModelComponents& m, const HiresRequest& h,
+std::vector<float> hires_sigmas(const ModelComponents& m, const Denoiser& d, const HiresRequest& h,
                                 Scheduler scheduler, int first_steps) {
     if (h.custom_sigmas.size() >= 2)
         return custom_sigmas(h.custom_sigmas.data(), static_cast<int>(h.custom_sigmas.size()));
@@ -91,17 +92,16 @@ std::vector<float> hires_sigmas(const ModelComponents& m, const HiresRequest& h,
         std::max(1, static_cast<int>(static_cast<float>(steps) / h.denoising_strength));
     SchedulerOptions options;
     options.ays_table = m.ays_table;
-    options.image_tokens = latent_tokens(m, h.target_width, h.target_height);
-    const std::vector<float> sigmas =
-        scheduler_sigmas(scheduler, total, m.denoiser->schedule(), options);
+    options.image_tokens = latent_tokens(m.latent, h.target_width, h.target_height);
+    const std::vector<float> sigmas = scheduler_sigmas(scheduler, total, d.schedule(), options);
     int t_enc = static_cast<int>(static_cast<float>(total) * h.denoising_strength);
     t_enc = std::min(t_enc, total - 1);
     return std::vector<float>(sigmas.begin() + (total - t_enc - 1), sigmas.end());
 }
 
-Tensor hires_pass(const ModelComponents& m, const HiresRequest& h, Scheduler scheduler,
-                  int first_steps, RngType rng, RngType sampler_rng, int64_t seed, const Tensor& x0,
-                  const VaeTiling& tiling, const SampleFn& sample) {
+Tensor hires_pass(const ModelComponents& m, const Denoiser& d, const HiresRequest& h,
+                  Scheduler scheduler, int first_steps, RngType rng, RngType sampler_rng,
+                  int64_t seed, const Tensor& x0, const VaeTiling& tiling, const SampleFn& sample) {
     SD_CHECK(h.upscaler != SD_HIRES_UPSCALER_NONE && h.upscaler < SD_HIRES_UPSCALER_COUNT,
              "hires upscaler %s cannot upscale", sd_hires_upscaler_name(h.upscaler));
     const int64_t f = m.latent.factor, th = h.target_height / f, tw = h.target_width / f;
@@ -113,11 +113,11 @@ Tensor hires_pass(const ModelComponents& m, const HiresRequest& h, Scheduler sch
     const Tensor upscaled = is_latent_upscaler(h.upscaler)
                                 ? upscale_latent(x0, h.upscaler, th, tw)
                                 : upscale_in_image_space(m, h, x0, rngs.noise(), tiling);
-    const std::vector<float> sigmas = hires_sigmas(m, h, scheduler, first_steps);
+    const std::vector<float> sigmas = hires_sigmas(m, d, h, scheduler, first_steps);
     const Tensor noise = randn_tensor(rngs.noise(), upscaled.shape());
-    Tensor x = m.denoiser->noise_scaling(sigmas.front(), noise, upscaled);
+    Tensor x = d.noise_scaling(sigmas.front(), noise, upscaled);
     x = sample(x, sigmas, rngs.sampler());
-    return m.denoiser->inverse_noise_scaling(sigmas.back(), x);
+    return d.inverse_noise_scaling(sigmas.back(), x);
 }
 
 }  // namespace sd

@@ -34,8 +34,9 @@ void resolve_hires_target(HiresRequest& h, int width, int height, float scale, i
 // The latent upscale of a latent-space upscaler: [1, C, h, w] -> [1, C, th, tw].
 Tensor upscale_latent(const Tensor& latent, sd_hires_upscaler_t upscaler, int64_t th, int64_t tw);
 
-// The sigmas of the second pass (see above), for `first_steps` steps of the first pass.
-std::vector<float> hires_sigmas(const ModelComponents& m, const HiresRequest& h,
+// The sigmas of the second pass (`d`: the run's denoiser) (see above), for `first_steps` steps of
+// the first pass.
+std::vector<float> hires_sigmas(const ModelComponents& m, const Denoiser& d, const HiresRequest& h,
                                 Scheduler scheduler, int first_steps);
 
 // Runs the sampler from x (already noised) over sigmas; the generation loop's sampler with
@@ -45,8 +46,8 @@ using SampleFn = std::function<Tensor(const Tensor& x, const std::vector<float>&
 // The second pass on the first pass's clean model-space latent x0 for the image of `seed`:
 // returns the new clean latent at the target size.
 // Image-space upscalers decode and encode with `tiling` (as the final decode).
-Tensor hires_pass(const ModelComponents& m, const HiresRequest& h, Scheduler scheduler,
-                  int first_steps, RngType rng, RngType sampler_rng, int64_t seed, const Tensor& x0,
-                  const VaeTiling& tiling, const SampleFn& sample);
+Tensor hires_pass(const ModelComponents& m, const Denoiser& d, const HiresRequest& h,
+                  Scheduler scheduler, int first_steps, RngType rng, RngType sampler_rng,
+                  int64_t seed, const Tensor& x0, const VaeTiling& tiling, const SampleFn& sample);
 
 }  // namespace sd

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "base/error.h"
-#include "pipeline/generate.h"
 #include "pipeline/image_tensor.h"
 
 namespace sd {

@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "pipeline/decode_tiling.h"
 #include "pipeline/ref_images.h"
 
 namespace sd {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "pipeline/generate.h"
+#include "pipeline/request.h"
 
 namespace sd {
 

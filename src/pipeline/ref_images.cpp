@@ -7,7 +7,6 @@
 #include "base/cancel.h"
 #include "base/error.h"
 #include "base/log.h"
-#include "pipeline/generate.h"
 #include "pipeline/image_tensor.h"
 
 namespace sd {

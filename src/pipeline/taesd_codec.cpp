@@ -1,7 +1,6 @@
 #include "pipeline/taesd_codec.h"
 
 #include "base/error.h"
-#include "pipeline/generate.h"
 #include "pipeline/vae_tiling.h"
 
 namespace sd {

@@ -38,8 +38,8 @@ TEST(FluxFamily, DefaultsAreEulerOnTheFluxSchedule) {
     EXPECT_EQ(d.scheduler, FLUX_SCHEDULER);
     ModelComponents m;
     m.latent.factor = 8;
-    EXPECT_EQ(latent_tokens(m, 256, 256), 1024);
-    EXPECT_EQ(latent_tokens(m, 320, 256), 1280);
+    EXPECT_EQ(latent_tokens(m.latent, 256, 256), 1024);
+    EXPECT_EQ(latent_tokens(m.latent, 320, 256), 1280);
 }
 
 TEST(FluxFamily, FillModelsAreRefusedByName) {

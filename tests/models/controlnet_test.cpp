@@ -6,8 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "families/parts/unet.h"
 #include "families/registry.h"
-#include "families/unet_components.h"
 #include "fixture_files.h"
 #include "test_util.h"
 

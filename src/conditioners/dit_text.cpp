@@ -1,9 +1,9 @@
-#include "families/dit_text.h"
+#include "conditioners/dit_text.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "pipeline/prompt_weighting.h"
+#include "conditioners/prompt_weighting.h"
 
 namespace sd {
 

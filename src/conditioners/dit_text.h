@@ -6,7 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "families/family.h"
+#include "io/model_files.h"
+#include "pipeline/load_options.h"
 #include "tokenizer/t5_tokenizer.h"
 
 namespace sd {

@@ -1,11 +1,10 @@
-#include "families/unet_components.h"
+#include "families/parts/unet.h"
 
 #include <algorithm>
 #include <cmath>
 #include <optional>
 
 #include "base/error.h"
-#include "pipeline/vae_tiling.h"
 
 namespace sd {
 namespace {
@@ -13,25 +12,6 @@ namespace {
 constexpr const char* kUNet = "model.diffusion_model.";
 
 }  // namespace
-
-Tensor KlVaeCodec::encode(const Tensor& image01, Rng& rng) const {
-    auto [mean, logvar] = vae_.encode(image01 * 2.0f + -1.0f);
-    std::vector<float> noise = rng.randn(static_cast<size_t>(mean.numel()));
-    Tensor out = Tensor::empty(mean.shape());
-    const float* mu = mean.data<float>();
-    const float* lv = logvar.data<float>();
-    float* o = out.data<float>();
-    for (int64_t i = 0; i < out.numel(); ++i) {
-        float std_dev = std::exp(0.5f * std::clamp(lv[i], -30.0f, 20.0f));
-        o[i] = mu[i] + std_dev * noise[static_cast<size_t>(i)];
-    }
-    return out;
-}
-
-Tensor KlVaeCodec::decode(const Tensor& latent, const VaeTiling& tiling) const {
-    return tiling.enabled ? decode_tiled(vae_, latent, tiling.tile_size, tiling.overlap)
-                          : vae_.decode(latent);
-}
 
 Tensor UNetDiffusionModel::forward(const Tensor& x, const Tensor& timesteps, const Conditioning& c,
                                    const ControlSignal* control) const {
@@ -90,24 +70,9 @@ std::unique_ptr<ControlModel> load_control_net(const std::string& path, const Mo
     return std::make_unique<ControlNetModel>(std::move(*net));
 }
 
-ClipTokenizer find_model_tokenizer(const ModelFiles& files, const LoadOptions& options) {
-    ClipTokenizerSearch search;
-    search.tokenizer_dir = options.tokenizer_dir;
-    search.model_path = options.model_path;
-    for (const TensorFile& f : files.files()) {
-        if (ClipTokenizer::gguf_has_vocab(f.metadata)) search.model_file = &f;
-    }
-    return find_clip_tokenizer(search);
-}
-
 std::unique_ptr<UNetDiffusionModel> load_unet(const ModelFiles& files, const LoadOptions& options) {
     return std::make_unique<UNetDiffusionModel>(
         UNet::load(Weights(files, kUNet, options.memory.residency)));
-}
-
-std::unique_ptr<KlVaeCodec> load_kl_vae(const ModelFiles& files, const LoadOptions& options) {
-    return std::make_unique<KlVaeCodec>(AutoencoderKL::load(
-        Weights(files, "first_stage_model.", options.memory.residency), options.with_vae_encoder));
 }
 
 void add_unet_and_vae(ModelComponents& m, std::unique_ptr<UNetDiffusionModel> unet,
@@ -135,31 +100,6 @@ int64_t unet_in_channels(const ModelFiles& files) {
 
 bool unet_has_label_emb(const ModelFiles& files) {
     return files.has_prefix(std::string(kUNet) + "label_emb.");
-}
-
-}  // namespace sd
-
-namespace sd {
-
-ClipTextEncoder load_clip_text_encoder(const ModelFiles& files, const LoadOptions& options,
-                                       const std::string& prefix, bool with_projection) {
-    const Residency residency = options.memory.residency;
-    if (!with_projection)
-        return ClipTextEncoder::load(Weights(files, prefix + "text_model.", residency));
-    Weights projection(files, prefix + "text_projection.", residency);
-    return ClipTextEncoder::load(Weights(files, prefix + "text_model.", residency), &projection);
-}
-
-TextConditioner make_text_conditioner(const ModelFiles& files, const LoadOptions& options,
-                                      std::vector<ClipBranch> branches, int32_t pad_id,
-                                      int default_clip_skip) {
-    std::vector<TextualInversion> embeddings;
-    if (!options.embeddings.empty() && !branches.empty()) {
-        embeddings =
-            load_textual_inversions(options.embeddings, branches.front().encoder.config().hidden);
-    }
-    return TextConditioner(find_model_tokenizer(files, options), std::move(branches), pad_id,
-                           default_clip_skip, std::move(embeddings));
 }
 
 }  // namespace sd

@@ -1,11 +1,11 @@
-// The components UNet families (SD 1.x, SD 2.x, SDXL) share: the UNet as a diffusion
-// model, the KL autoencoder as a latent codec, and the helpers that load them and the CLIP
-// tokenizer. Family-specific choices (text encoders, prediction, latent scale) stay in the
-// family's own file.
+// What the UNet families (SD 1.x, SD 2.x, SDXL) share: the UNet as a diffusion model, a
+// ControlNet as its control model, the helpers that load them and read the UNet's layout.
+// Family-specific choices (text encoders, prediction, latent scale) stay in the family's
+// own file.
 #pragma once
 
 #include "families/family.h"
-#include "models/autoencoder_kl.h"
+#include "families/parts/kl_vae.h"
 #include "models/controlnet.h"
 #include "models/unet.h"
 
@@ -28,22 +28,6 @@ class UNetDiffusionModel : public DiffusionModel {
 
   private:
     UNet unet_;
-};
-
-// The KL-regularised autoencoder: encode draws from its posterior (mean + std * noise,
-// log-variance clamped to [-30, 20], as the reference's get_first_stage_encoding).
-class KlVaeCodec : public LatentCodec {
-  public:
-    explicit KlVaeCodec(AutoencoderKL vae) : vae_(std::move(vae)) {}
-    Tensor encode(const Tensor& image01, Rng& rng) const override;
-    Tensor decode(const Tensor& latent, const VaeTiling& tiling) const override;
-    bool has_encoder() const override { return vae_.has_encoder(); }
-    void release_weights() const override { vae_.release_weights(); }
-    size_t weight_bytes() const override { return vae_.weight_pages().bytes(); }
-    const AutoencoderKL& vae() const { return vae_; }
-
-  private:
-    AutoencoderKL vae_;
 };
 
 // A ControlNet for a UNet model: the residuals come in the order UNet::forward takes them.
@@ -69,12 +53,8 @@ class ControlNetModel : public ControlModel {
 std::unique_ptr<ControlModel> load_control_net(const std::string& path, const ModelComponents& m,
                                                const MemoryPolicy& memory);
 
-// The CLIP BPE tokenizer from --tokenizer-dir, the model's folder or GGUF metadata.
-ClipTokenizer find_model_tokenizer(const ModelFiles& files, const LoadOptions& options);
-
-// The UNet under model.diffusion_model. and the VAE under first_stage_model.
+// The UNet under model.diffusion_model.
 std::unique_ptr<UNetDiffusionModel> load_unet(const ModelFiles& files, const LoadOptions& options);
-std::unique_ptr<KlVaeCodec> load_kl_vae(const ModelFiles& files, const LoadOptions& options);
 
 // Puts the UNet and the VAE into `m`: an in_channels of latent + 1 + latent (9) marks an
 // inpaint checkpoint, 8 (instruct-pix2pix) is refused naming `family`.
@@ -86,39 +66,5 @@ void add_unet_and_vae(ModelComponents& m, std::unique_ptr<UNetDiffusionModel> un
 int64_t unet_context_dim(const ModelFiles& files);
 int64_t unet_in_channels(const ModelFiles& files);
 bool unet_has_label_emb(const ModelFiles& files);
-
-}  // namespace sd
-
-namespace sd {
-
-// A conditioner whose Conditioning is the text's cross-attention context alone (SD 1.x/2.x).
-class ContextConditioner : public Conditioner {
-  public:
-    explicit ContextConditioner(TextConditioner text) : text_(std::move(text)) {}
-    Conditioning encode(const ConditionRequest& r) const override {
-        Conditioning c;
-        c.context = text_.encode(r.prompt, r.clip_skip).context;
-        return c;
-    }
-    size_t count_tokens(const std::string& prompt) const override {
-        return text_.count_tokens(prompt);
-    }
-    void release_weights() const override { text_.release_weights(); }
-    const TextConditioner& text() const { return text_; }
-
-  private:
-    TextConditioner text_;
-};
-
-// The CLIP text encoder under `prefix` ("cond_stage_model.transformer."), with its text
-// projection when `with_projection`.
-ClipTextEncoder load_clip_text_encoder(const ModelFiles& files, const LoadOptions& options,
-                                       const std::string& prefix, bool with_projection = false);
-
-// A text conditioner over `branches`, with the model's tokenizer and the textual inversions
-// of `options` (sized for the first branch's encoder).
-TextConditioner make_text_conditioner(const ModelFiles& files, const LoadOptions& options,
-                                      std::vector<ClipBranch> branches, int32_t pad_id,
-                                      int default_clip_skip);
 
 }  // namespace sd

@@ -1,4 +1,4 @@
-#include "pipeline/text_conditioner.h"
+#include "conditioners/clip_text_conditioner.h"
 
 #include <dirent.h>
 
@@ -7,9 +7,9 @@
 #include "base/cancel.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "conditioners/prompt_weighting.h"
 #include "io/tensor_file.h"
 #include "ops/ops.h"
-#include "pipeline/prompt_weighting.h"
 
 namespace sd {
 namespace {
@@ -208,6 +208,37 @@ TextEncoding TextConditioner::encode(const std::string& prompt, int clip_skip) c
     }
     out.context = parts.size() == 1 ? parts[0] : concat(parts, 1);
     return out;
+}
+
+ClipTokenizer find_model_tokenizer(const ModelFiles& files, const LoadOptions& options) {
+    ClipTokenizerSearch search;
+    search.tokenizer_dir = options.tokenizer_dir;
+    search.model_path = options.model_path;
+    for (const TensorFile& f : files.files()) {
+        if (ClipTokenizer::gguf_has_vocab(f.metadata)) search.model_file = &f;
+    }
+    return find_clip_tokenizer(search);
+}
+
+ClipTextEncoder load_clip_text_encoder(const ModelFiles& files, const LoadOptions& options,
+                                       const std::string& prefix, bool with_projection) {
+    const Residency residency = options.memory.residency;
+    if (!with_projection)
+        return ClipTextEncoder::load(Weights(files, prefix + "text_model.", residency));
+    Weights projection(files, prefix + "text_projection.", residency);
+    return ClipTextEncoder::load(Weights(files, prefix + "text_model.", residency), &projection);
+}
+
+TextConditioner make_text_conditioner(const ModelFiles& files, const LoadOptions& options,
+                                      std::vector<ClipBranch> branches, int32_t pad_id,
+                                      int default_clip_skip) {
+    std::vector<TextualInversion> embeddings;
+    if (!options.embeddings.empty() && !branches.empty()) {
+        embeddings =
+            load_textual_inversions(options.embeddings, branches.front().encoder.config().hidden);
+    }
+    return TextConditioner(find_model_tokenizer(files, options), std::move(branches), pad_id,
+                           default_clip_skip, std::move(embeddings));
 }
 
 }  // namespace sd

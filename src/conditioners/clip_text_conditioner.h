@@ -13,7 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "io/model_files.h"
 #include "models/clip_text_encoder.h"
+#include "pipeline/components.h"
+#include "pipeline/load_options.h"
 #include "tokenizer/clip_tokenizer.h"
 
 namespace sd {
@@ -22,11 +25,6 @@ namespace sd {
 struct TextualInversion {
     std::string name;
     Tensor vectors;  // f32 [n, hidden]
-};
-
-struct EmbeddingFile {
-    std::string name;  // the word that calls it in a prompt
-    std::string path;  // .safetensors, .gguf, .pt, .ckpt, .bin
 };
 
 // Every embedding file (.safetensors, .gguf, .pt, .ckpt, .bin) in `dir`, named by its file
@@ -85,5 +83,38 @@ class TextConditioner {
     std::vector<TextualInversion> embeddings_;
     Tensor custom_vectors_;  // all embeddings' vectors, ids vocab + i
 };
+
+// A conditioner whose Conditioning is the text's cross-attention context alone (SD 1.x/2.x).
+class ContextConditioner : public Conditioner {
+  public:
+    explicit ContextConditioner(TextConditioner text) : text_(std::move(text)) {}
+    Conditioning encode(const ConditionRequest& r) const override {
+        Conditioning c;
+        c.context = text_.encode(r.prompt, r.clip_skip).context;
+        return c;
+    }
+    size_t count_tokens(const std::string& prompt) const override {
+        return text_.count_tokens(prompt);
+    }
+    void release_weights() const override { text_.release_weights(); }
+    const TextConditioner& text() const { return text_; }
+
+  private:
+    TextConditioner text_;
+};
+
+// The CLIP BPE tokenizer from --tokenizer-dir, the model's folder or GGUF metadata.
+ClipTokenizer find_model_tokenizer(const ModelFiles& files, const LoadOptions& options);
+
+// The CLIP text encoder under `prefix` ("cond_stage_model.transformer."), with its text
+// projection when `with_projection`.
+ClipTextEncoder load_clip_text_encoder(const ModelFiles& files, const LoadOptions& options,
+                                       const std::string& prefix, bool with_projection = false);
+
+// A text conditioner over `branches`, with the model's tokenizer and the textual inversions
+// of `options` (sized for the first branch's encoder).
+TextConditioner make_text_conditioner(const ModelFiles& files, const LoadOptions& options,
+                                      std::vector<ClipBranch> branches, int32_t pad_id,
+                                      int default_clip_skip);
 
 }  // namespace sd

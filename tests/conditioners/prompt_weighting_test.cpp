@@ -1,4 +1,4 @@
-#include "pipeline/prompt_weighting.h"
+#include "conditioners/prompt_weighting.h"
 
 #include <gtest/gtest.h>
 
