@@ -29,6 +29,7 @@ struct ImageRequest {
     float cfg_scale = 7.0f;
     float guidance = 3.5f;  // distilled guidance, for models with a guidance input (FLUX.1-dev)
     float eta = INFINITY;
+    float flow_shift = INFINITY;  // a flow model's shift for this run; INFINITY: the model's own
     std::vector<float> custom_sigmas;
     int64_t seed = 42;  // image i of the batch uses seed + i
     int batch_count = 1;
@@ -106,10 +107,12 @@ Tensor to_codec_latent(const LatentFormat& f, const Tensor& x);
 // The allocator cache a generation keeps while sampling or decoding (see CacheBudget).
 size_t cache_bytes_for(const ModelComponents& model, bool decoding);
 
-// The request as it runs, as the reference settles it: the size aligned up to the model's
-// grid (pipeline/image_size.h, with a warning), the estimated peak memory checked against
-// the machine's (pipeline/memory_estimate.h) before anything is allocated, and the init
-// image, mask and control image fitted to the size. Throws sd::Error on a bad request.
+// The request as it runs, as the reference settles it: the prompts' length checked
+// (pipeline/prompt_length.h), the size aligned up to the model's grid (pipeline/image_size.h,
+// with a warning; a no-op for a request the C API settled), the estimated peak memory checked
+// against the machine's (pipeline/memory_estimate.h) before anything is allocated, and the
+// init image, mask and control image fitted to the size. Idempotent: a settled request
+// settles to itself. Throws sd::Error on a bad request.
 ImageRequest settle_request(const ModelComponents& model, const ImageRequest& request);
 
 // Settles the request (settle_request) and runs it.
