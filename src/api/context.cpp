@@ -1,6 +1,7 @@
 // The C API's image generation: sd_ctx_t owns the opened model files and the loaded
-// networks; generate_image turns sd_img_gen_params_t into a pipeline request. Every entry
-// point catches what the engine throws, logs it and returns NULL or false.
+// networks; generate_image has its sd_img_gen_params_t settled into a pipeline request
+// (api/image_request.h, the one resolver) and runs it. Every entry point catches what the
+// engine throws, logs it (or hands it out) and returns NULL or false.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -14,10 +15,11 @@
 #include "adapters/lora_apply.h"
 #include "adapters/lora_fit.h"
 #include "api/c_images.h"
+#include "api/c_message.h"
 #include "api/callbacks.h"
+#include "api/image_request.h"
 #include "api/placement.h"
 #include "api/preview_tap.h"
-#include "api/prompt_limit.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "base/thread_pool.h"
@@ -26,11 +28,8 @@
 #include "ops/compute_type.h"
 #include "pipeline/decode_tiling.h"
 #include "pipeline/generate.h"
-#include "pipeline/image_size.h"
 #include "pipeline/taesd_codec.h"
 #include "stable-diffusion-ext.h"
-
-static_assert(sd::kMaxPromptBytesPerToken == SD_MAX_PROMPT_BYTES_PER_TOKEN);
 
 struct sd_ctx_t {
     sd::ModelFiles files;
@@ -47,7 +46,7 @@ struct sd_ctx_t {
     // SD_CANCEL_ALL stops the generation; SD_CANCEL_NEW_LATENTS lets the current image finish.
     sd::CancelToken cancel;
     std::atomic<bool> stop_after_image{false};
-    int max_prompt_tokens = SD_DEFAULT_MAX_PROMPT_TOKENS;
+    std::atomic<int> max_prompt_tokens{SD_DEFAULT_MAX_PROMPT_TOKENS};
     std::mutex generating;  // one generation at a time on a context
 };
 
@@ -105,7 +104,7 @@ void attach_taesd(sd_ctx_t& ctx, const char* path, bool preview_only, sd::Reside
     }
 }
 
-sd_ctx_t* create(const sd_ctx_params_t& p) {
+sd_ctx_t* create(const sd_ctx_params_t& p, const sd_ctx_ext_params_t& ext) {
     reject_unbuilt(p);
     SD_CHECK(has(p.model_path) || has(p.diffusion_model_path),
              "no model given: set a model (-m) or a diffusion model");
@@ -126,9 +125,11 @@ sd_ctx_t* create(const sd_ctx_params_t& p) {
     options.memory.residency = placement.residency;
     options.memory.keep_text_encoder = placement.keep_text_encoder;
     options.memory.keep_vae = placement.keep_vae;
+    // sd_ctx_ext_params_t over model_args' compute_type / tokenizer_dir.
+    const sd::api::EngineOptions own = sd::api::engine_options(placement, ext);
     // The context's own: applied to the generating thread only (ScopedComputeType).
-    options.memory.compute = sd::supported_compute_type(placement.compute_type);
-    options.tokenizer_dir = placement.tokenizer_dir;
+    options.memory.compute = sd::supported_compute_type(own.compute_type);
+    options.tokenizer_dir = own.tokenizer_dir;
     for (uint32_t i = 0; i < p.embedding_count && p.embeddings; ++i) {
         SD_CHECK(has(p.embeddings[i].path), "embedding %u has no path", i);
         options.embeddings.push_back(
@@ -145,141 +146,12 @@ sd_ctx_t* create(const sd_ctx_params_t& p) {
     ctx->rng_type = p.rng_type;
     ctx->sampler_rng_type = p.sampler_rng_type;
     ctx->lora_mode = sd::resolve_lora_mode(p.lora_apply_mode, ctx->files);
+    ctx->max_prompt_tokens = own.max_prompt_tokens;
     return ctx.release();
 }
 
-void reject_unbuilt(const sd_img_gen_params_t& p) {
-    if (p.pm_params.id_images_count > 0) sd::fail("PhotoMaker is not supported by this build yet");
-    if (p.ip_adapter_image.data)
-        sd::fail("--ip-adapter-image needs IP-Adapter, which this build does not have yet");
-    if (has(p.pulid_params.id_embedding_path))
-        sd::fail("PuLID (--pulid-id-embedding) is not supported by this build yet");
-    if (p.circular_x || p.circular_y) sd::fail("--circular padding is not supported yet");
-    if (p.cache.mode != SD_CACHE_DISABLED)
-        sd::fail("--cache-mode is not supported by this build yet");
-    // Options that would otherwise be taken and not acted on: refused, naming them.
-    const sd_sample_params_t& s = p.sample_params;
-    if (s.shifted_timestep > 0)
-        sd::fail("--timestep-shift (SDXL timestep shifting) is not supported by this build yet");
-    const float img_cfg = s.guidance.img_cfg;
-    if (std::isfinite(img_cfg) && img_cfg != 1.0f && img_cfg != s.guidance.txt_cfg)
-        sd::fail("--img-cfg-scale %g: image guidance is not supported by this build yet", img_cfg);
-    if (has(s.extra_sample_args))
-        sd::fail("--extra-sample-args is not supported by this build yet");
-    const sd_tiling_params_t& t = p.vae_tiling_params;
-    if (t.rel_size_x > 0 || t.rel_size_y > 0)
-        sd::fail(
-            "--vae-relative-tile-size is not supported by this build yet; give "
-            "--vae-tile-size");
-    if (t.tile_size_y > 0 && t.tile_size_x > 0 && t.tile_size_y != t.tile_size_x)
-        sd::fail("--vae-tile-size %dx%d: tiles are square in this build (give one size)",
-                 t.tile_size_x, t.tile_size_y);
-    if (has(t.extra_tiling_args))
-        sd::fail("--extra-tiling-args is not supported by this build yet");
-}
-
-sd::HiresRequest to_hires(const sd_hires_params_t& p, int width, int height,
-                          const sd::ModelComponents& m) {
-    sd::HiresRequest h;
-    h.enabled = true;
-    h.upscaler = p.upscaler;
-    h.model_path = has(p.model_path) ? p.model_path : "";
-    h.target_width = p.target_width;
-    h.target_height = p.target_height;
-    h.steps = p.steps;
-    h.denoising_strength = p.denoising_strength;
-    h.upscale_tile_size = p.upscale_tile_size;
-    if (p.custom_sigmas && p.custom_sigmas_count >= 2)
-        h.custom_sigmas.assign(p.custom_sigmas, p.custom_sigmas + p.custom_sigmas_count);
-    SD_CHECK(p.upscaler >= 0 && p.upscaler < SD_HIRES_UPSCALER_COUNT, "unknown hires upscaler %d",
-             static_cast<int>(p.upscaler));
-    SD_CHECK(p.upscaler != SD_HIRES_UPSCALER_MODEL || !h.model_path.empty(),
-             "hires upscaler Model needs a model file (hires model_path)");
-    sd::resolve_hires_target(h, width, height, p.scale, sd::size_multiple(m));
-    return h;
-}
-
-sd::ImageRequest to_request(const sd_ctx_t& ctx, const sd_img_gen_params_t& p) {
-    reject_unbuilt(p);
-    sd::ImageRequest r;
-    r.prompt = p.prompt ? p.prompt : "";
-    r.max_prompt_tokens = ctx.max_prompt_tokens;
-    r.negative_prompt = p.negative_prompt ? p.negative_prompt : "";
-    r.clip_skip = p.clip_skip;
-    r.width = p.width;
-    r.height = p.height;
-    // Before the hires target, which the reference derives from the aligned size.
-    sd::align_size_up(r.width, r.height, sd::size_multiple(ctx.model.components),
-                      "generation request");
-    const sd_sample_params_t& s = p.sample_params;
-    r.method = s.sample_method == SAMPLE_METHOD_COUNT ? sd_get_default_sample_method(&ctx)
-                                                      : s.sample_method;
-    r.scheduler =
-        s.scheduler == SCHEDULER_COUNT ? sd_get_default_scheduler(&ctx, r.method) : s.scheduler;
-    SD_CHECK(r.method >= 0 && r.method < SAMPLE_METHOD_COUNT, "unknown sampling method %d",
-             static_cast<int>(r.method));
-    SD_CHECK(r.scheduler >= 0 && r.scheduler < SCHEDULER_COUNT, "unknown scheduler %d",
-             static_cast<int>(r.scheduler));
-    r.steps = s.sample_steps;
-    r.cfg_scale = s.guidance.txt_cfg;
-    r.guidance = s.guidance.distilled_guidance;
-    r.eta = s.eta;
-    r.flow_shift = s.flow_shift;
-    if (s.custom_sigmas && s.custom_sigmas_count > 0)
-        r.custom_sigmas.assign(s.custom_sigmas, s.custom_sigmas + s.custom_sigmas_count);
-    r.seed = sd::resolve_seed(p.seed);
-    r.batch_count = p.batch_count;
-    r.rng = ctx.rng_type;
-    r.sampler_rng = ctx.sampler_rng_type;
-    r.init_image = sd::api::to_image8(p.init_image, "init image");
-    r.mask_image = sd::api::to_image8(p.mask_image, "mask image");
-    r.strength = p.strength;
-    r.control_image = sd::api::to_image8(p.control_image, "control image");
-    SD_CHECK(p.ref_images_count >= 0 && (p.ref_images || p.ref_images_count == 0),
-             "ref_images: %d images but no array", p.ref_images_count);
-    for (int i = 0; i < p.ref_images_count; ++i) {
-        const std::string what = "reference image " + std::to_string(i + 1);
-        auto image = sd::api::to_image8(p.ref_images[i], what.c_str());
-        SD_CHECK(image.has_value(), "%s has no pixels (data is NULL)", what.c_str());
-        r.ref_images.push_back(std::move(*image));
-    }
-    r.ref_image_args = has(p.ref_image_args) ? p.ref_image_args : "";
-    r.control_strength = p.control_strength;
-    r.vae_tiling.enabled = p.vae_tiling_params.enabled;
-    if (p.vae_tiling_params.tile_size_x > 0)
-        r.vae_tiling.tile_size = p.vae_tiling_params.tile_size_x;
-    if (p.vae_tiling_params.target_overlap > 0)
-        r.vae_tiling.overlap = p.vae_tiling_params.target_overlap;
-    if (p.hires.enabled) r.hires = to_hires(p.hires, r.width, r.height, ctx.model.components);
-    const sd_slg_params_t& slg = s.guidance.slg;
-    if (slg.layers && slg.layer_count > 0)
-        r.slg.layers.assign(slg.layers, slg.layers + slg.layer_count);
-    r.slg.start = slg.layer_start;
-    r.slg.end = slg.layer_end;
-    r.slg.scale = slg.scale;
-    SD_CHECK(!r.slg.active() || ctx.model.components.diffusion->can_skip_layers(),
-             "skip-layer guidance (--slg-scale %g) needs a model whose blocks can be skipped "
-             "(SD3); %s has none",
-             r.slg.scale, ctx.model.components.family_name.c_str());
-    return r;
-}
-
-// The image LoRAs of a request; high-noise ones belong to a video model's second stage.
-std::vector<sd::LoraRequest> lora_requests(const sd_img_gen_params_t& p) {
-    std::vector<sd::LoraRequest> out;
-    for (uint32_t i = 0; i < p.lora_count && p.loras; ++i) {
-        const sd_lora_t& l = p.loras[i];
-        SD_CHECK(has(l.path), "LoRA %u has no path", i);
-        if (l.is_high_noise) {
-            SD_LOG_WARN(
-                "LoRA '%s' is for a high-noise model, which an image model has not; "
-                "ignoring it",
-                l.path);
-            continue;
-        }
-        out.push_back({l.path, l.multiplier});
-    }
-    return out;
+sd::api::RequestContext request_context(const sd_ctx_t& ctx) {
+    return {ctx.model, ctx.rng_type, ctx.sampler_rng_type, ctx.max_prompt_tokens.load()};
 }
 
 // A VAE kept for previews leaves RSS after a generation, as the decoding codec does.
@@ -296,12 +168,19 @@ struct ReleaseSpareCodec {
 extern "C" {
 
 sd_ctx_t* new_sd_ctx(const sd_ctx_params_t* params) {
+    return new_sd_ctx_ext(params, nullptr);
+}
+
+sd_ctx_t* new_sd_ctx_ext(const sd_ctx_params_t* params, const sd_ctx_ext_params_t* ext_params) {
     if (!params) {
         SD_LOG_ERROR("new_sd_ctx: no parameters");
         return nullptr;
     }
+    sd_ctx_ext_params_t ext;
+    sd_ctx_ext_params_init(&ext);
+    if (ext_params) ext = *ext_params;
     try {
-        return create(*params);
+        return create(*params, ext);
     } catch (const std::exception& e) {
         SD_LOG_ERROR("%s", e.what());
         return nullptr;
@@ -315,21 +194,40 @@ void free_sd_ctx(sd_ctx_t* sd_ctx) {
 }
 
 enum sample_method_t sd_get_default_sample_method(const sd_ctx_t* sd_ctx) {
-    if (sd_ctx && sd_ctx->model.family) return sd_ctx->model.family->defaults.method;
-    return EULER_A_SAMPLE_METHOD;
+    return sd::api::default_sample_method(sd_ctx ? &sd_ctx->model : nullptr);
 }
 
-// The reference's order: an EDM v-prediction model takes exponential; lcm and tcd the LCM
-// schedule; ddim_trailing the simple one; then the family's own (flux for FLUX).
 enum scheduler_t sd_get_default_scheduler(const sd_ctx_t* sd_ctx,
                                           enum sample_method_t sample_method) {
-    const sd::Denoiser* denoiser = sd_ctx ? sd_ctx->model.components.denoiser.get() : nullptr;
-    if (denoiser && denoiser->prediction() == EDM_V_PRED) return EXPONENTIAL_SCHEDULER;
-    if (sample_method == LCM_SAMPLE_METHOD || sample_method == TCD_SAMPLE_METHOD)
-        return LCM_SCHEDULER;
-    if (sample_method == DDIM_TRAILING_SAMPLE_METHOD) return SIMPLE_SCHEDULER;
-    if (sd_ctx && sd_ctx->model.family) return sd_ctx->model.family->defaults.scheduler;
-    return DISCRETE_SCHEDULER;
+    return sd::api::default_scheduler(sd_ctx ? &sd_ctx->model : nullptr, sample_method);
+}
+
+bool sd_settle_img_gen_params(const sd_ctx_t* sd_ctx, sd_img_gen_params_t* params, char* message,
+                              size_t message_size) {
+    try {
+        if (!sd_ctx || !params)
+            sd::fail("sd_settle_img_gen_params: needs a context and parameters");
+        sd::api::write_back(sd::api::to_request(request_context(*sd_ctx), *params), *params);
+        return true;
+    } catch (const std::exception& e) {
+        if (!message) SD_LOG_ERROR("%s", e.what());
+        sd::api::hand_out_message(e.what(), message, message_size);
+        return false;
+    }
+}
+
+bool sd_settle_vid_gen_params(const sd_ctx_t* sd_ctx, sd_vid_gen_params_t* params, char* message,
+                              size_t message_size) {
+    try {
+        if (!sd_ctx || !params)
+            sd::fail("sd_settle_vid_gen_params: needs a context and parameters");
+        sd::api::settle_vid_gen_params(request_context(*sd_ctx), *params);
+        return true;
+    } catch (const std::exception& e) {
+        if (!message) SD_LOG_ERROR("%s", e.what());
+        sd::api::hand_out_message(e.what(), message, message_size);
+        return false;
+    }
 }
 
 bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* params, sd_image_t** images_out,
@@ -344,7 +242,7 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* params, sd_imag
     sd_ctx->cancel.reset();
     sd_ctx->stop_after_image = false;
     try {
-        sd::ImageRequest request = to_request(*sd_ctx, *params);
+        const sd::ImageRequest request = sd::api::to_request(request_context(*sd_ctx), *params);
         sd::GenerationHooks hooks;
         float last = 0.0f;
         hooks.progress = [&last](int step, int steps, float seconds) {
@@ -360,7 +258,7 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* params, sd_imag
             sd::decode_tiling(m, request.vae_tiling, request.height / m.latent.factor,
                               request.width / m.latent.factor));
         const sd::WeightPatches* patches =
-            sd_ctx->loras.update(sd_ctx->files, lora_requests(*params), sd_ctx->lora_mode,
+            sd_ctx->loras.update(sd_ctx->files, sd::api::lora_requests(*params), sd_ctx->lora_mode,
                                  sd_ctx->model.components.family_name);
         const sd::ScopedWeightPatches active(patches);
         std::vector<sd::image::Image> images;
@@ -409,7 +307,6 @@ bool sd_ctx_has_control_net(const sd_ctx_t* sd_ctx) {
 
 bool sd_lora_fits(const sd_ctx_t* sd_ctx, const char* lora_path, char* message,
                   size_t message_size) {
-    std::string why;
     try {
         if (!sd_ctx || !has(lora_path)) sd::fail("sd_lora_fits: needs a context and a file path");
         // The files and the family are set when the context is made: no lock needed, so a
@@ -417,14 +314,9 @@ bool sd_lora_fits(const sd_ctx_t* sd_ctx, const char* lora_path, char* message,
         sd::check_lora_fits(lora_path, sd_ctx->files, sd_ctx->model.components.family_name);
         return true;
     } catch (const std::exception& e) {
-        why = e.what();
+        sd::api::hand_out_message(e.what(), message, message_size);
+        return false;
     }
-    if (message && message_size > 0) {
-        const size_t n = std::min(why.size(), message_size - 1);
-        why.copy(message, n);
-        message[n] = '\0';
-    }
-    return false;
 }
 
 bool sd_takes_ref_images(const sd_ctx_t* sd_ctx) {

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "api/c_message.h"
 #include "base/cpu_features.h"
 #include "base/error.h"
 #include "base/log.h"
@@ -106,34 +107,40 @@ void read_max_vram(const char* spec) {
                      spec);
 }
 
-void read_model_args(const char* args, Placement& out) {
-    if (!args) return;
-    for (const std::string& raw : split_list(args)) {
-        const std::string item = trim(raw);
-        if (item.empty()) continue;
-        const size_t eq = item.find('=');
-        if (eq == std::string::npos) fail("model_args: '%s' is not key=value", item.c_str());
-        const std::string key = trim(item.substr(0, eq)), value = trim(item.substr(eq + 1));
-        if (key == "compute_type") {
-            if (!parse_compute_type(value, &out.compute_type))
-                fail("model_args: compute_type '%s': expected auto, f32 or bf16", value.c_str());
-        } else if (key == "tokenizer_dir") {
-            out.tokenizer_dir = value;
-        } else if (key == "chroma_use_dit_mask" || key == "chroma_use_t5_mask" ||
-                   key == "qwen_image_zero_cond_t") {
-            to_bool(key, value);  // Chroma / Qwen-Image switches: no effect on SD 1.x / 2.x
-        } else if (key == "chroma_t5_mask_pad") {
+enum class ArgKind { Bool, Int, ComputeType, Path };
+
+struct ModelArgKey {
+    const char* name;
+    ArgKind kind;
+};
+
+// The reference's keys (Chroma / Qwen-Image switches: no effect on the families this build
+// runs), then ours.
+constexpr ModelArgKey kModelArgKeys[] = {
+    {"chroma_use_dit_mask", ArgKind::Bool}, {"chroma_use_t5_mask", ArgKind::Bool},
+    {"chroma_t5_mask_pad", ArgKind::Int},   {"qwen_image_zero_cond_t", ArgKind::Bool},
+    {"compute_type", ArgKind::ComputeType}, {"tokenizer_dir", ArgKind::Path},
+};
+
+void read_model_arg(const ModelArgKey& key, const std::string& value, Placement& out) {
+    switch (key.kind) {
+        case ArgKind::Bool:
+            to_bool(key.name, value);
+            break;
+        case ArgKind::Int: {
             char* end = nullptr;
             std::strtol(value.c_str(), &end, 10);
             if (value.empty() || *end != '\0')
-                fail("model_args: chroma_t5_mask_pad takes an integer, not '%s'", value.c_str());
-        } else {
-            fail(
-                "model_args: unknown key '%s' (known: compute_type, tokenizer_dir, "
-                "chroma_use_dit_mask, "
-                "chroma_use_t5_mask, chroma_t5_mask_pad, qwen_image_zero_cond_t)",
-                key.c_str());
+                fail("model_args: %s takes an integer, not '%s'", key.name, value.c_str());
+            break;
         }
+        case ArgKind::ComputeType:
+            if (!parse_compute_type(value, &out.compute_type))
+                fail("model_args: compute_type '%s': expected auto, f32 or bf16", value.c_str());
+            break;
+        case ArgKind::Path:
+            out.tokenizer_dir = value;
+            break;
     }
 }
 
@@ -148,6 +155,48 @@ std::vector<std::string> split_list(const std::string& s) {
         if (comma == std::string::npos) return out;
         start = comma + 1;
     }
+}
+
+const std::string& model_args_keys() {
+    static const std::string keys = [] {
+        std::string out;
+        for (const ModelArgKey& k : kModelArgKeys)
+            out += (out.empty() ? "" : ", ") + std::string(k.name);
+        return out;
+    }();
+    return keys;
+}
+
+void read_model_args(const char* args, Placement& out) {
+    if (!args) return;
+    for (const std::string& raw : split_list(args)) {
+        const std::string item = trim(raw);
+        if (item.empty()) continue;
+        const size_t eq = item.find('=');
+        if (eq == std::string::npos) fail("model_args: '%s' is not key=value", item.c_str());
+        const std::string key = trim(item.substr(0, eq)), value = trim(item.substr(eq + 1));
+        const auto known = std::find_if(std::begin(kModelArgKeys), std::end(kModelArgKeys),
+                                        [&](const ModelArgKey& k) { return key == k.name; });
+        if (known == std::end(kModelArgKeys))
+            fail("model_args: unknown key '%s' (known: %s)", key.c_str(),
+                 model_args_keys().c_str());
+        read_model_arg(*known, value, out);
+    }
+}
+
+EngineOptions engine_options(const Placement& placement, const sd_ctx_ext_params_t& ext) {
+    EngineOptions out;
+    out.compute_type = placement.compute_type;
+    if (ext.compute_type != SD_COMPUTE_TYPE_COUNT) {
+        const char* name = sd_compute_type_name(ext.compute_type);
+        if (!name || !parse_compute_type(name, &out.compute_type))
+            fail("sd_ctx_ext_params_t.compute_type %d: expected auto, f32 or bf16 (or unset)",
+                 static_cast<int>(ext.compute_type));
+    }
+    out.tokenizer_dir = ext.tokenizer_dir && *ext.tokenizer_dir ? std::string(ext.tokenizer_dir)
+                                                                : placement.tokenizer_dir;
+    out.max_prompt_tokens = std::max(0, ext.max_prompt_tokens);
+    return out;
 }
 
 std::vector<Device> list_devices() {
@@ -222,3 +271,51 @@ Residency read_upscaler_placement(const char* backend, const char* params_backen
 }
 
 }  // namespace sd::api
+
+extern "C" {
+
+const char* sd_compute_type_name(enum sd_compute_type_t type) {
+    switch (type) {
+        case SD_COMPUTE_TYPE_AUTO:
+            return "auto";
+        case SD_COMPUTE_TYPE_F32:
+            return "f32";
+        case SD_COMPUTE_TYPE_BF16:
+            return "bf16";
+        default:
+            return nullptr;
+    }
+}
+
+enum sd_compute_type_t str_to_sd_compute_type(const char* name) {
+    for (int i = 0; i < SD_COMPUTE_TYPE_COUNT && name; ++i) {
+        const auto type = static_cast<sd_compute_type_t>(i);
+        if (std::string(name) == sd_compute_type_name(type)) return type;
+    }
+    return SD_COMPUTE_TYPE_COUNT;
+}
+
+void sd_ctx_ext_params_init(sd_ctx_ext_params_t* ext) {
+    if (!ext) return;
+    *ext = {};
+    ext->tokenizer_dir = nullptr;
+    ext->compute_type = SD_COMPUTE_TYPE_COUNT;
+    ext->max_prompt_tokens = SD_DEFAULT_MAX_PROMPT_TOKENS;
+}
+
+bool sd_check_model_args(const char* model_args, char* message, size_t message_size) {
+    try {
+        sd::api::Placement unused;
+        sd::api::read_model_args(model_args, unused);
+        return true;
+    } catch (const std::exception& e) {
+        sd::api::hand_out_message(e.what(), message, message_size);
+        return false;
+    }
+}
+
+const char* sd_model_args_keys(void) {
+    return sd::api::model_args_keys().c_str();
+}
+
+}  // extern "C"

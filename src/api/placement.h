@@ -1,5 +1,6 @@
 // The reference's placement strings (backend, params_backend, max_vram) and its
-// model_args extension string, read into what this CPU build can do with them.
+// model_args extension string, read into what this CPU build can do with them; this
+// engine's own context options (sd_ctx_ext_params_t) over them.
 #pragma once
 
 #include <string>
@@ -7,7 +8,7 @@
 
 #include "nn/weights.h"
 #include "ops/compute_type.h"
-#include "stable-diffusion.h"
+#include "stable-diffusion-ext.h"
 
 namespace sd::api {
 
@@ -37,13 +38,31 @@ struct Placement {
     Residency residency = Residency::Resident;
     bool keep_text_encoder = false;  // te placed explicitly on the CPU (--clip-on-cpu)
     bool keep_vae = false;           // vae placed explicitly on the CPU (--vae-on-cpu)
-    ComputeType compute_type = ComputeType::Auto;  // model_args compute_type=auto|f32|bf16
-    std::string tokenizer_dir;                     // model_args tokenizer_dir=DIR (--tokenizer-dir)
+    // model_args' own keys (engine_options puts sd_ctx_ext_params_t over them).
+    ComputeType compute_type = ComputeType::Auto;  // compute_type=auto|f32|bf16
+    std::string tokenizer_dir;                     // tokenizer_dir=DIR (no comma)
 };
 
 // Reads backend, params_backend, max_vram, stream_layers and model_args. Throws sd::Error for
 // a device that does not exist, a malformed spec or number, or an unknown model_args key.
 Placement read_placement(const sd_ctx_params_t& p);
+
+// model_args alone: the reference's keys (chroma_use_dit_mask, chroma_use_t5_mask,
+// chroma_t5_mask_pad, qwen_image_zero_cond_t) and ours (compute_type, tokenizer_dir), the one
+// list of them (model_args_keys). Throws sd::Error naming a malformed item, an unknown key
+// or a bad value.
+void read_model_args(const char* model_args, Placement& out);
+const std::string& model_args_keys();  // "chroma_use_dit_mask, ..., tokenizer_dir"
+
+// This engine's own context options: a field of sd_ctx_ext_params_t that is set wins over
+// the same model_args key (read into `placement`), else the default. Throws sd::Error for a
+// compute type out of range.
+struct EngineOptions {
+    ComputeType compute_type = ComputeType::Auto;
+    std::string tokenizer_dir;
+    int max_prompt_tokens = SD_DEFAULT_MAX_PROMPT_TOKENS;
+};
+EngineOptions engine_options(const Placement& placement, const sd_ctx_ext_params_t& ext);
 
 // new_upscaler_ctx's backend / params_backend: every device named must exist; the weights
 // stream from disk when params_backend places the upscaler ("*" or "upscaler") on "disk".

@@ -11,6 +11,7 @@
 #include "pipeline/decode_tiling.h"
 #include "pipeline/image_size.h"
 #include "pipeline/memory_estimate.h"
+#include "pipeline/prompt_length.h"
 #include "pipeline/ref_images.h"
 #include "sampling/guidance.h"
 #include "tensor/caching_allocator.h"
@@ -26,23 +27,6 @@ void check_request(const ImageRequest& r) {
     SD_CHECK(r.steps <= kMaxSteps, "%d steps: at most %d", r.steps, kMaxSteps);
     SD_CHECK(std::isfinite(r.cfg_scale), "cfg scale must be a number");
     SD_CHECK(r.strength >= 0.0f && r.strength <= 1.0f, "strength %g is outside [0, 1]", r.strength);
-}
-
-// The prompt's length against max_prompt_tokens: its bytes first (cheap, so that megabytes
-// are refused at once), then its tokens, before any encoder runs.
-void check_prompt_length(const ModelComponents& m, const std::string& prompt, int max_tokens,
-                         const char* what) {
-    if (max_tokens <= 0 || prompt.empty()) return;
-    const size_t max_bytes = static_cast<size_t>(max_tokens) * kMaxPromptBytesPerToken;
-    SD_CHECK(prompt.size() <= max_bytes,
-             "the %s has %zu bytes, more than %d tokens could take (at most %zu bytes); "
-             "shorten it or raise --max-prompt-tokens",
-             what, prompt.size(), max_tokens, max_bytes);
-    const size_t tokens = m.conditioner->count_tokens(prompt);
-    SD_CHECK(tokens <= static_cast<size_t>(max_tokens),
-             "the %s has %zu tokens, more than the limit of %d; shorten it or raise "
-             "--max-prompt-tokens",
-             what, tokens, max_tokens);
 }
 
 // An input image of another size than the generation's is fitted to it, as the reference.
@@ -389,6 +373,9 @@ ImageRequest settle_request(const ModelComponents& m, const ImageRequest& reques
     check_prompt_length(m, r.prompt, r.max_prompt_tokens, "prompt");
     if (r.cfg_scale != 1.0f)
         check_prompt_length(m, r.negative_prompt, r.max_prompt_tokens, "negative prompt");
+    // A no-op for a request the C API settled (api/image_request.cpp aligned it, the one
+    // place a C request's size is settled); it aligns the requests of the pipeline's own
+    // callers.
     align_size_up(r.width, r.height, size_multiple(m), "generation request");
     check_ref_images(m, r);
     const std::string what = "a " + std::to_string(r.width) + "x" + std::to_string(r.height) +

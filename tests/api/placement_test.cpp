@@ -93,6 +93,29 @@ TEST(Placement, ModelArgsCarryTheComputeType) {
     EXPECT_THROW(read_placement(params(nullptr, nullptr, nullptr, "compute_type")), Error);
 }
 
+// sd_ctx_ext_params_t's fields, when set, win over the same model_args keys.
+TEST(Placement, TypedOptionsWinOverModelArgs) {
+    sd_ctx_ext_params_t ext;
+    sd_ctx_ext_params_init(&ext);
+    const Placement from_args =
+        read_placement(params(nullptr, nullptr, nullptr, "compute_type=bf16,tokenizer_dir=/t"));
+    EngineOptions o = engine_options(from_args, ext);
+    EXPECT_EQ(o.compute_type, ComputeType::BF16);
+    EXPECT_EQ(o.tokenizer_dir, "/t");
+    EXPECT_EQ(o.max_prompt_tokens, SD_DEFAULT_MAX_PROMPT_TOKENS);
+    ext.compute_type = SD_COMPUTE_TYPE_F32;
+    ext.tokenizer_dir = "/a,b/tok";
+    ext.max_prompt_tokens = -3;
+    o = engine_options(from_args, ext);
+    EXPECT_EQ(o.compute_type, ComputeType::F32);
+    EXPECT_EQ(o.tokenizer_dir, "/a,b/tok");
+    EXPECT_EQ(o.max_prompt_tokens, 0);  // no limit
+    ext.compute_type = SD_COMPUTE_TYPE_AUTO;
+    EXPECT_EQ(engine_options(from_args, ext).compute_type, ComputeType::Auto);
+    ext.compute_type = static_cast<sd_compute_type_t>(-1);
+    EXPECT_THROW(engine_options(from_args, ext), Error);
+}
+
 TEST(Placement, DevicesListTheCpu) {
     const std::vector<Device> devices = list_devices();
     ASSERT_EQ(devices.size(), 1u);

@@ -765,7 +765,46 @@ TEST(CliOutput, WritesABatchWithParameters) {
     EXPECT_TRUE(sd::image::read_text(dir + "/plain.png").empty());
     CliParams random = p;
     random.seed = -1;
-    EXPECT_GE(resolve_request(random).seed, 0);
+    EXPECT_EQ(resolve_request(random).seed, -1);  // drawn by the library (report_settled)
+}
+
+// What the command line leaves open the library settles, and the images' parameters name
+// what ran: a random seed (image i: seed + i), the size on the model's grid, the model's
+// sampler and scheduler. --tokenizer-dir with a comma in its path reaches the library typed.
+TEST(CliGenerate, ParametersNameWhatTheLibrarySettled) {
+    const std::string model = sd::test::generated_checkpoint("sd15", "f16", 1);
+    const std::string tok = sd::test::temp_path("cli_a,b") + "/tok";
+    std::filesystem::create_directories(tok);
+    std::filesystem::copy(fixtures() + "/tokenizers", tok,
+                          std::filesystem::copy_options::recursive |
+                              std::filesystem::copy_options::overwrite_existing);
+    const std::string dir = sd::test::temp_path("settled");
+    const RunResult r =
+        run_cli({"-m", model, "-p", "a cat", "-W", "40", "-H", "64", "--steps", "1", "-s", "-1",
+                 "-b", "2", "--tokenizer-dir", tok, "-o", dir + "/img_%d.png"});
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("CLIP tokenizer: " + tok + "/clip (--tokenizer-dir)"),
+              std::string::npos)
+        << r.output;
+    int64_t first_seed = -1;
+    for (int i = 0; i < 2; ++i) {
+        const std::string text =
+            sd::image::read_text(dir + "/img_" + std::to_string(i) + ".png")["parameters"];
+        const size_t at = text.find("Seed: ");
+        ASSERT_NE(at, std::string::npos) << text;
+        const int64_t seed = std::stoll(text.substr(at + 6));
+        if (i == 0) first_seed = seed;
+        EXPECT_GE(seed, 0) << text;
+        EXPECT_EQ(seed, first_seed + i) << text;
+        EXPECT_NE(text.find("Steps: 1, "), std::string::npos) << text;
+        EXPECT_NE(text.find("Size: 64x64, "), std::string::npos) << text;
+        EXPECT_NE(text.find("Sampler: euler_a discrete, "), std::string::npos) << text;
+        const json meta = json::parse(text.substr(text.find("SDCPP: ") + 7));
+        EXPECT_EQ(meta["seed"], seed);
+        EXPECT_EQ(meta["width"], 64);
+        EXPECT_EQ(meta["sampling"]["method"], "euler_a");
+        EXPECT_EQ(meta["sampling"]["scheduler"], "discrete");
+    }
 }
 
 TEST(CliRequest, LoraTagsAndPromptFiles) {

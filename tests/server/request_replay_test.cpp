@@ -1,5 +1,6 @@
 // A request sent through the Redis queue: the worker's parse of the stored request (JSON
-// bodies, multipart form parts as JSON) gives the API node's JobSpec, with its seed.
+// bodies, multipart form parts as JSON) gives the API node's JobSpec, with the seed it parsed;
+// what the worker's library settled comes back to the API node's JobSpec.
 #include "request_replay.h"
 
 #include <gtest/gtest.h>
@@ -27,7 +28,7 @@ TEST_F(RequestReplay, JsonKindsParseAgainWithTheApiNodesSeed) {
     EXPECT_EQ(a.request.seed, 1234);
     const JobSpec b = replay_request({"sdapi_txt2img", sdapi}, 99, ctx);
     EXPECT_EQ(b.params.sample_params.sample_steps, 3);
-    EXPECT_EQ(b.request.seed, 99);  // the seed drawn on the API node, not a new one
+    EXPECT_EQ(b.request.seed, 99);  // the API node's, not the body's parse again
     const JobSpec c = replay_request({"openai_generation", openai}, 7, ctx);
     EXPECT_EQ(c.request.width, 256);
     EXPECT_EQ(c.params.batch_count, 2);
@@ -50,6 +51,30 @@ TEST_F(RequestReplay, FormPartsRoundTripThroughJson) {
     EXPECT_EQ(replayed.request.width, 72);
     EXPECT_EQ(replayed.request.init_image.pixels, direct.request.init_image.pixels);
     EXPECT_EQ(replayed.request.seed, 5);
+}
+
+TEST_F(RequestReplay, WhatTheWorkerSettledReachesTheApiNode) {
+    JobSpec worker = replay_request({"native", {{"prompt", "a cat"}, {"width", 100}}}, -1, ctx);
+    EXPECT_EQ(worker.request.seed, -1);  // the worker's library draws it
+    EXPECT_EQ(worker.params.sample_params.sample_method, SAMPLE_METHOD_COUNT);
+    // As sd_settle_img_gen_params wrote them back (report_settled).
+    worker.request.seed = 123456;
+    worker.request.width = 128;
+    worker.params.sample_params.sample_method = EULER_A_SAMPLE_METHOD;
+    worker.params.sample_params.scheduler = KARRAS_SCHEDULER;
+    worker.params.sample_params.sample_steps = 9;
+    JobSpec api_node = replay_request({"native", {{"prompt", "a cat"}, {"width", 100}}}, -1, ctx);
+    apply_settled(api_node, settled_text(worker));
+    EXPECT_EQ(api_node.request.seed, 123456);
+    EXPECT_EQ(api_node.request.width, 128);
+    EXPECT_EQ(api_node.params.sample_params.sample_method, EULER_A_SAMPLE_METHOD);
+    EXPECT_EQ(api_node.params.sample_params.scheduler, KARRAS_SCHEDULER);
+    EXPECT_EQ(api_node.params.sample_params.sample_steps, 9);
+    for (const char* text : {"", "not json", "[1]", "{\"seed\": \"x\"}"}) {
+        JobSpec same = api_node;
+        apply_settled(same, text);
+        EXPECT_EQ(same.request.seed, 123456) << text;
+    }
 }
 
 TEST_F(RequestReplay, AnUnknownKindIsRefused) {

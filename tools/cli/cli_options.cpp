@@ -144,31 +144,10 @@ std::string from_list(const std::string& v, const std::vector<std::string>& allo
     return v;
 }
 
-// --model-args key=value,...: checked here for an early error, read by the library.
+// --model-args key=value,...: checked by the library (its one list of keys) for an early error.
 void apply_model_args(CliParams& p, const std::string& v) {
-    for (const std::string& item : split(v, ',')) {
-        if (trim(item).empty()) continue;
-        size_t eq = item.find('=');
-        if (eq == std::string::npos) throw BadValue{"'" + item + "' is not key=value"};
-        const std::string key = trim(item.substr(0, eq)), value = trim(item.substr(eq + 1));
-        auto to_bool = [&](const std::string& s) {
-            if (s == "1" || s == "true") return true;
-            if (s == "0" || s == "false") return false;
-            throw BadValue{"'" + key + "' takes true or false"};
-        };
-        if (key == "chroma_use_dit_mask" || key == "chroma_use_t5_mask" ||
-            key == "qwen_image_zero_cond_t") {
-            to_bool(value);
-        } else if (key == "chroma_t5_mask_pad") {
-            to_int(value);
-        } else if (key == "compute_type") {
-            p.compute_type = from_list(value, {"auto", "f32", "bf16"});
-        } else {
-            throw BadValue{"unknown key '" + key +
-                           "' (known: chroma_use_dit_mask, chroma_use_t5_mask, "
-                           "chroma_t5_mask_pad, qwen_image_zero_cond_t, compute_type)"};
-        }
-    }
+    char why[512];
+    if (!sd_check_model_args(v.c_str(), why, sizeof why)) throw BadValue{why};
     p.model_args = v;
 }
 
@@ -353,8 +332,9 @@ std::vector<OptionSpec> model_file_options() {
         text("", "--pulid-weights", G, &CliParams::pulid_weights_path, "none",
              "path to the PuLID weights", "PuLID"),
         make("", "--model-args", G, Arg::String, "<string>", "none",
-             "model-specific switches key=value,...: chroma_use_dit_mask, chroma_use_t5_mask, "
-             "chroma_t5_mask_pad, qwen_image_zero_cond_t, compute_type (as --compute-type)",
+             std::string("model-specific switches key=value,...: ") + sd_model_args_keys() +
+                 " (compute_type and tokenizer_dir as --compute-type and --tokenizer-dir, "
+                 "which win over them)",
              apply_model_args),
     };
 }
@@ -367,6 +347,8 @@ std::vector<OptionSpec> runtime_options() {
     const std::vector<std::string> lora_modes =
         enum_names<lora_apply_mode_t>(LORA_APPLY_MODE_COUNT, sd_lora_apply_mode_name);
     const std::vector<std::string> vae_formats = {"auto", "flux", "sd3", "flux2"};
+    const std::vector<std::string> compute_types =
+        enum_names<sd_compute_type_t>(SD_COMPUTE_TYPE_COUNT, sd_compute_type_name);
     return {
         integer("-t", "--threads", G, &CliParams::n_threads, "-1",
                 "threads to compute with; <= 0 uses the number of physical cores"),
@@ -417,12 +399,13 @@ std::vector<OptionSpec> runtime_options() {
         text("", "--params-backend", G, &CliParams::params_backend, "where they compute",
              "where weights live, for all or per component (*=cpu, diffusion=disk): cpu (RAM) "
              "or disk (read from the file for each layer, released after use)"),
-        make("", "--compute-type", G, Arg::Choice, "{auto, f32, bf16}", "auto",
+        make("", "--compute-type", G, Arg::Choice, choice_hint(compute_types), "auto",
              "arithmetic of linear / conv layers: bf16 rounds their inputs to bf16 and uses "
              "AVX512-BF16 dot products (f32 accumulation); auto does so for the layers whose "
              "weights are stored in bf16, as the reference; f32 where the CPU has none",
-             [](CliParams& p, const std::string& v) {
-                 p.compute_type = from_list(v, {"auto", "f32", "bf16"});
+             [compute_types](CliParams& p, const std::string& v) {
+                 p.compute_type =
+                     to_enum(v, str_to_sd_compute_type, SD_COMPUTE_TYPE_COUNT, compute_types);
              }),
         text("", "--split-mode", G, &CliParams::split_mode, "none",
              "how a model spanning several devices is split (layer, row)",

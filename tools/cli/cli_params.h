@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "api/prompt_limit.h"
+#include "stable-diffusion-ext.h"
 #include "stable-diffusion.h"
 
 namespace cli {
@@ -38,7 +38,7 @@ struct CliParams {
     bool metadata_raw = false;
     bool metadata_brief = false;
     bool metadata_all = false;
-    std::string tokenizer_dir;
+    std::string tokenizer_dir;  // reaches the library typed (sd_ctx_ext_params_t)
     std::string rpc_servers;
     std::vector<std::string> imat_in;  // every --imat-in, in order
     std::string imat_out;
@@ -99,7 +99,8 @@ struct CliParams {
     std::string backend;
     std::string params_backend;
     std::string split_mode;
-    std::string compute_type = "auto";  // reaches the library as model_args compute_type=
+    // Unset: model_args' compute_type, else auto. Reaches the library typed (sd_ctx_ext_params_t).
+    sd_compute_type_t compute_type = SD_COMPUTE_TYPE_COUNT;
 
     // Generation.
     std::string prompt;

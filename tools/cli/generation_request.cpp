@@ -8,7 +8,6 @@
 
 #include "cli_options.h"
 #include "log_output.h"
-#include "sampling/rng.h"
 
 namespace fs = std::filesystem;
 
@@ -295,15 +294,9 @@ std::vector<PromptLora> take_lora_tags(std::string& prompt) {
 }
 
 void check_prompt_text(const std::string& text, const char* what, int max_tokens) {
-    if (text.find('\0') != std::string::npos)
-        throw UsageError(std::string("the ") + what +
-                         " contains a NUL byte, which would cut it short: remove it");
-    const size_t max_bytes = static_cast<size_t>(max_tokens) * SD_MAX_PROMPT_BYTES_PER_TOKEN;
-    if (max_tokens > 0 && text.size() > max_bytes)
-        throw UsageError(std::string("the ") + what + " has " + std::to_string(text.size()) +
-                         " bytes, more than " + std::to_string(max_tokens) +
-                         " tokens could take (at most " + std::to_string(max_bytes) +
-                         " bytes); shorten it or raise --max-prompt-tokens");
+    char why[512];
+    if (!sd_check_prompt_text(text.data(), text.size(), max_tokens, what, why, sizeof why))
+        throw UsageError(why);
 }
 
 GenerationRequest resolve_request(const CliParams& p) {
@@ -317,9 +310,11 @@ GenerationRequest resolve_request(const CliParams& p) {
     r.prompt_with_lora = r.prompt;
     if (!p.lora_model_dir.empty()) extract_loras(p.lora_model_dir, r);
     r.embeddings = find_embeddings(p.embedding_dir);
-    r.seed = sd::resolve_seed(p.seed);
-    r.width = p.width > 0 ? p.width : 512;
-    r.height = p.height > 0 ? p.height : 512;
+    r.seed = p.seed;
+    sd_img_gen_params_t defaults;  // the library's size where none is given
+    sd_img_gen_params_init(&defaults);
+    r.width = p.width > 0 ? p.width : defaults.width;
+    r.height = p.height > 0 ? p.height : defaults.height;
     r.cache = make_cache_params(p);
     if (p.hires) resolve_hires_upscaler(p, r);
     return r;
@@ -345,19 +340,6 @@ std::string backend_spec(const CliParams& p) {
 std::string params_backend_spec(const CliParams& p) {
     if (p.params_backend.empty() && p.offload_to_cpu) return "*=cpu";
     return p.params_backend;  // an explicit placement wins over --offload-to-cpu
-}
-
-std::string model_args_spec(const CliParams& p) {
-    std::string spec = p.model_args;
-    if (p.compute_type != "auto" && spec.find("compute_type") == std::string::npos)
-        append_item(spec, "compute_type=" + p.compute_type);
-    if (!p.tokenizer_dir.empty()) {
-        if (p.tokenizer_dir.find(',') != std::string::npos)
-            throw UsageError("--tokenizer-dir '" + p.tokenizer_dir +
-                             "': a folder whose path has no comma, please");
-        append_item(spec, "tokenizer_dir=" + p.tokenizer_dir);
-    }
-    return spec;
 }
 
 std::string ref_image_args_spec(const CliParams& p) {
@@ -415,12 +397,20 @@ sd_ctx_params_t make_ctx_params(const CliParams& p, GenerationRequest& r) {
     c.auto_fit = p.auto_fit;
     r.backend = backend_spec(p);
     r.params_backend = params_backend_spec(p);
-    r.model_args = model_args_spec(p);
     c.backend = c_str_or_null(r.backend);
     c.params_backend = c_str_or_null(r.params_backend);
     c.split_mode = c_str_or_null(p.split_mode);
-    c.model_args = c_str_or_null(r.model_args);
+    c.model_args = c_str_or_null(p.model_args);
     return c;
+}
+
+sd_ctx_ext_params_t make_ctx_ext_params(const CliParams& p) {
+    sd_ctx_ext_params_t e;
+    sd_ctx_ext_params_init(&e);
+    e.tokenizer_dir = c_str_or_null(p.tokenizer_dir);
+    e.compute_type = p.compute_type;
+    e.max_prompt_tokens = p.max_prompt_tokens;
+    return e;
 }
 
 sd_img_gen_params_t make_img_gen_params(const CliParams& p, GenerationRequest& r) {
@@ -493,14 +483,35 @@ sd_vid_gen_params_t make_vid_gen_params(const CliParams& p, GenerationRequest& r
     return v;
 }
 
-void resolve_sampling_defaults(sd_ctx_t* ctx, CliParams& p) {
-    if (p.sample_params.sample_method == SAMPLE_METHOD_COUNT)
-        p.sample_params.sample_method = sd_get_default_sample_method(ctx);
-    if (p.high_noise_sample_params.sample_method == SAMPLE_METHOD_COUNT)
-        p.high_noise_sample_params.sample_method = sd_get_default_sample_method(ctx);
-    // Custom sigmas replace the scheduler: none is named then.
-    if (p.sample_params.scheduler == SCHEDULER_COUNT && p.custom_sigmas.empty())
-        p.sample_params.scheduler = sd_get_default_scheduler(ctx, p.sample_params.sample_method);
+namespace {
+
+// The settled sampling into the options; the pointers (layers, sigmas, extra args) stay ours.
+void report_sampling(const sd_sample_params_t& settled, sd_sample_params_t& s) {
+    s.sample_method = settled.sample_method;
+    s.scheduler = settled.scheduler;
+    s.sample_steps = settled.sample_steps;
+    s.flow_shift = settled.flow_shift;
+}
+
+}  // namespace
+
+void report_settled(const sd_img_gen_params_t& settled, CliParams& p, GenerationRequest& r) {
+    r.seed = settled.seed;
+    r.width = settled.width;
+    r.height = settled.height;
+    report_sampling(settled.sample_params, p.sample_params);
+    if (settled.hires.enabled) {
+        p.hires_width = settled.hires.target_width;
+        p.hires_height = settled.hires.target_height;
+    }
+}
+
+void report_settled(const sd_vid_gen_params_t& settled, CliParams& p, GenerationRequest& r) {
+    r.seed = settled.seed;
+    r.width = settled.width;
+    r.height = settled.height;
+    report_sampling(settled.sample_params, p.sample_params);
+    p.high_noise_sample_params.sample_method = settled.high_noise_sample_params.sample_method;
 }
 
 }  // namespace cli

@@ -1,6 +1,8 @@
 // From the command line to the C API's structs, as the reference program builds them:
 // prompt files, <lora:NAME:WEIGHT> tags, the embeddings folder, cache and hires settings,
-// the seed, and the input images (input_images.h) they point to.
+// and the input images (input_images.h) they point to. Defaults the model decides (seed,
+// size on the model's grid, sampler, scheduler, steps) are settled by the library
+// (sd_settle_img_gen_params) and copied back for the reports (report_settled).
 #pragma once
 
 #include <map>
@@ -9,7 +11,7 @@
 
 #include "cli_params.h"
 #include "image/image_io.h"
-#include "stable-diffusion.h"
+#include "stable-diffusion-ext.h"
 
 namespace cli {
 
@@ -25,7 +27,7 @@ struct GenerationRequest {
     std::string negative_prompt;
     std::vector<LoraEntry> loras;
     std::map<std::string, std::string> embeddings;  // name -> file
-    int64_t seed = 42;                              // a random one already drawn for seed < 0
+    int64_t seed = 42;  // as given (< 0: random) until report_settled sets the settled one
     int width = 512;
     int height = 512;
     sd_cache_params_t cache{};
@@ -50,7 +52,7 @@ struct GenerationRequest {
     std::vector<int> high_noise_skip_layers;
     std::vector<float> custom_sigmas;
     std::vector<float> hires_sigmas;
-    std::string backend, params_backend, model_args;  // the placement strings sent
+    std::string backend, params_backend;  // the placement strings sent
     std::string ref_image_args;
 };
 
@@ -65,9 +67,9 @@ struct PromptLora {
 // weight is no number is removed with a warning).
 std::vector<PromptLora> take_lora_tags(std::string& prompt);
 
-// Refuses a prompt with a NUL byte (a C string would cut it short) or with more bytes than
-// `max_tokens` tokens could take (SD_MAX_PROMPT_BYTES_PER_TOKEN each; the library counts the
-// tokens): megabytes are refused before the model loads. A UsageError naming `what`.
+// The library's check of a prompt before it is tokenized (sd_check_prompt_text: no NUL byte,
+// at most SD_MAX_PROMPT_BYTES_PER_TOKEN bytes a token), so that megabytes are refused before
+// the model loads. A UsageError naming `what`.
 void check_prompt_text(const std::string& text, const char* what, int max_tokens);
 
 // Everything but the images. Throws UsageError (unreadable prompt file, bad --cache-option,
@@ -77,18 +79,19 @@ GenerationRequest resolve_request(const CliParams& params);
 // --cache-mode / --cache-option / --scm-* as the reference program reads them.
 sd_cache_params_t make_cache_params(const CliParams& params);
 
-// The structs for new_sd_ctx / generate_image / generate_video. They point into `params`
+// The structs for new_sd_ctx_ext / generate_image / generate_video. They point into `params`
 // and `request`, which must outlive them and not move.
 sd_ctx_params_t make_ctx_params(const CliParams& params, GenerationRequest& request);
+// --tokenizer-dir, --compute-type and --max-prompt-tokens, typed (no model_args item).
+sd_ctx_ext_params_t make_ctx_ext_params(const CliParams& params);
 sd_img_gen_params_t make_img_gen_params(const CliParams& params, GenerationRequest& request);
 sd_vid_gen_params_t make_vid_gen_params(const CliParams& params, GenerationRequest& request);
 
 // The reference's placement strings from our flags: --backend plus te=cpu (--clip-on-cpu),
 // vae=cpu (--vae-on-cpu) and controlnet=cpu (--control-net-cpu); --params-backend, or *=cpu
-// for --offload-to-cpu; --model-args plus compute_type=f32|bf16 (--compute-type).
+// for --offload-to-cpu. --model-args goes as given.
 std::string backend_spec(const CliParams& params);
 std::string params_backend_spec(const CliParams& params);
-std::string model_args_spec(const CliParams& params);
 // --ref-image-args plus ref_index_mode=increase / resize_before_vae=false for
 // --increase-ref-index / --disable-auto-resize-ref-image (after it, so that the flags win).
 std::string ref_image_args_spec(const CliParams& params);
@@ -96,8 +99,12 @@ std::string ref_image_args_spec(const CliParams& params);
 // A C view of an image (empty -> no pixels, `channels` channels).
 sd_image_t image_view(sd::image::Image& image, uint32_t channels = 3);
 
-// The model's preferred sampler and scheduler where the request left them open (the
-// library's sd_get_default_*), so that the images' parameters name what ran.
-void resolve_sampling_defaults(sd_ctx_t* ctx, CliParams& params);
+// What the library settled (sd_settle_img_gen_params / sd_settle_vid_gen_params) into the
+// values the images' parameters, names and the server's replies report: seed, size, sample
+// method, scheduler, steps, flow shift, the hires target size.
+void report_settled(const sd_img_gen_params_t& settled, CliParams& params,
+                    GenerationRequest& request);
+void report_settled(const sd_vid_gen_params_t& settled, CliParams& params,
+                    GenerationRequest& request);
 
 }  // namespace cli

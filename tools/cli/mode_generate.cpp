@@ -1,6 +1,6 @@
 // -M img_gen / vid_gen: the reference program's flow. Read the inputs, create the context,
-// settle the sampler and scheduler the model prefers, generate, optionally upscale, and
-// write each result with its parameters.
+// have the library settle the request (seed, size, sampler, scheduler, steps) and note what
+// it settled, generate, optionally upscale, and write each result with its parameters.
 #include <cstdio>
 #include <memory>
 
@@ -55,11 +55,17 @@ void apply_canny(const CliParams& p, GenerationRequest& r) {
         throw UsageError("--canny: the Canny preprocessor failed");
 }
 
-ImageList generate(sd_ctx_t* ctx, const CliParams& p, GenerationRequest& r) {
+ImageList generate(sd_ctx_t* ctx, CliParams& p, GenerationRequest& r) {
     sd_image_t* images = nullptr;
     int count = 0;
+    char why[1024];
     if (p.mode == Mode::VidGen) {
         sd_vid_gen_params_t params = make_vid_gen_params(p, r);
+        if (!sd_settle_vid_gen_params(ctx, &params, why, sizeof why)) {
+            log_error("%s", why);
+            return ImageList();
+        }
+        report_settled(params, p, r);
         sd_audio_t* audio = nullptr;
         const bool ok = generate_video(ctx, &params, &images, &count, &audio);
         if (audio) log_warn("the generated audio is not written (audio files are not built yet)");
@@ -71,6 +77,11 @@ ImageList generate(sd_ctx_t* ctx, const CliParams& p, GenerationRequest& r) {
         return ImageList(images, count);
     }
     sd_img_gen_params_t params = make_img_gen_params(p, r);
+    if (!sd_settle_img_gen_params(ctx, &params, why, sizeof why)) {
+        log_error("%s", why);
+        return ImageList();
+    }
+    report_settled(params, p, r);
     if (!generate_image(ctx, &params, &images, &count)) {
         free_sd_images(images, count);
         return ImageList();
@@ -92,13 +103,12 @@ int run_generate(CliParams& p) {
     sd::check_size_before_loading(request.width, request.height, p.batch_count,
                                   p.vae_tiling_params.enabled);
     sd_ctx_params_t ctx_params = make_ctx_params(p, request);
-    Context ctx(new_sd_ctx(&ctx_params));
+    const sd_ctx_ext_params_t ext_params = make_ctx_ext_params(p);
+    Context ctx(new_sd_ctx_ext(&ctx_params, &ext_params));
     if (!ctx) {
         log_error("new_sd_ctx failed");
         return 1;
     }
-    sd_ctx_set_max_prompt_tokens(ctx.get(), p.max_prompt_tokens);
-    resolve_sampling_defaults(ctx.get(), p);
     if (!p.imat_out.empty()) {
         if (!load_imatrix_inputs(p)) return 1;
         enable_imatrix_collection();

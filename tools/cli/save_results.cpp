@@ -1,7 +1,5 @@
 #include "save_results.h"
 
-#include "sampling/rng.h"
-
 #include <filesystem>
 
 #include "base/error.h"
@@ -25,7 +23,7 @@ void make_parent_folder(const std::string& path) {
 bool write_one(const CliParams& p, const GenerationRequest& r, const sd_image_t& view, int index,
                const std::string& path) {
     try {
-        const int64_t seed = p.mode == Mode::VidGen ? r.seed : sd::batch_image_seed(r.seed, index);
+        const int64_t seed = p.mode == Mode::VidGen ? r.seed : sd_batch_image_seed(r.seed, index);
         const std::string parameters = p.embed_image_metadata ? image_parameters(p, r, seed) : "";
         make_parent_folder(path);
         sd::image::write_image(path, to_image(view), parameters, 90);

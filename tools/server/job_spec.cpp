@@ -2,6 +2,8 @@
 
 #include <optional>
 
+#include <nlohmann/json.hpp>
+
 #include "base/error.h"
 #include "cli_options.h"
 #include "request_common.h"
@@ -82,6 +84,35 @@ JobSpec finalize_request(cli::CliParams p, RequestInputs in, const OutputOptions
     spec.params = std::move(p);
     spec.output = output;
     return spec;
+}
+
+std::string settled_text(const JobSpec& spec) {
+    const sd_sample_params_t& s = spec.params.sample_params;
+    nlohmann::json out = {{"seed", spec.request.seed},
+                          {"width", spec.request.width},
+                          {"height", spec.request.height},
+                          {"steps", s.sample_steps}};
+    if (s.sample_method != SAMPLE_METHOD_COUNT)
+        out["method"] = sd_sample_method_name(s.sample_method);
+    if (s.scheduler != SCHEDULER_COUNT) out["scheduler"] = sd_scheduler_name(s.scheduler);
+    return out.dump();
+}
+
+void apply_settled(JobSpec& spec, const std::string& text) try {
+    const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object()) return;
+    cli::GenerationRequest& r = spec.request;
+    sd_sample_params_t& s = spec.params.sample_params;
+    r.seed = j.value("seed", r.seed);
+    r.width = j.value("width", r.width);
+    r.height = j.value("height", r.height);
+    s.sample_steps = j.value("steps", s.sample_steps);
+    const sample_method_t method = str_to_sample_method(j.value("method", "").c_str());
+    const scheduler_t scheduler = str_to_scheduler(j.value("scheduler", "").c_str());
+    if (method != SAMPLE_METHOD_COUNT) s.sample_method = method;
+    if (scheduler != SCHEDULER_COUNT) s.scheduler = scheduler;
+} catch (const nlohmann::json::exception&) {
+    // a field of another type: what was applied before it stays
 }
 
 std::optional<sd::image::Format> output_format_from_name(const std::string& name) {

@@ -1,7 +1,9 @@
 // One generation as the worker runs it (JobSpec), what a parsed request carries besides
-// sd-cli's options (RequestInputs, OutputOptions), and the step that settles a parsed
-// request into a JobSpec: the seed, the size (from the init image when none is given), the
-// input images fitted to it, the mask.
+// sd-cli's options (RequestInputs, OutputOptions), and the step that turns a parsed request
+// into a JobSpec: the size (from the init image when none is given) within the limits, the
+// input images, the mask, the prompts' length (the library's byte check). The seed, the size
+// on the model's grid, the sampler, scheduler and steps are settled by the library when the
+// job runs (ModelRunner: sd_settle_img_gen_params), which writes them into the JobSpec.
 #pragma once
 
 #include <functional>
@@ -49,7 +51,7 @@ struct ParseContext {
 
 struct JobSpec {
     cli::CliParams params;           // the defaults with the request applied
-    cli::GenerationRequest request;  // prompt, seed, size and images, settled
+    cli::GenerationRequest request;  // prompt, seed, size and images (settled when it ran)
     OutputOptions output;
     RequestSource source;  // the request as received (what the Redis queue sends a worker)
 };
@@ -58,6 +60,12 @@ struct JobSpec {
 // upscaler, a LoRA that fits none of the model's weights, ...).
 JobSpec finalize_request(cli::CliParams params, RequestInputs inputs, const OutputOptions& output,
                          const ParseContext& ctx);
+
+// What the library settled for a job, as a worker tells the API node (the Redis queue's
+// "settled" field): JSON of the seed, size, sample method, scheduler and steps; and back into
+// the API node's copy of the JobSpec (an empty or unreadable text changes nothing).
+std::string settled_text(const JobSpec& spec);
+void apply_settled(JobSpec& spec, const std::string& text);
 
 // "png", "jpeg" (or "jpg"), "webp"; std::nullopt otherwise.
 std::optional<sd::image::Format> output_format_from_name(const std::string& name);

@@ -1,6 +1,5 @@
 #include "model_runner.h"
 
-#include "sampling/rng.h"
 #include "stable-diffusion-ext.h"
 
 #include <algorithm>
@@ -28,7 +27,7 @@ std::vector<ResultImage> encode_results(const JobSpec& spec, const cli::ImageLis
         const sd_image_t& view = images[i];
         if (!view.data) continue;
         ResultImage result;
-        result.seed = sd::batch_image_seed(spec.request.seed, i);
+        result.seed = sd_batch_image_seed(spec.request.seed, i);
         result.parameters = cli::image_parameters(spec.params, spec.request, result.seed);
         result.width = view.width;
         result.height = view.height;
@@ -75,9 +74,9 @@ class CancelRelay {
 std::unique_ptr<ModelRunner> ModelRunner::load(const cli::CliParams& params) {
     cli::GenerationRequest request = cli::resolve_request(params);
     sd_ctx_params_t ctx_params = cli::make_ctx_params(params, request);
-    sd_ctx_t* ctx = new_sd_ctx(&ctx_params);
+    const sd_ctx_ext_params_t ext_params = cli::make_ctx_ext_params(params);
+    sd_ctx_t* ctx = new_sd_ctx_ext(&ctx_params, &ext_params);
     if (!ctx) return nullptr;
-    sd_ctx_set_max_prompt_tokens(ctx, params.max_prompt_tokens);
     PreviewOptions preview;
     if (params.was_given("--preview")) preview.mode = params.preview_method;
     preview.interval = params.preview_interval;
@@ -114,8 +113,15 @@ RunOutcome ModelRunner::run_job(JobSpec& spec, const RunHooks& hooks) {
     ErrorCapture errors;
     try {
         ProgressRelay::Scope scope(relay_, hooks);
-        cli::resolve_sampling_defaults(ctx_, spec.params);
         sd_img_gen_params_t params = cli::make_img_gen_params(spec.params, spec.request);
+        // The library settles the seed, size, sampler, scheduler and steps; the job's spec
+        // takes them, so that its images' parameters and the replies name what ran.
+        char why[1024];
+        if (!sd_settle_img_gen_params(ctx_, &params, why, sizeof why)) {
+            outcome.error = why;
+            return outcome;
+        }
+        cli::report_settled(params, spec.params, spec.request);
         sd_image_t* raw = nullptr;
         int count = 0;
         bool ok = false;

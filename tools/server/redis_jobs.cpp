@@ -76,7 +76,7 @@ std::vector<Command> finish_commands(const std::string& id, const std::string& m
     std::vector<Command> out = {
         {"HSET", key, "status", job_status_name(outcome.status), "completed",
          std::to_string(unix_now()), "error_code", outcome.error_code, "error_message",
-         outcome.error_message, "result", outcome.result, "sampler", outcome.sampler},
+         outcome.error_message, "result", outcome.result, "settled", outcome.settled},
         {"HDEL", key, "preview"},
         {"EXPIRE", key, ttl},
         // The tombstone outlives the result by 6 hours (as the in-process queue's).

@@ -3,7 +3,7 @@
 //   sdq:jobs:{model}   a stream per model; entries {id}; consumer group "workers"
 //   sdq:job:{id}       the job's hash: status, api, model, payload (the request), entry (its
 //                      stream entry), created/started/completed, step/steps/image/images,
-//                      preview, result, sampler, error_code/error_message, worker, cancel,
+//                      preview, result, settled, error_code/error_message, worker, cancel,
 //                      attempts; given the result TTL once finished
 //   sdq:gone:{id}      a tombstone, so that an expired job answers 410 rather than 404
 //   sdq:stats:{model}  completed / failed / cancelled counts (written with the outcome)
@@ -66,7 +66,7 @@ struct Outcome {
     JobStatus status = JobStatus::Completed;
     std::string error_code, error_message;
     std::string result;   // JSON of the images (completed)
-    std::string sampler;  // "method,scheduler" as the worker settled them
+    std::string settled;  // what the worker's library settled (job_spec.h settled_text)
 };
 std::vector<Command> finish_commands(const std::string& id, const std::string& model,
                                      const std::string& entry, const Outcome& outcome,

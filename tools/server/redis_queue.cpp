@@ -66,16 +66,6 @@ std::shared_ptr<const std::vector<ResultImage>> images_from(const std::string& t
     return images;
 }
 
-// The worker's settled sampler and scheduler ("method,scheduler") into a local spec.
-void apply_sampler(JobSpec& spec, const std::string& sampler) {
-    const size_t comma = sampler.find(',');
-    if (comma == std::string::npos) return;
-    const sample_method_t method = str_to_sample_method(sampler.substr(0, comma).c_str());
-    const scheduler_t scheduler = str_to_scheduler(sampler.substr(comma + 1).c_str());
-    if (method != SAMPLE_METHOD_COUNT) spec.params.sample_params.sample_method = method;
-    if (scheduler != SCHEDULER_COUNT) spec.params.sample_params.scheduler = scheduler;
-}
-
 }  // namespace
 
 RedisQueue::RedisQueue(RedisQueueSettings settings)
@@ -220,7 +210,7 @@ Lookup RedisQueue::read(RedisClient& client, const std::string& id, JobSnapshot*
     }
     if (s.status == JobStatus::Queued && !field("entry").empty())
         s.queue_position = queue_position(client, field("model"), field("entry"));
-    s.spec = spec_of(id, field("output_format"), field("sampler"));
+    s.spec = spec_of(id, field("output_format"), field("settled"));
     return Lookup::Found;
 }
 
@@ -237,7 +227,7 @@ int RedisQueue::queue_position(RedisClient& client, const std::string& model,
 
 // This node's parsed request (a synchronous job), else what the hash says of it.
 std::shared_ptr<JobSpec> RedisQueue::spec_of(const std::string& id, const std::string& format,
-                                             const std::string& sampler) {
+                                             const std::string& settled) {
     std::shared_ptr<JobSpec> local;
     {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -248,7 +238,7 @@ std::shared_ptr<JobSpec> RedisQueue::spec_of(const std::string& id, const std::s
         local = std::make_shared<JobSpec>();
         local->output.format = output_format_from_name(format).value_or(sd::image::Format::Png);
     }
-    apply_sampler(*local, sampler);
+    apply_settled(*local, settled);
     return local;
 }
 

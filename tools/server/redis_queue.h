@@ -48,7 +48,7 @@ class RedisQueue : public QueueBackend {
     Lookup read(RedisClient& client, const std::string& id, JobSnapshot* out);
     int queue_position(RedisClient& client, const std::string& model, const std::string& entry);
     std::shared_ptr<JobSpec> spec_of(const std::string& id, const std::string& format,
-                                     const std::string& sampler);
+                                     const std::string& settled);
     nlohmann::json live_workers(RedisClient& client);
     void record_entry(RedisClient& client, const std::string& id, const std::string& entry);
 

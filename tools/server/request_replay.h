@@ -1,6 +1,7 @@
 // Both ends of sending a request through the Redis queue: the form parts of a multipart
 // request as JSON (the API node), and the JobSpec a worker builds from a RequestSource
-// with the same parsers the API node used, keeping the API node's seed.
+// with the same parsers the API node used, keeping the seed the API node parsed (< 0: the
+// worker's library draws one when it settles the job).
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // A request as it arrived, kept with its parsed JobSpec so that the Redis queue can send it
 // to a worker, which parses it again with the same parsers (request_source.cpp) and its own
-// command line's defaults; the seed drawn by the API node goes along.
+// command line's defaults; the seed the API node parsed goes along.
 #pragma once
 
 #include <string>

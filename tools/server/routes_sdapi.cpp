@@ -48,6 +48,8 @@ std::string info_text(const ServerState& state, const SdapiRequest& request,
         negatives.push_back(spec.request.negative_prompt);
         infotexts.push_back(image.parameters);
     }
+    // The seeds the images were sampled with (settled by the worker's library).
+    const json seed = seeds.empty() ? json(spec.request.seed) : seeds[0];
     json extra = json::object();
     if (p.sample_params.scheduler != SCHEDULER_COUNT) {
         const char* label = webui_scheduler_label(p.sample_params.scheduler);
@@ -58,9 +60,9 @@ std::string info_text(const ServerState& state, const SdapiRequest& request,
         {"all_prompts", prompts},
         {"negative_prompt", spec.request.negative_prompt},
         {"all_negative_prompts", negatives},
-        {"seed", spec.request.seed},
+        {"seed", seed},
         {"all_seeds", seeds},
-        {"subseed", spec.request.seed},
+        {"subseed", seed},
         {"all_subseeds", seeds},
         {"subseed_strength", 0},
         {"width", spec.request.width},

@@ -49,13 +49,6 @@ std::string result_json(const std::vector<ResultImage>& images) {
     return out.dump();
 }
 
-std::string sampler_text(const JobSpec& spec) {
-    const sd_sample_params_t& s = spec.params.sample_params;
-    if (s.sample_method == SAMPLE_METHOD_COUNT || s.scheduler == SCHEDULER_COUNT) return "";
-    return std::string(sd_sample_method_name(s.sample_method)) + "," +
-           sd_scheduler_name(s.scheduler);
-}
-
 }  // namespace
 
 struct RedisWorker::Current {
@@ -251,7 +244,7 @@ void RedisWorker::handle(RedisClient& client, const std::string& entry, const st
 void RedisWorker::store_outcome(RedisClient& client, const Current& job, RunOutcome& outcome,
                                 const JobSpec* spec) {
     const std::string result = outcome.ok ? result_json(outcome.images) : "";
-    const std::string sampler = spec ? sampler_text(*spec) : "";
+    const std::string settled = spec ? settled_text(*spec) : "";
     int failures = 0;
     for (;;) {
         try {
@@ -264,7 +257,7 @@ void RedisWorker::store_outcome(RedisClient& client, const Current& job, RunOutc
                     }
                     Outcome o;
                     o.status = outcome_status(r.job, outcome.ok, job.cancelled);
-                    o.sampler = sampler;
+                    o.settled = settled;
                     if (o.status == JobStatus::Completed) {
                         o.result = result;
                     } else if (o.status == JobStatus::Cancelled) {
