@@ -3,14 +3,44 @@
 #include <algorithm>
 #include <string_view>
 
+#include "io/component_roles.h"
 #include "io/name_conversion.h"
 
 namespace sd {
 namespace {
 
-constexpr std::string_view kUnet = "model.diffusion_model.";
-constexpr std::string_view kText = "cond_stage_model.transformer.";
-constexpr std::string_view kText2 = "cond_stage_model.1.transformer.";
+// The parts LoRAs patch, under their canonical prefixes (io/component_roles.h).
+const std::string_view kUnet = canonical_prefix(ModelRole::DiffusionModel);
+const std::string_view kText = canonical_prefix(ModelRole::TextEncoder);
+const std::string_view kText2 = canonical_prefix(ModelRole::TextEncoder2);
+
+// How a LoRA key names one of those parts: its canonical prefix, its diffusers folder
+// ("unet.", "text_encoder_2."; the role table's), and the short forms LoRA tools write. The
+// second text encoder before the first: "cond_stage_model." would take its names.
+struct LoraTarget {
+    ModelRole role;
+    std::vector<std::string> prefixes;
+};
+
+const std::vector<LoraTarget>& lora_targets() {
+    static const std::vector<LoraTarget> targets = [] {
+        const std::pair<ModelRole, std::vector<std::string>> parts[] = {
+            {ModelRole::DiffusionModel, {"diffusion_model."}},
+            {ModelRole::TextEncoder2, {"te2."}},
+            {ModelRole::TextEncoder, {"te1.", "cond_stage_model."}}};
+        std::vector<LoraTarget> out;
+        for (const auto& [role, short_forms] : parts) {
+            const ComponentRole& r = component_role(role);
+            LoraTarget t{role, {r.prefix}};
+            for (const char* folder : r.diffusers_folders)
+                t.prefixes.push_back(std::string(folder) + ".");
+            t.prefixes.insert(t.prefixes.end(), short_forms.begin(), short_forms.end());
+            out.push_back(std::move(t));
+        }
+        return out;
+    }();
+    return targets;
+}
 
 // Module names with an underscore of their own (diffusers, LDM and CLIP), longest first so
 // that "transformer_blocks" wins over a shorter name inside it.
@@ -144,15 +174,19 @@ std::vector<std::string> lora_target_candidates(const std::string& key) {
         add_text(kohya_to_dotted(s), kText2, out);
     } else if (consume(s, "lora_te1_") || consume(s, "lora_te_")) {
         add_text(kohya_to_dotted(s), kText, out);
-    } else if (consume(s, kUnet) || consume(s, "diffusion_model.") || consume(s, "unet.")) {
-        if (s.size() > 5 && s.compare(s.size() - 5, 5, "_lora") == 0) s.erase(s.size() - 5);
-        add_unet(s, out);
-    } else if (consume(s, "text_encoder_2.") || consume(s, kText2) || consume(s, "te2.")) {
-        add_text(s, kText2, out);
-    } else if (consume(s, "text_encoder.") || consume(s, kText) || consume(s, "te1.") ||
-               consume(s, "cond_stage_model.")) {
-        add_text(s, kText, out);
     } else {
+        for (const LoraTarget& t : lora_targets()) {
+            if (!std::any_of(t.prefixes.begin(), t.prefixes.end(),
+                             [&](const std::string& p) { return consume(s, p); }))
+                continue;
+            if (t.role != ModelRole::DiffusionModel) {
+                add_text(s, canonical_prefix(t.role), out);
+                return out;
+            }
+            if (s.size() > 5 && s.compare(s.size() - 5, 5, "_lora") == 0) s.erase(s.size() - 5);
+            add_unet(s, out);
+            return out;
+        }
         add_unet(s, out);  // a bare UNet path
     }
     return out;

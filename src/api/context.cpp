@@ -20,6 +20,7 @@
 #include "api/image_request.h"
 #include "api/placement.h"
 #include "api/preview_tap.h"
+#include "api/role_paths.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "base/thread_pool.h"
@@ -59,14 +60,14 @@ bool has(const char* s) {
 // Options for parts this build does not have are accepted by sd_ctx_params_init and
 // refused here, naming the option.
 void reject_unbuilt(const sd_ctx_params_t& p) {
+    // A component file of a role no model family takes; the loader names the family for a
+    // role some family takes but the model's does not.
+    for (const sd::ComponentRole& role : sd::component_roles()) {
+        if (has(sd::api::role_path(p, role.role)) && role.role != sd::ModelRole::Checkpoint &&
+            !sd::some_family_takes(role.role))
+            sd::fail("%s (%s) is not supported by this build yet", role.option, role.name);
+    }
     const std::pair<const char*, const char*> paths[] = {
-        {p.clip_vision_path, "--clip_vision"},
-        {p.llm_path, "--llm"},
-        {p.llm_vision_path, "--llm_vision"},
-        {p.high_noise_diffusion_model_path, "--high-noise-diffusion-model"},
-        {p.uncond_diffusion_model_path, "--uncond-diffusion-model"},
-        {p.embeddings_connectors_path, "--embeddings-connectors"},
-        {p.audio_vae_path, "--audio-vae"},
         {p.ip_adapter_path, "--ip-adapter (IP-Adapter)"},
         {p.motion_module_path, "--motion-module (AnimateDiff)"},
         {p.photo_maker_path, "--photo-maker"},
@@ -112,13 +113,16 @@ sd_ctx_t* create(const sd_ctx_params_t& p, const sd_ctx_ext_params_t& ext) {
     const sd::api::Placement placement = sd::api::read_placement(p);
     sd::set_num_threads(sd::threads_that_help(p.n_threads));
     auto ctx = std::make_unique<sd_ctx_t>();
-    if (has(p.model_path)) ctx->files.add(p.model_path, sd::ModelRole::Checkpoint);
-    if (has(p.diffusion_model_path))
-        ctx->files.add(p.diffusion_model_path, sd::ModelRole::DiffusionModel);
-    if (has(p.clip_l_path)) ctx->files.add(p.clip_l_path, sd::ModelRole::TextEncoder);
-    if (has(p.clip_g_path)) ctx->files.add(p.clip_g_path, sd::ModelRole::TextEncoder2);
-    if (has(p.t5xxl_path)) ctx->files.add(p.t5xxl_path, sd::ModelRole::T5);
-    if (has(p.vae_path)) ctx->files.add(p.vae_path, sd::ModelRole::Vae);
+    // Every component file, in the role table's order (the reference's).
+    for (const sd::ComponentRole& role : sd::component_roles()) {
+        const char* path = sd::api::role_path(p, role.role);
+        if (!has(path)) continue;
+        try {
+            ctx->files.add(path, role.role);
+        } catch (const sd::Error& e) {
+            sd::fail("%s: %s", role.option, e.what());
+        }
+    }
     sd::LoadOptions options;
     options.model_path = has(p.model_path) ? p.model_path : p.diffusion_model_path;
     options.prediction = p.prediction;

@@ -42,7 +42,7 @@ std::map<std::string, MetadataValue> tokenizer_metadata(const ModelFiles& files,
                                                         const std::string& tokenizer_dir) {
     const TensorFile* model_file = files.files().empty() ? nullptr : &files.files().front();
     try {
-        if (files.has_prefix("cond_stage_model.")) {
+        if (files.has_role(ModelRole::TextEncoder) || files.has_role(ModelRole::TextEncoder2)) {
             ClipTokenizerSearch search;
             search.tokenizer_dir = tokenizer_dir;
             search.model_path = model_path;
@@ -52,7 +52,7 @@ std::map<std::string, MetadataValue> tokenizer_metadata(const ModelFiles& files,
                         tokenizer.vocab_size(), tokenizer.merge_count());
             return tokenizer.to_gguf_metadata();
         }
-        if (files.has_prefix("text_encoders.t5xxl.")) {
+        if (files.has_role(ModelRole::T5)) {
             T5TokenizerSearch search;
             search.tokenizer_dir = tokenizer_dir;
             search.t5_path = model_path;
@@ -74,7 +74,8 @@ struct InputFile {
     ModelRole role;
 };
 
-// `inputs` in order; entries with a null or empty path are skipped.
+// `inputs` in order (each with the role of the C argument it came as); entries with a null or
+// empty path are skipped. An input that cannot be read is named with its option.
 void run_convert(const std::vector<InputFile>& inputs, const std::string& output, sd_type_t type,
                  const std::string& rules, const std::string& tokenizer_dir = "") {
     if (output.empty()) fail("convert: no output path given (-o)");
@@ -88,7 +89,11 @@ void run_convert(const std::vector<InputFile>& inputs, const std::string& output
     for (const InputFile& in : inputs) {
         if (!in.path || !*in.path) continue;
         if (first.empty()) first = in.path;
-        files.add(in.path, in.role);
+        try {
+            files.add(in.path, in.role);
+        } catch (const Error& e) {
+            fail("convert: %s: %s", component_role(in.role).option, e.what());
+        }
     }
     if (first.empty()) fail("convert: no input model given (-m)");
     if (is_gguf_path(output))

@@ -21,6 +21,16 @@ struct FamilyDefaults {
     Scheduler scheduler = DISCRETE_SCHEDULER;
 };
 
+// A component role a family takes (io/component_roles.h): a file given for a role no entry
+// names is refused, naming its option; a required role the files lack is named with its
+// option ("SD3 needs its T5-XXL text encoder (--t5xxl FILE)").
+struct RoleUse {
+    ModelRole role;
+    bool required = false;
+    const char* what = nullptr;  // the family's words for the part; nullptr: the role's name
+    const char* hint = nullptr;  // put before the option in the message: "ae.safetensors: "
+};
+
 struct Family {
     const char* name;  // "SDXL"
     // The variant the files hold ("SD 1.x inpaint"), or "" when they are not this family.
@@ -35,6 +45,16 @@ struct Family {
     // Name fragments of this family's layers that -M convert leaves in their own dtype
     // (the reference tool's list: small, precision-sensitive input and output layers).
     std::span<const char* const> convert_keeps{};
+    // The component roles its files may be given as (besides -m, which every family takes).
+    std::span<const RoleUse> roles{};
 };
+
+// The family's words for a role it takes ("OpenCLIP ViT-H text encoder"), else the table's.
+const char* role_words(const RoleUse& use);
+// The RoleUse of `role` in `family`, or nullptr when it does not take the role.
+const RoleUse* find_role_use(const Family& family, ModelRole role);
+// Throws "<files>: SD3 needs its T5-XXL text encoder (--t5xxl FILE)" for `role`, which
+// `family` must list.
+[[noreturn]] void fail_missing_role(const ModelFiles& files, const Family& family, ModelRole role);
 
 }  // namespace sd

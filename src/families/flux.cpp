@@ -19,6 +19,9 @@
 #include "tokenizer/t5_tokenizer.h"
 
 namespace sd {
+
+extern const Family kFluxFamily;
+
 namespace {
 
 const std::string kDm = "model.diffusion_model.";
@@ -125,10 +128,8 @@ void check_text_encoders(const ModelFiles& files) {
             "encoder? FLUX wants CLIP-L there and T5-XXL in --t5xxl",
             files.source_of(first_with(files, kClip)).c_str());
     }
-    SD_CHECK(clip, "%s: FLUX needs its CLIP-L text encoder (--clip_l FILE)",
-             files.describe_sources().c_str());
-    SD_CHECK(t5, "%s: FLUX needs its T5-XXL text encoder (--t5xxl FILE)",
-             files.describe_sources().c_str());
+    if (!clip) fail_missing_role(files, kFluxFamily, ModelRole::TextEncoder);
+    if (!t5) fail_missing_role(files, kFluxFamily, ModelRole::T5);
 }
 
 ModelComponents assemble(const ModelFiles& files, const LoadOptions& options) {
@@ -136,9 +137,6 @@ ModelComponents assemble(const ModelFiles& files, const LoadOptions& options) {
     if (img_in && img_in->shape.size() == 2 && img_in->shape[1] == 384)
         fail("FLUX fill (inpaint) models are not supported by this build yet");
     check_text_encoders(files);
-    SD_CHECK(files.has_prefix("first_stage_model."),
-             "%s: FLUX needs its VAE (ae.safetensors: --vae FILE)",
-             files.describe_sources().c_str());
     ModelComponents m;
     m.conditioner = std::make_unique<FluxConditioner>(
         find_model_tokenizer(files, options), load_clip_text_encoder(files, options, kClip),
@@ -168,6 +166,11 @@ ModelComponents assemble(const ModelFiles& files, const LoadOptions& options) {
 constexpr const char* kFluxConvertKeeps[] = {"img_in.",    "txt_in.",      "time_in.",
                                              "vector_in.", "guidance_in.", "final_layer."};
 
+constexpr RoleUse kFluxRoles[] = {{ModelRole::DiffusionModel, true},
+                                  {ModelRole::TextEncoder, true},
+                                  {ModelRole::T5, true},
+                                  {ModelRole::Vae, true, nullptr, "ae.safetensors: "}};
+
 // Defaults as the reference's: euler on the flux schedule (its mu from the latent size).
 extern const Family kFluxFamily{"FLUX",
                                 detect,
@@ -175,6 +178,7 @@ extern const Family kFluxFamily{"FLUX",
                                 {16, 8, 0.3611f, 0.1159f, kFluxRgb},
                                 assemble,
                                 {},
-                                kFluxConvertKeeps};
+                                kFluxConvertKeeps,
+                                kFluxRoles};
 
 }  // namespace sd

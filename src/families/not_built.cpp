@@ -1,12 +1,17 @@
 // Families this build recognises but cannot run yet: detected from their block names so a
-// user is told what the file holds. Each moves to a file of its own when it is built.
+// user is told what the file holds (the SDXL refiner: an SDXL UNet of context 1280). Each moves to
+// a file of its own when it is built.
 #include "families/family.h"
+#include "families/parts/unet.h"
 
 namespace sd {
 namespace {
 
 const std::string kDm = "model.diffusion_model.";
 
+std::string detect_sdxl_refiner(const ModelFiles& f) {
+    return unet_has_label_emb(f) && unet_context_dim(f) == 1280 ? "SDXL refiner" : "";
+}
 std::string detect_chroma(const ModelFiles& f) {
     return f.has_prefix(kDm + "double_blocks.") && f.has_prefix(kDm + "distilled_guidance_layer.")
                ? "Chroma"
@@ -24,13 +29,41 @@ std::string detect_lumina2(const ModelFiles& f) {
     return f.has_prefix(kDm + "layers.0.attention.") ? "Lumina 2" : "";
 }
 
+// The parts each takes, so that a file given for one of them reaches the "cannot run yet"
+// (and a part no family takes is refused before loading).
+constexpr RoleUse kSdxlRefinerRoles[] = {
+    {ModelRole::DiffusionModel, true}, {ModelRole::TextEncoder2, true}, {ModelRole::Vae, true}};
+constexpr RoleUse kChromaRoles[] = {
+    {ModelRole::DiffusionModel, true}, {ModelRole::T5, true}, {ModelRole::Vae, true}};
+// Wan: UMT5-XXL as --t5xxl, CLIP vision for image-to-video, Wan2.2's second expert.
+constexpr RoleUse kWanRoles[] = {{ModelRole::DiffusionModel, true},
+                                 {ModelRole::HighNoiseDiffusionModel},
+                                 {ModelRole::T5, true},
+                                 {ModelRole::ClipVision},
+                                 {ModelRole::Vae, true}};
+// Qwen-Image: Qwen2.5-VL as the LLM, its vision tower for the edit models.
+constexpr RoleUse kQwenImageRoles[] = {{ModelRole::DiffusionModel, true},
+                                       {ModelRole::Llm, true},
+                                       {ModelRole::LlmVision},
+                                       {ModelRole::Vae, true}};
+// Lumina 2: Gemma 2 as the LLM.
+constexpr RoleUse kLumina2Roles[] = {
+    {ModelRole::DiffusionModel, true}, {ModelRole::Llm, true}, {ModelRole::Vae, true}};
+
 }  // namespace
 
-extern const Family kChromaFamily{"Chroma", detect_chroma, {}, {16, 8, 0.3611f, 0.1159f}};
+extern const Family kSdxlRefinerFamily{
+    "SDXL refiner",   detect_sdxl_refiner, {}, {4, 8, 0.13025f, 0.0f, {}}, nullptr, {}, {},
+    kSdxlRefinerRoles};
+extern const Family kChromaFamily{
+    "Chroma", detect_chroma, {}, {16, 8, 0.3611f, 0.1159f, {}}, nullptr, {}, {}, kChromaRoles};
 // Wan's and Qwen-Image's VAEs normalise each latent channel by its own mean and std; their
 // latent formats are declared when they are built.
-extern const Family kWanFamily{"Wan", detect_wan, {}, {16, 8, 1.0f, 0.0f}};
-extern const Family kQwenImageFamily{"Qwen-Image", detect_qwen_image, {}, {16, 8, 1.0f, 0.0f}};
-extern const Family kLumina2Family{"Lumina 2", detect_lumina2, {}, {16, 8, 0.3611f, 0.1159f}};
+extern const Family kWanFamily{"Wan",   detect_wan, {}, {16, 8, 1.0f, 0.0f, {}},
+                               nullptr, {},         {}, kWanRoles};
+extern const Family kQwenImageFamily{
+    "Qwen-Image", detect_qwen_image, {}, {16, 8, 1.0f, 0.0f, {}}, nullptr, {}, {}, kQwenImageRoles};
+extern const Family kLumina2Family{
+    "Lumina 2", detect_lumina2, {}, {16, 8, 0.3611f, 0.1159f, {}}, nullptr, {}, {}, kLumina2Roles};
 
 }  // namespace sd

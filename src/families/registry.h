@@ -29,8 +29,13 @@ struct LoadedModel {
 // hold, as the reference tool does.
 std::vector<std::string> convert_keeps();
 
-// Detects and assembles. Throws sd::Error naming the families tried when none matches, and
-// the family when this build cannot run it yet.
+// Whether a family of the table (built or only recognised) takes the role: a file given for
+// a role none takes is refused before anything is loaded.
+bool some_family_takes(ModelRole role);
+
+// Detects and assembles. Throws sd::Error naming the families tried when none matches, the
+// family when this build cannot run it yet, the option of a file given for a role the family
+// does not take (Family::roles), and the option of a required role the files lack.
 LoadedModel load_model(const ModelFiles& files, const LoadOptions& options);
 
 }  // namespace sd

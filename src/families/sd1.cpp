@@ -35,7 +35,11 @@ ModelComponents assemble(const ModelFiles& files, const LoadOptions& options) {
 
 }  // namespace
 
+constexpr RoleUse kSd1Roles[] = {
+    {ModelRole::DiffusionModel, true}, {ModelRole::TextEncoder, true}, {ModelRole::Vae, true}};
+
 extern const Family kSd1Family{
-    "SD 1.x", detect, {}, {4, 8, 0.18215f, 0.0f, kSdRgb}, assemble, {}, kUnetConvertKeeps};
+    "SD 1.x",          detect,   {}, {4, 8, 0.18215f, 0.0f, kSdRgb}, assemble, {},
+    kUnetConvertKeeps, kSd1Roles};
 
 }  // namespace sd

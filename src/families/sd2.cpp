@@ -56,7 +56,13 @@ ModelComponents assemble(const ModelFiles& files, const LoadOptions& options) {
 
 }  // namespace
 
+// Its OpenCLIP ViT-H text encoder comes as --clip_l, the first (and only) text encoder.
+constexpr RoleUse kSd2Roles[] = {{ModelRole::DiffusionModel, true},
+                                 {ModelRole::TextEncoder, true, "OpenCLIP ViT-H text encoder"},
+                                 {ModelRole::Vae, true}};
+
 extern const Family kSd2Family{
-    "SD 2.x", detect, {}, {4, 8, 0.18215f, 0.0f, kSdRgb}, assemble, {}, kUnetConvertKeeps};
+    "SD 2.x",          detect,   {}, {4, 8, 0.18215f, 0.0f, kSdRgb}, assemble, {},
+    kUnetConvertKeeps, kSd2Roles};
 
 }  // namespace sd

@@ -20,6 +20,9 @@
 #include "models/t5_encoder.h"
 
 namespace sd {
+
+extern const Family kSd3Family;
+
 namespace {
 
 const std::string kDm = "model.diffusion_model.";
@@ -157,27 +160,22 @@ class Sd3DiffusionModel : public DiffusionModel {
     MMDiT mmdit_;
 };
 
-// Each text encoder SD3 needs, named with the option that gives it.
+// Each text encoder SD3 needs, named with the option that gives it (the loader has checked
+// that each role is there; here, that it holds the encoder).
 void check_text_encoders(const ModelFiles& files) {
     const std::string token = "text_model.embeddings.token_embedding.weight";
-    SD_CHECK(files.find(kClipL + token), "%s: SD3 needs its CLIP-L text encoder (--clip_l FILE)",
-             files.describe_sources().c_str());
-    SD_CHECK(files.find(kClipG + token),
-             "%s: SD3 needs its OpenCLIP bigG text encoder (--clip_g FILE)",
-             files.describe_sources().c_str());
+    if (!files.find(kClipL + token)) fail_missing_role(files, kSd3Family, ModelRole::TextEncoder);
+    if (!files.find(kClipG + token)) fail_missing_role(files, kSd3Family, ModelRole::TextEncoder2);
     SD_CHECK(files.find(kClipG + "text_projection.weight"),
              "%s: the bigG text encoder (--clip_g) has no text_projection.weight; SD3 needs "
              "CLIPTextModelWithProjection's",
              files.source_of(kClipG + token).c_str());
-    SD_CHECK(files.find(kT5 + "shared.weight") && files.has_prefix(kT5 + "encoder.block."),
-             "%s: SD3 needs its T5-XXL text encoder (--t5xxl FILE)",
-             files.describe_sources().c_str());
+    if (!files.find(kT5 + "shared.weight") || !files.has_prefix(kT5 + "encoder.block."))
+        fail_missing_role(files, kSd3Family, ModelRole::T5);
 }
 
 ModelComponents assemble(const ModelFiles& files, const LoadOptions& options) {
     check_text_encoders(files);
-    SD_CHECK(files.has_prefix("first_stage_model."), "%s: SD3 needs its VAE (--vae FILE)",
-             files.describe_sources().c_str());
     const Residency residency = options.memory.residency;
     ModelComponents m;
     m.diffusion = std::make_unique<Sd3DiffusionModel>(MMDiT::load(Weights(files, kDm, residency)));
@@ -202,12 +200,19 @@ ModelComponents assemble(const ModelFiles& files, const LoadOptions& options) {
 constexpr const char* kMmditConvertKeeps[] = {"x_embedder.", "t_embedder.", "y_embedder.",
                                               "pos_embed", "context_embedder."};
 
+constexpr RoleUse kSd3Roles[] = {{ModelRole::DiffusionModel, true},
+                                 {ModelRole::TextEncoder, true},
+                                 {ModelRole::TextEncoder2, true},
+                                 {ModelRole::T5, true},
+                                 {ModelRole::Vae, true}};
+
 extern const Family kSd3Family{"SD3",
                                detect,
                                {EULER_SAMPLE_METHOD, DISCRETE_SCHEDULER},
                                {16, 8, 1.5305f, 0.0609f, {}},
                                assemble,
                                {},
-                               kMmditConvertKeeps};
+                               kMmditConvertKeeps,
+                               kSd3Roles};
 
 }  // namespace sd

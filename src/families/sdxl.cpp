@@ -23,8 +23,7 @@ constexpr int64_t kSizeEmbedding = 256;
 std::string detect(const ModelFiles& files) {
     if (!unet_has_label_emb(files)) return "";
     const int64_t context = unet_context_dim(files);
-    if (context == 1280) return "SDXL refiner";
-    if (context != 2048) return "";
+    if (context != 2048) return "";  // 1280: the refiner (not_built.cpp)
     switch (unet_in_channels(files)) {
         case 9:
             return "SDXL inpaint";
@@ -61,14 +60,6 @@ class SdxlConditioner : public Conditioner {
 };
 
 ModelComponents assemble(const ModelFiles& files, const LoadOptions& options) {
-    if (unet_context_dim(files) == 1280)
-        fail("the SDXL refiner is not supported by this build yet");
-    SD_CHECK(files.has_prefix("cond_stage_model.transformer."),
-             "%s: SDXL needs its CLIP-L text encoder (in the checkpoint, or --clip_l FILE)",
-             files.describe_sources().c_str());
-    SD_CHECK(files.has_prefix("cond_stage_model.1.transformer."),
-             "%s: SDXL needs its OpenCLIP bigG text encoder (in the checkpoint, or --clip_g FILE)",
-             files.describe_sources().c_str());
     ModelComponents m;
     std::vector<ClipBranch> branches;
     branches.push_back({load_clip_text_encoder(files, options, "cond_stage_model.transformer."),
@@ -96,7 +87,14 @@ ModelComponents assemble(const ModelFiles& files, const LoadOptions& options) {
 
 }  // namespace
 
+constexpr RoleUse kSdxlRoles[] = {
+    {ModelRole::DiffusionModel, true},
+    {ModelRole::TextEncoder, true, nullptr, "in the checkpoint, or "},
+    {ModelRole::TextEncoder2, true, nullptr, "in the checkpoint, or "},
+    {ModelRole::Vae, true}};
+
 extern const Family kSdxlFamily{
-    "SDXL", detect, {}, {4, 8, 0.13025f, 0.0f, kSdxlRgb}, assemble, {}, kUnetConvertKeeps};
+    "SDXL",    detect, {}, {4, 8, 0.13025f, 0.0f, kSdxlRgb}, assemble, {}, kUnetConvertKeeps,
+    kSdxlRoles};
 
 }  // namespace sd

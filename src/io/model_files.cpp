@@ -44,25 +44,8 @@ std::string component_weights(const std::string& dir) {
 
 }  // namespace
 
-const char* canonical_prefix(ModelRole role) {
-    switch (role) {
-        case ModelRole::Checkpoint:
-            return "";
-        case ModelRole::DiffusionModel:
-            return "model.diffusion_model.";
-        case ModelRole::Vae:
-            return "first_stage_model.";
-        case ModelRole::TextEncoder:
-            return "cond_stage_model.transformer.";
-        case ModelRole::TextEncoder2:
-            return "cond_stage_model.1.transformer.";
-        case ModelRole::T5:
-            return "text_encoders.t5xxl.transformer.";
-    }
-    return "";
-}
-
 void ModelFiles::add(const std::string& path, ModelRole role) {
+    if (role != ModelRole::Checkpoint) role_files_.push_back({role, path});
     if (is_directory(path)) {
         add_diffusers_folder(path);
         return;
@@ -86,25 +69,33 @@ void ModelFiles::add_diffusers_folder(const std::string& dir) {
         fail("%s: malformed JSON: %s", index_path.c_str(), e.what());
     }
     if (!index.is_object()) fail("%s: not a JSON object", index_path.c_str());
-    const std::pair<const char*, ModelRole> components[] = {
-        {"unet", ModelRole::DiffusionModel},
-        {"vae", ModelRole::Vae},
-        {"text_encoder", ModelRole::TextEncoder},
-        {"text_encoder_2", ModelRole::TextEncoder2}};
+    // Each subfolder of model_index.json that a role lists, for the role whose marks its
+    // names have when several list it (text_encoder_2: SDXL's bigG or FLUX's T5).
+    std::vector<std::string> folders;
+    for (const ComponentRole& r : component_roles()) {
+        for (const char* folder : r.diffusers_folders)
+            if (std::find(folders.begin(), folders.end(), folder) == folders.end())
+                folders.push_back(folder);
+    }
     int added = 0;
-    for (const auto& [name, role] : components) {
-        if (!index.contains(name) || !is_directory(dir + "/" + name)) continue;
-        merge(open_tensor_file(component_weights(dir + "/" + name)), role);
+    for (const std::string& folder : folders) {
+        if (!index.contains(folder) || !is_directory(dir + "/" + folder)) continue;
+        std::vector<ModelRole> candidates;
+        for (const ComponentRole& r : component_roles()) {
+            for (const char* f : r.diffusers_folders)
+                if (folder == f) candidates.push_back(r.role);
+        }
+        TensorFile file = open_tensor_file(component_weights(dir + "/" + folder));
+        const ModelRole role = pick_role(candidates, file.tensors);
+        SD_LOG_DEBUG("%s: %s/ holds the %s", dir.c_str(), folder.c_str(), model_role_name(role));
+        merge(std::move(file), role);
         ++added;
     }
-    for (const auto& [name, value] : index.items()) {
-        if (name == "transformer") {
-            fail("%s: component '%s' belongs to a model family this program cannot run yet",
-                 index_path.c_str(), name.c_str());
-        }
+    if (added == 0) {
+        std::string listed;
+        for (const std::string& folder : folders) listed += (listed.empty() ? "" : ", ") + folder;
+        fail("%s: lists none of %s with its folder", index_path.c_str(), listed.c_str());
     }
-    if (added == 0)
-        fail("%s: lists none of unet, vae, text_encoder with its folder", index_path.c_str());
 }
 
 std::string ModelFiles::source_of(const std::string& name) const {
@@ -115,12 +106,11 @@ std::string ModelFiles::source_of(const std::string& name) const {
 void ModelFiles::merge(TensorFile file, ModelRole role) {
     std::vector<TensorRecord> records = to_canonical_names(std::move(file.tensors), role);
     // A component file replaces that component's tensors from earlier files.
-    std::string prefix = canonical_prefix(role);
-    if (!prefix.empty() && has_prefix(prefix)) {
+    if (role != ModelRole::Checkpoint && has_role(role)) {
         SD_LOG_INFO("%s: replaces the %s of %s", file.path.c_str(), model_role_name(role),
                     describe_sources().c_str());
         std::erase_if(order_, [&](const std::string& n) {
-            if (n.compare(0, prefix.size(), prefix) != 0) return false;
+            if (role_of_name(n) != role) return false;
             tensors_.erase(n);
             source_.erase(n);
             return true;
@@ -154,6 +144,11 @@ const TensorRecord& ModelFiles::get(const std::string& name) const {
     const TensorRecord* r = find(name);
     if (!r) fail("tensor '%s' is missing from %s", name.c_str(), describe_sources().c_str());
     return *r;
+}
+
+bool ModelFiles::has_role(ModelRole role) const {
+    return std::any_of(order_.begin(), order_.end(),
+                       [&](const std::string& n) { return role_of_name(n) == role; });
 }
 
 bool ModelFiles::has_prefix(const std::string& prefix) const {

@@ -1,7 +1,8 @@
 // Every file given on the command line (-m, --diffusion-model, --vae, --clip_l, ...) merged
 // into one namespace (see name_conversion.h). A component file replaces what an earlier
 // file held for that component, so `-m model.safetensors --vae better_vae.safetensors` uses
-// the separate VAE. A diffusers folder adds its unet/, vae/ and text_encoder/.
+// the separate VAE. A diffusers folder adds the subfolders component_roles.h lists (unet/ or
+// transformer/, vae/, text_encoder/ ...).
 #pragma once
 
 #include <map>
@@ -14,6 +15,13 @@
 
 namespace sd {
 
+// A file given for one component role (--vae FILE ...): the loader checks these against the
+// roles the detected family takes.
+struct RoleFile {
+    ModelRole role;
+    std::string path;
+};
+
 class ModelFiles {
   public:
     // Opens `path` (any format, or a diffusers folder) and merges its tensors.
@@ -23,6 +31,10 @@ class ModelFiles {
     // The tensor, or an sd::Error naming it and the files searched.
     const TensorRecord& get(const std::string& name) const;
     bool has_prefix(const std::string& prefix) const;
+    // Whether a tensor belongs to `role` (role_of_name: the longest canonical prefix).
+    bool has_role(ModelRole role) const;
+    // The files added for a component role, in order (-m files are not).
+    const std::vector<RoleFile>& role_files() const { return role_files_; }
     // Canonical names in the order they were added.
     const std::vector<std::string>& names() const { return order_; }
     size_t size() const { return order_.size(); }
@@ -41,9 +53,7 @@ class ModelFiles {
     std::unordered_map<std::string, TensorRecord> tensors_;
     std::unordered_map<std::string, std::string> source_;  // name -> file path
     std::vector<std::string> order_;
+    std::vector<RoleFile> role_files_;
 };
-
-// The canonical prefix of a component role ("" for a whole checkpoint).
-const char* canonical_prefix(ModelRole role);
 
 }  // namespace sd

@@ -10,19 +10,13 @@
 namespace sd {
 namespace {
 
-constexpr std::string_view kUnetPrefix = "model.diffusion_model.";
-constexpr std::string_view kVaePrefix = "first_stage_model.";
-constexpr std::string_view kTextPrefix = "cond_stage_model.transformer.";
-constexpr std::string_view kText2Prefix = "cond_stage_model.1.transformer.";
-constexpr std::string_view kOpenClipPrefix = "cond_stage_model.model.";
-constexpr std::string_view kT5Prefix = "text_encoders.t5xxl.transformer.";
-// SDXL checkpoints (sgm): CLIP-L with Hugging Face names, OpenCLIP bigG with its own.
-constexpr std::string_view kSgmClipL = "conditioner.embedders.0.";
-constexpr std::string_view kSgmClipG = "conditioner.embedders.1.model.";
-// ComfyUI's all-in-one FLUX / SD3 files name their CLIP-L so (and T5 as kT5Prefix).
-constexpr std::string_view kComfyClipL = "text_encoders.clip_l.transformer.";
-// ... and SD3's OpenCLIP bigG so.
-constexpr std::string_view kComfyClipG = "text_encoders.clip_g.transformer.";
+// The canonical prefixes of the roles converted here (component_roles.cpp holds them all,
+// and the other prefixes files carry them under).
+const std::string_view kUnetPrefix = canonical_prefix(ModelRole::DiffusionModel);
+const std::string_view kVaePrefix = canonical_prefix(ModelRole::Vae);
+const std::string_view kTextPrefix = canonical_prefix(ModelRole::TextEncoder);
+const std::string_view kText2Prefix = canonical_prefix(ModelRole::TextEncoder2);
+const std::string_view kT5Prefix = canonical_prefix(ModelRole::T5);
 
 bool starts_with(std::string_view s, std::string_view p) {
     return s.substr(0, p.size()) == p;
@@ -278,49 +272,7 @@ std::set<int> unet_up_blocks_with_attention(const std::vector<TensorRecord>& rec
     return out;
 }
 
-// Which component a name of a -m file belongs to, by its top-level prefix.
-ModelRole infer_role(const std::vector<TensorRecord>& records) {
-    bool unet = false, vae = false, text = false, t5 = false;
-    for (const TensorRecord& r : records) {
-        std::string_view n = r.name;
-        if (starts_with(n, kUnetPrefix) || starts_with(n, kVaePrefix) ||
-            starts_with(n, "cond_stage_model.") || starts_with(n, "conditioner.") ||
-            starts_with(n, "text_encoders.")) {
-            return ModelRole::Checkpoint;
-        }
-        unet |= starts_with(n, "input_blocks.") || starts_with(n, "down_blocks.") ||
-                starts_with(n, "time_embed") || starts_with(n, "double_blocks.") ||
-                starts_with(n, "joint_blocks.");
-        t5 |= starts_with(n, "encoder.block.");
-        vae |= starts_with(n, "encoder.conv_in.") || starts_with(n, "decoder.conv_in.");
-        text |= starts_with(n, "text_model.") || starts_with(n, "transformer.resblocks.");
-    }
-    if (unet) return ModelRole::DiffusionModel;
-    if (vae) return ModelRole::Vae;
-    if (text) return ModelRole::TextEncoder;
-    if (t5) return ModelRole::T5;
-    return ModelRole::Checkpoint;
-}
-
 }  // namespace
-
-const char* model_role_name(ModelRole role) {
-    switch (role) {
-        case ModelRole::Checkpoint:
-            return "model";
-        case ModelRole::DiffusionModel:
-            return "diffusion model";
-        case ModelRole::Vae:
-            return "VAE";
-        case ModelRole::TextEncoder:
-            return "text encoder";
-        case ModelRole::TextEncoder2:
-            return "second text encoder (clip_g)";
-        case ModelRole::T5:
-            return "T5 text encoder (t5xxl)";
-    }
-    return "?";
-}
 
 std::string unet_diffusers_to_ldm(const std::string& name, bool up_block_has_attention) {
     std::string_view s = name;
@@ -375,7 +327,7 @@ std::string vae_diffusers_to_ldm(const std::string& name) {
 }
 
 std::vector<TensorRecord> to_canonical_names(std::vector<TensorRecord> records, ModelRole role) {
-    if (role == ModelRole::Checkpoint) role = infer_role(records);
+    if (role == ModelRole::Checkpoint) role = recognise_role(records);
     const bool diffusers_unet =
         is_diffusers_unet(records, role == ModelRole::Checkpoint ? kUnetPrefix : "");
     const std::set<int> up_attention = unet_up_blocks_with_attention(records);
@@ -386,38 +338,12 @@ std::vector<TensorRecord> to_canonical_names(std::vector<TensorRecord> records, 
         std::string_view s = r.name;
         ModelRole part = role;
         if (role == ModelRole::Checkpoint) {
-            if (consume(s, kUnetPrefix))
-                part = ModelRole::DiffusionModel;
-            else if (consume(s, kVaePrefix))
-                part = ModelRole::Vae;
-            else if (consume(s, kOpenClipPrefix) || consume(s, "cond_stage_model.") ||
-                     consume(s, kSgmClipL))
-                part = ModelRole::TextEncoder;
-            else if (consume(s, kSgmClipG))
-                part = ModelRole::TextEncoder2;
-            else if (consume(s, kComfyClipL))
-                part = ModelRole::TextEncoder;
-            else if (consume(s, kComfyClipG))
-                part = ModelRole::TextEncoder2;
-            else if (consume(s, kT5Prefix))
-                part = ModelRole::T5;
-            else if (consume(s, "vae."))
-                part = ModelRole::Vae;
-            else {
+            if (!split_component_name(r.name, part, s)) {
                 out.push_back(std::move(r));  // not a component we know: kept for the report
                 continue;
             }
-        } else if (role == ModelRole::DiffusionModel) {
-            consume(s, kUnetPrefix) || consume(s, "unet.");
-        } else if (role == ModelRole::Vae) {
-            consume(s, kVaePrefix) || consume(s, "vae.");
-        } else if (role == ModelRole::TextEncoder2) {
-            consume(s, kText2Prefix) || consume(s, kSgmClipG);
-        } else if (role == ModelRole::T5) {
-            consume(s, kT5Prefix);
         } else {
-            consume(s, kTextPrefix) || consume(s, kOpenClipPrefix) ||
-                consume(s, "cond_stage_model.");
+            s = strip_role_prefix(s, role);
         }
         std::string rest = str(s);
         switch (part) {
@@ -447,7 +373,10 @@ std::vector<TensorRecord> to_canonical_names(std::vector<TensorRecord> records, 
                 r.name = str(kT5Prefix) + t5_from_llama_cpp(rest);
                 out.push_back(std::move(r));
                 break;
-            case ModelRole::Checkpoint:
+            default:
+                // A role whose layouts are not converted yet: its names under its prefix.
+                r.name = canonical_prefix(part) + rest;
+                out.push_back(std::move(r));
                 break;
         }
     }

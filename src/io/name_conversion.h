@@ -12,6 +12,9 @@
 //                             T5EncoderModel names (shared.weight, encoder.block.N...);
 //                             llama.cpp's T5 GGUF names (token_embd, enc.blk.N.attn_q ...)
 //                             are converted to them
+//   ...                       the other roles of component_roles.h (--llm, --clip_vision ...)
+//                             under their prefixes, their names kept as the file has them
+//                             until a family that reads them converts them here
 //
 // Layouts read: the original single-file checkpoints (SD 1.x, SD 2.x with OpenCLIP's
 // `cond_stage_model.model.*` whose attention is one fused `in_proj_weight`), diffusers
@@ -24,16 +27,10 @@
 #include <string>
 #include <vector>
 
+#include "io/component_roles.h"
 #include "io/tensor_file.h"
 
 namespace sd {
-
-// What a file given to the program holds: -m (a whole model) or one component.
-// TextEncoder is the first (or only) CLIP text encoder (--clip_l), TextEncoder2 SDXL's
-// OpenCLIP bigG (--clip_g), T5 the T5-XXL encoder (--t5xxl).
-enum class ModelRole { Checkpoint, DiffusionModel, Vae, TextEncoder, TextEncoder2, T5 };
-
-const char* model_role_name(ModelRole role);
 
 // Renames (and where needed reshapes or splits) the records of one file into the
 // canonical namespace. Names it does not recognise keep their prefix-adjusted form, so

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <set>
 
 #include "families/family_test_util.h"
 #include "fixture_files.h"
@@ -62,6 +63,96 @@ TEST(FamilyRegistry, FamilyNotBuiltIsNamed) {
         ModelRole::DiffusionModel);
     std::string error = test::error_of([&] { load_model(files, options()); });
     EXPECT_NE(error.find("Chroma model, which this program cannot run yet"), std::string::npos)
+        << error;
+}
+
+TEST(FamilyRegistry, EachFamilyDeclaresItsRolesOnce) {
+    for (const Family* f : families()) {
+        std::set<ModelRole> seen;
+        for (const RoleUse& use : f->roles) {
+            EXPECT_NE(use.role, ModelRole::Checkpoint) << f->name;
+            EXPECT_TRUE(seen.insert(use.role).second)
+                << f->name << " " << model_role_name(use.role);
+            EXPECT_EQ(find_role_use(*f, use.role), &use);
+        }
+        EXPECT_NE(find_role_use(*f, ModelRole::DiffusionModel), nullptr) << f->name;
+        EXPECT_NE(find_role_use(*f, ModelRole::Vae), nullptr) << f->name;
+    }
+    EXPECT_TRUE(some_family_takes(ModelRole::Llm));  // Qwen-Image, Lumina 2 (not built yet)
+    EXPECT_FALSE(some_family_takes(ModelRole::AudioVae));
+}
+
+// A file given for a part the detected family does not take is refused, naming its option.
+TEST(FamilyRegistry, APartTheFamilyTakesNotIsNamedWithItsOption) {
+    const std::string sd15 = sparse("sd15", "sd15_roles");
+    const std::string llm = sparse("qwen3_4b_l36", "qwen3_llm");
+    ModelFiles files;
+    files.add(sd15, ModelRole::Checkpoint);
+    files.add(llm, ModelRole::Llm);
+    EXPECT_TRUE(files.has_role(ModelRole::Llm));
+    std::string error = test::error_of([&] { load_model(files, options()); });
+    EXPECT_NE(error.find("--llm '" + llm + "' is given, but the SD 1.x model takes no LLM"),
+              std::string::npos)
+        << error;
+
+    ModelFiles sdxl;
+    sdxl.add(sparse("sdxl", "sdxl_roles"), ModelRole::Checkpoint);
+    sdxl.add(sparse("t5xxl_l2", "t5_for_sdxl"), ModelRole::T5);
+    error = test::error_of([&] { load_model(sdxl, options()); });
+    EXPECT_NE(error.find("--t5xxl"), std::string::npos) << error;
+    EXPECT_NE(error.find("SDXL model takes no T5-XXL text encoder"), std::string::npos) << error;
+
+    // A family that takes the part, not built yet, says so.
+    ModelFiles qwen;
+    qwen.add(sparse("qwen_image_d2", "qwen_image_roles"), ModelRole::DiffusionModel);
+    qwen.add(sparse("qwen2_5_vl_7b_l2_vis2", "qwen25vl_llm"), ModelRole::Llm);
+    error = test::error_of([&] { load_model(qwen, options()); });
+    EXPECT_NE(error.find("Qwen-Image model, which this program cannot run yet"), std::string::npos)
+        << error;
+
+    // No family of the files' layout: the part no runnable family takes is named.
+    const std::string odd = testing::TempDir() + "/odd_dit.safetensors";
+    write_safetensors(odd, {{"odd_blocks.0.weight", DType::F32, Shape{4, 4}, [] {
+                                 return Tensor::zeros({4, 4});
+                             }}});
+    ModelFiles unknown;
+    unknown.add(odd, ModelRole::DiffusionModel);
+    unknown.add(llm, ModelRole::Llm);
+    error = test::error_of([&] { load_model(unknown, options()); });
+    EXPECT_NE(error.find("no known model layout"), std::string::npos) << error;
+    EXPECT_NE(error.find("--llm (LLM) is taken by no model family this build runs"),
+              std::string::npos)
+        << error;
+}
+
+// A part the family needs and the files lack is named with the option that gives it.
+TEST(FamilyRegistry, AMissingPartIsNamedWithItsOption) {
+    ModelFiles files;
+    files.add(sparse("sd15", "sd15_no_vae", "--drop-prefix first_stage_model."),
+              ModelRole::Checkpoint);
+    std::string error = test::error_of([&] { load_model(files, options()); });
+    EXPECT_NE(error.find("SD 1.x needs its VAE (--vae FILE)"), std::string::npos) << error;
+
+    ModelFiles sdxl;
+    sdxl.add(sparse("sdxl", "sdxl_no_clip_g", "--drop-prefix conditioner.embedders.1."),
+             ModelRole::Checkpoint);
+    error = test::error_of([&] { load_model(sdxl, options()); });
+    EXPECT_NE(error.find("SDXL needs its OpenCLIP bigG text encoder (in the checkpoint, or "
+                         "--clip_g FILE)"),
+              std::string::npos)
+        << error;
+}
+
+TEST(FamilyRegistry, SdxlRefinerIsNamedAsNotBuilt) {
+    ModelFiles files;
+    files.add(sparse("sdxl", "sdxl_refiner_like",
+                     "--shape model.diffusion_model.input_blocks.4.1.transformer_blocks.0.attn2."
+                     "to_k.weight=640,1280"),
+              ModelRole::Checkpoint);
+    EXPECT_EQ(detect_family(files).variant, "SDXL refiner");
+    std::string error = test::error_of([&] { load_model(files, options()); });
+    EXPECT_NE(error.find("SDXL refiner model, which this program cannot run yet"),
+              std::string::npos)
         << error;
 }
 

@@ -151,6 +151,79 @@ TEST(ModelFiles, SdxlComponentNames) {
     test::run_or_fail("rm -rf " + dir);
 }
 
+// A diffusers DiT folder (FLUX's layout): transformer/ is the diffusion model, text_encoder/
+// CLIP-L and text_encoder_2/ the T5 (SDXL's bigG in the same folder name is told apart by
+// its names).
+TEST(ModelFiles, DiffusersTransformerFolderIsTheDiffusionModel) {
+    const std::string dir = test::temp_path("flux_diffusers");
+    test::run_or_fail("rm -rf " + dir + " && mkdir -p " + dir + "/transformer " + dir +
+                      "/text_encoder " + dir + "/text_encoder_2 " + dir + "/vae " + dir +
+                      "/scheduler");
+    std::ofstream(dir + "/model_index.json")
+        << R"({"transformer": ["diffusers", "FluxTransformer2DModel"],
+               "text_encoder": ["transformers", "CLIPTextModel"],
+               "text_encoder_2": ["transformers", "T5EncoderModel"],
+               "vae": ["diffusers", "AutoencoderKL"],
+               "scheduler": ["diffusers", "FlowMatchEulerDiscreteScheduler"]})";
+    write_names(dir + "/transformer/diffusion_pytorch_model.safetensors",
+                {"transformer_blocks.0.attn.to_q.weight", "x_embedder.weight"});
+    write_names(dir + "/text_encoder/model.safetensors", {"text_model.final_layer_norm.weight"});
+    write_names(dir + "/text_encoder_2/model.safetensors",
+                {"shared.weight", "encoder.block.0.layer.1.DenseReluDense.wo.weight"});
+    write_names(dir + "/vae/diffusion_pytorch_model.safetensors", {"decoder.conv_in.weight"});
+    ModelFiles files;
+    files.add(dir, ModelRole::Checkpoint);
+    for (const char* name : {"model.diffusion_model.transformer_blocks.0.attn.to_q.weight",
+                             "model.diffusion_model.x_embedder.weight",
+                             "cond_stage_model.transformer.text_model.final_layer_norm.weight",
+                             "text_encoders.t5xxl.transformer.shared.weight",
+                             "text_encoders.t5xxl.transformer.encoder.block.0.layer.1."
+                             "DenseReluDense.wo.weight",
+                             "first_stage_model.decoder.conv_in.weight"}) {
+        EXPECT_NE(files.find(name), nullptr) << name;
+    }
+    EXPECT_EQ(files.size(), 6u);
+    EXPECT_TRUE(files.has_role(ModelRole::DiffusionModel));
+    EXPECT_FALSE(files.has_role(ModelRole::TextEncoder2));
+    EXPECT_TRUE(files.role_files().empty());  // a folder given as -m
+    test::run_or_fail("rm -rf " + dir);
+}
+
+// Qwen-Image's diffusers text_encoder/ is Qwen2.5-VL: an LLM whose vision tower lands under
+// the LLM vision prefix; a --llm_vision file then replaces that alone.
+TEST(ModelFiles, LlmAndItsVisionTowerAreRolesOfTheirOwn) {
+    const std::string dir = test::temp_path("qwen_image_diffusers");
+    test::run_or_fail("rm -rf " + dir + " && mkdir -p " + dir + "/transformer " + dir +
+                      "/text_encoder");
+    std::ofstream(dir + "/model_index.json")
+        << R"({"transformer": ["diffusers", "QwenImageTransformer2DModel"],
+               "text_encoder": ["transformers", "Qwen2_5_VLForConditionalGeneration"]})";
+    write_names(dir + "/transformer/diffusion_pytorch_model.safetensors",
+                {"transformer_blocks.0.img_mod.1.weight"});
+    write_names(dir + "/text_encoder/model.safetensors",
+                {"model.embed_tokens.weight", "visual.blocks.0.attn.qkv.weight"});
+    ModelFiles files;
+    files.add(dir, ModelRole::Checkpoint);
+    EXPECT_NE(files.find("text_encoders.llm.model.embed_tokens.weight"), nullptr);
+    EXPECT_NE(files.find("text_encoders.llm.visual.blocks.0.attn.qkv.weight"), nullptr);
+    EXPECT_TRUE(files.has_role(ModelRole::Llm));
+    EXPECT_TRUE(files.has_role(ModelRole::LlmVision));
+    EXPECT_FALSE(files.has_role(ModelRole::TextEncoder));
+    EXPECT_EQ(detect_family(files).variant, "Qwen-Image");
+
+    const std::string vision = test::temp_path("llm_vision.safetensors");
+    write_names(vision, {"blocks.0.attn.proj.weight"});
+    files.add(vision, ModelRole::LlmVision);
+    EXPECT_EQ(files.find("text_encoders.llm.visual.blocks.0.attn.qkv.weight"), nullptr);
+    EXPECT_NE(files.find("text_encoders.llm.visual.blocks.0.attn.proj.weight"), nullptr);
+    EXPECT_NE(files.find("text_encoders.llm.model.embed_tokens.weight"), nullptr);
+    ASSERT_EQ(files.role_files().size(), 1u);
+    EXPECT_EQ(files.role_files()[0].role, ModelRole::LlmVision);
+    EXPECT_EQ(files.role_files()[0].path, vision);
+    std::remove(vision.c_str());
+    test::run_or_fail("rm -rf " + dir);
+}
+
 TEST(ModelFiles, Sd15DiffusersFolderLoadsToTheSameTensors) {
     std::string ckpt = test::generated_checkpoint("sd15", "f16", 1);
     std::string dir = test::temp_path("sd15_diffusers");

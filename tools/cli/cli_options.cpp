@@ -11,6 +11,8 @@
 
 #include <strings.h>
 
+#include "io/component_roles.h"
+
 namespace cli {
 namespace {
 
@@ -282,32 +284,47 @@ std::vector<OptionSpec> program_options() {
     };
 }
 
+// Where sd-cli keeps the file of each component role (io/component_roles.h), in ModelRole's
+// order; the members are named as sd_ctx_params_t's fields, which get them.
+struct RolePath {
+    sd::ModelRole role;
+    std::string CliParams::*path;
+};
+constexpr RolePath kRolePaths[] = {
+    {sd::ModelRole::Checkpoint, &CliParams::model_path},
+    {sd::ModelRole::DiffusionModel, &CliParams::diffusion_model_path},
+    {sd::ModelRole::HighNoiseDiffusionModel, &CliParams::high_noise_diffusion_model_path},
+    {sd::ModelRole::UncondDiffusionModel, &CliParams::uncond_diffusion_model_path},
+    {sd::ModelRole::TextEncoder, &CliParams::clip_l_path},
+    {sd::ModelRole::TextEncoder2, &CliParams::clip_g_path},
+    {sd::ModelRole::ClipVision, &CliParams::clip_vision_path},
+    {sd::ModelRole::T5, &CliParams::t5xxl_path},
+    {sd::ModelRole::Llm, &CliParams::llm_path},
+    {sd::ModelRole::LlmVision, &CliParams::llm_vision_path},
+    {sd::ModelRole::Vae, &CliParams::vae_path},
+    {sd::ModelRole::AudioVae, &CliParams::audio_vae_path},
+    {sd::ModelRole::EmbeddingsConnectors, &CliParams::embeddings_connectors_path},
+};
+static_assert(sd::rows_in_role_order(kRolePaths), "one CliParams path per ModelRole, in order");
+
+// The component file options, one a role of the table (and its deprecated spelling).
+std::vector<OptionSpec> component_file_options() {
+    std::vector<OptionSpec> out;
+    for (const sd::ComponentRole& r : sd::component_roles()) {
+        std::string CliParams::*path = kRolePaths[static_cast<size_t>(r.role)].path;
+        out.push_back(text(r.short_option, r.option, Group::Context, path, "none", r.help));
+        if (r.old_option[0]) {
+            out.push_back(text("", r.old_option, Group::Context, path, "none",
+                               std::string("alias of ") + r.option + " (deprecated)"));
+        }
+    }
+    return out;
+}
+
+// The other files: side models, folders, rules.
 std::vector<OptionSpec> model_file_options() {
     const Group G = Group::Context;
     return {
-        text("-m", "--model", G, &CliParams::model_path, "none", "path to the full model"),
-        text("", "--clip_l", G, &CliParams::clip_l_path, "none", "path to the CLIP-L text encoder"),
-        text("", "--clip_g", G, &CliParams::clip_g_path, "none", "path to the CLIP-G text encoder"),
-        text("", "--clip_vision", G, &CliParams::clip_vision_path, "none",
-             "path to the CLIP vision encoder"),
-        text("", "--t5xxl", G, &CliParams::t5xxl_path, "none", "path to the T5-XXL text encoder"),
-        text("", "--llm", G, &CliParams::llm_path, "none",
-             "path to the LLM text encoder (Qwen2.5-VL for Qwen-Image, Mistral for FLUX.2, ...)"),
-        text("", "--llm_vision", G, &CliParams::llm_vision_path, "none",
-             "path to the LLM vision tower"),
-        text("", "--qwen2vl", G, &CliParams::llm_path, "none", "alias of --llm (deprecated)"),
-        text("", "--qwen2vl_vision", G, &CliParams::llm_vision_path, "none",
-             "alias of --llm_vision (deprecated)"),
-        text("", "--diffusion-model", G, &CliParams::diffusion_model_path, "none",
-             "path to a standalone diffusion model"),
-        text("", "--high-noise-diffusion-model", G, &CliParams::high_noise_diffusion_model_path,
-             "none", "path to the standalone high-noise diffusion model (Wan2.2 MoE)"),
-        text("", "--uncond-diffusion-model", G, &CliParams::uncond_diffusion_model_path, "none",
-             "path to a separate diffusion model for the unconditional pass"),
-        text("", "--embeddings-connectors", G, &CliParams::embeddings_connectors_path, "none",
-             "path to the embeddings connectors model"),
-        text("", "--vae", G, &CliParams::vae_path, "none", "path to a standalone VAE"),
-        text("", "--audio-vae", G, &CliParams::audio_vae_path, "none", "path to the audio VAE"),
         text("", "--taesd", G, &CliParams::taesd_path, "none",
              "path to TAESD, the tiny autoencoder for fast decoding (lower quality)"),
         text("", "--tae", G, &CliParams::taesd_path, "none", "alias of --taesd"),
@@ -711,8 +728,8 @@ std::vector<OptionSpec> hires_options() {
 
 std::vector<OptionSpec> build_table() {
     std::vector<OptionSpec> table;
-    for (auto part : {program_options, model_file_options, runtime_options, input_options,
-                      size_and_batch_options, guidance_options, sampler_options,
+    for (auto part : {program_options, component_file_options, model_file_options, runtime_options,
+                      input_options, size_and_batch_options, guidance_options, sampler_options,
                       tiling_and_cache_options, hires_options}) {
         for (OptionSpec& spec : part()) table.push_back(std::move(spec));
     }
