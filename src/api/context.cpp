@@ -110,7 +110,9 @@ sd_ctx_t* create(const sd_ctx_params_t& p) {
              "no model given: set a model (-m) or a diffusion model");
     // backend / params_backend / max_vram / model_args (api/placement.h).
     const sd::api::Placement placement = sd::api::read_placement(p);
-    sd::set_num_threads(sd::threads_that_help(p.n_threads));
+    // runscope: -t is the context's, applied per run (pipeline/run_scope.h) and to its loading.
+    const int threads = sd::threads_that_help(p.n_threads);
+    const sd::ScopedThreadCount load_threads(threads);
     auto ctx = std::make_unique<sd_ctx_t>();
     if (has(p.model_path)) ctx->files.add(p.model_path, sd::ModelRole::Checkpoint);
     if (has(p.diffusion_model_path))
@@ -127,6 +129,7 @@ sd_ctx_t* create(const sd_ctx_params_t& p) {
     options.memory.keep_vae = placement.keep_vae;
     // The context's own: applied to the generating thread only (ScopedComputeType).
     options.memory.compute = sd::supported_compute_type(placement.compute_type);
+    options.memory.threads = threads;  // runscope
     options.tokenizer_dir = placement.tokenizer_dir;
     for (uint32_t i = 0; i < p.embedding_count && p.embeddings; ++i) {
         SD_CHECK(has(p.embeddings[i].path), "embedding %u has no path", i);
