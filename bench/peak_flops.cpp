@@ -51,7 +51,7 @@ double measure_loop_gflops(Loop run_loop, double seconds) {
     for (int rep = 0; rep < 3; ++rep) {
         std::atomic<double> flops{0};
         double t0 = now_seconds();
-        thread_pool().run([&](int, int) {
+        thread_pool().run(num_threads(), [&](int, int) {  // runscope: the run's count
             double f = run_loop(iterations);
             double expected = flops.load();
             while (!flops.compare_exchange_weak(expected, expected + f)) {

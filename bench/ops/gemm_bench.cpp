@@ -1,7 +1,7 @@
 // Dense products: linear (every weight dtype), matmul and conv2d at the shapes of the
 // diffusion models. Counters: GFLOP/s = 2 M N K / time (conv: 2 OH OW O C KH KW).
 //
-//   sd-bench-ops --benchmark_filter='Linear|Conv|Matmul'
+//   sd-bench-ops --benchmark_filter='Linear|Conv|Matmul'  (Conv2dWinograd: the Winograd path)
 // The thread count is the pool's (physical cores); `threads` selects it per case.
 #include <benchmark/benchmark.h>
 
@@ -136,6 +136,34 @@ BENCHMARK(BM_Conv2d)
     ->Args({1, 4, 320, 64, 3, 1, kF16, 0})
     ->Args({1, 64, 64, 256, 3, 1, kF32, 0})  // TAESD's convs (decoder at 512x512: 256, 512)
     ->Args({1, 64, 64, 512, 3, 1, kF32, 0})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// conv2d's Winograd path (Conv2dOptions::winograd) at the AutoencoderKL's and TAESD's 3x3
+// shapes; GFLOP/s of the direct form (2 OH OW O C 9), so the rows compare with BM_Conv2d's.
+// Args: C (= O), H (= W), threads (0: physical cores).
+void BM_Conv2dWinograd(benchmark::State& state) {
+    const int64_t c = state.range(0), h = state.range(1);
+    set_threads(state, state.range(2));
+    sd::Tensor x = random_f32({1, c, h, h}, 1);
+    sd::Tensor w = random_f32({c, c, 3, 3}, 2);
+    sd::Tensor b = random_f32({c}, 3);
+    sd::Conv2dOptions opt;
+    opt.pad_h = opt.pad_w = 1;
+    opt.winograd = true;
+    for (auto _ : state) benchmark::DoNotOptimize(sd::conv2d(x, w, b, opt));
+    report_flops(state, 2.0 * h * h * c * c * 9);
+    sd::set_num_threads(0);
+}
+
+BENCHMARK(BM_Conv2dWinograd)
+    ->ArgNames({"C", "H", "threads"})
+    ->Args({512, 32, 0})
+    ->Args({512, 64, 0})
+    ->Args({256, 128, 0})
+    ->Args({128, 256, 0})
+    ->Args({64, 256, 0})
+    ->Args({512, 64, 1})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -111,7 +111,9 @@ sd_ctx_t* create(const sd_ctx_params_t& p, const sd_ctx_ext_params_t& ext) {
              "no model given: set a model (-m) or a diffusion model");
     // backend / params_backend / max_vram / model_args (api/placement.h).
     const sd::api::Placement placement = sd::api::read_placement(p);
-    sd::set_num_threads(sd::threads_that_help(p.n_threads));
+    // runscope: -t is the context's, applied per run (pipeline/run_scope.h) and to its loading.
+    const int threads = sd::threads_that_help(p.n_threads);
+    const sd::ScopedThreadCount load_threads(threads);
     auto ctx = std::make_unique<sd_ctx_t>();
     // Every component file, in the role table's order (the reference's).
     for (const sd::ComponentRole& role : sd::component_roles()) {
@@ -133,6 +135,7 @@ sd_ctx_t* create(const sd_ctx_params_t& p, const sd_ctx_ext_params_t& ext) {
     const sd::api::EngineOptions own = sd::api::engine_options(placement, ext);
     // The context's own: applied to the generating thread only (ScopedComputeType).
     options.memory.compute = sd::supported_compute_type(own.compute_type);
+    options.memory.threads = threads;
     options.tokenizer_dir = own.tokenizer_dir;
     for (uint32_t i = 0; i < p.embedding_count && p.embeddings; ++i) {
         SD_CHECK(has(p.embeddings[i].path), "embedding %u has no path", i);
@@ -261,6 +264,8 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* params, sd_imag
             m, sd_ctx->tae, sd_ctx->vae,
             sd::decode_tiling(m, request.vae_tiling, request.height / m.latent.factor,
                               request.width / m.latent.factor));
+        // Merging LoRAs runs ops before the generation's run scope: on the context's threads.
+        const sd::ScopedThreadCount lora_threads(m.memory.threads);
         const sd::WeightPatches* patches =
             sd_ctx->loras.update(sd_ctx->files, sd::api::lora_requests(*params), sd_ctx->lora_mode,
                                  sd_ctx->model.components.family_name);

@@ -8,10 +8,10 @@
 
 #include "base/error.h"
 #include "base/log.h"
-#include "base/thread_pool.h"
 #include "families/registry.h"
 #include "io/model_convert.h"
 #include "io/model_files.h"
+#include "pipeline/run_scope.h"
 #include "stable-diffusion-ext.h"
 #include "stable-diffusion.h"
 #include "tokenizer/clip_tokenizer.h"
@@ -148,7 +148,9 @@ bool convert_with_components(const char* model_path, const char* clip_l_path,
                              const char* tensor_type_rules, bool convert_name, int n_threads) {
     using sd::ModelRole;
     return sd::api::logged([&] {
-        if (n_threads > 0) sd::set_num_threads(sd::threads_that_help(n_threads));
+        sd::RunOptions run;  // runscope: n_threads for this conversion only
+        run.threads = n_threads > 0 ? sd::threads_that_help(n_threads) : 0;
+        const sd::RunScope scope(run);
         if (!convert_name)
             SD_LOG_DEBUG("convert: tensors are always written under their canonical names");
         sd::api::run_convert({{model_path, ModelRole::Checkpoint},

@@ -7,12 +7,13 @@
 #include "api/placement.h"
 #include "base/error.h"
 #include "base/log.h"
-#include "base/thread_pool.h"
+#include "pipeline/run_scope.h"
 #include "pipeline/upscaler.h"
 #include "stable-diffusion.h"
 
 struct upscaler_ctx_t {
     std::unique_ptr<sd::Upscaler> upscaler;
+    int threads = 0;     // runscope: n_threads, applied per upscale (0: the process default)
     std::mutex running;  // one upscale at a time on a context
 };
 
@@ -24,8 +25,9 @@ upscaler_ctx_t* new_upscaler_ctx(const char* esrgan_path, bool direct, int n_thr
     try {
         SD_CHECK(esrgan_path && *esrgan_path, "new_upscaler_ctx: no ESRGAN model path given");
         const sd::Residency residency = sd::api::read_upscaler_placement(backend, params_backend);
-        if (n_threads > 0) sd::set_num_threads(sd::threads_that_help(n_threads));
+        const int threads = n_threads > 0 ? sd::threads_that_help(n_threads) : 0;  // runscope
         auto ctx = std::make_unique<upscaler_ctx_t>();
+        ctx->threads = threads;
         ctx->upscaler = std::make_unique<sd::Upscaler>(esrgan_path, tile_size, residency);
         return ctx.release();
     } catch (const std::exception& e) {
@@ -52,6 +54,9 @@ bool upscale(upscaler_ctx_t* upscaler_ctx, sd_image_t input_image, uint32_t upsc
     }
     try {
         std::lock_guard<std::mutex> one_at_a_time(upscaler_ctx->running);
+        sd::RunOptions run;  // runscope: the context's threads, this upscale's scratch
+        run.threads = upscaler_ctx->threads;
+        const sd::RunScope scope(run);
         const auto input = sd::api::to_image8(input_image, "image to upscale");
         SD_CHECK(input.has_value(), "upscale: the input image has no data");
         *images_out = sd::api::to_c_images({upscaler_ctx->upscaler->upscale(*input)});

@@ -2,8 +2,6 @@
 
 #include <sched.h>
 
-#include <memory>
-
 #include "base/cpu_features.h"
 #include "base/error.h"
 #include "base/log.h"
@@ -12,16 +10,16 @@ namespace sd {
 namespace {
 
 thread_local bool t_in_task = false;
+// The calling thread's count (ScopedThreadCount), or inside a task its run's; 0: none.
+thread_local int t_threads = 0;
+// set_num_threads's; 0: physical cores.
+std::atomic<int> g_default_threads{0};
 
 // Spin this many rounds for the next task before sleeping: ops come back to back during a
 // forward pass, and waking a sleeping thread costs tens of microseconds.
 constexpr int kSpinRounds = 20000;
 
-std::unique_ptr<ThreadPool>& pool_slot() {
-    static std::unique_ptr<ThreadPool> pool;
-    return pool;
-}
-std::mutex g_pool_mutex;
+constexpr uint64_t kIndexMask = 0xffffffffu;
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -29,13 +27,16 @@ inline void cpu_relax() {
 #endif
 }
 
+int default_threads() {
+    const int n = g_default_threads.load(std::memory_order_relaxed);
+    return n > 0 ? n : cpu_features().physical_cores;
+}
+
 }  // namespace
 
-ThreadPool::ThreadPool(int num_threads) : num_threads_(std::max(1, num_threads)) {
-    // With more threads than CPUs a spinning thread takes the CPU from one with work.
-    spin_rounds_ = num_threads_ > usable_cpus() ? 0 : kSpinRounds;
-    next_.store(num_threads_);
-    for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
+ThreadPool::ThreadPool(int num_threads) : usable_cpus_(usable_cpus()) {
+    std::lock_guard<std::mutex> lock(run_mutex_);
+    start_workers(std::max(1, num_threads));
 }
 
 ThreadPool::~ThreadPool() {
@@ -48,20 +49,43 @@ ThreadPool::~ThreadPool() {
     for (std::thread& t : workers_) t.join();
 }
 
-void ThreadPool::run_task(int index) {
+void ThreadPool::start_workers(int n) {
+    const uint64_t gen = generation_.load(std::memory_order_acquire);
+    for (int id = size(); id < n; ++id) {
+        workers_.emplace_back([this, id, gen] { worker_loop(id, gen); });
+    }
+    if (n > size()) size_.store(n, std::memory_order_release);
+}
+
+void ThreadPool::reserve(int n) {
+    if (n <= size()) return;
+    SD_CHECK(!t_in_task, "the thread pool cannot grow to %d threads from inside one of its tasks",
+             n);
+    std::lock_guard<std::mutex> lock(run_mutex_);
+    start_workers(n);
+}
+
+void ThreadPool::run_task(int index, int count) {
     t_in_task = true;
+    const int saved_threads = t_threads;
+    t_threads = count;
     try {
-        invoke_(ctx_, index, num_threads_);
+        invoke_(ctx_, index, count);
     } catch (...) {
         std::lock_guard<std::mutex> lock(error_mutex_);
         if (!error_) error_ = std::current_exception();
     }
+    t_threads = saved_threads;
     t_in_task = false;
 }
 
 void ThreadPool::run_claimed() {
-    for (int i; (i = next_.fetch_add(1, std::memory_order_acq_rel)) < num_threads_;) {
-        run_task(i);
+    for (;;) {
+        const uint64_t claim = claim_.fetch_add(1, std::memory_order_acq_rel);
+        const int index = static_cast<int>(claim & kIndexMask);
+        const int count = static_cast<int>(claim >> 32);
+        if (index >= count) return;
+        run_task(index, count);
         if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
             std::lock_guard<std::mutex> lock(mutex_);
             done_.notify_one();
@@ -69,9 +93,10 @@ void ThreadPool::run_claimed() {
     }
 }
 
-void ThreadPool::run_raw(Invoke invoke, void* ctx) {
+void ThreadPool::run_raw(int count, Invoke invoke, void* ctx) {
     if (!t_in_task) cancellation_point();  // every op from outside the pool starts here
-    if (num_threads_ == 1 || t_in_task) {
+    count = std::clamp(count, 1, size());
+    if (count == 1 || t_in_task) {
         bool was = t_in_task;
         t_in_task = true;
         struct Restore {
@@ -85,8 +110,12 @@ void ThreadPool::run_raw(Invoke invoke, void* ctx) {
     invoke_ = invoke;
     ctx_ = ctx;
     error_ = nullptr;
-    pending_.store(num_threads_, std::memory_order_relaxed);
-    next_.store(0, std::memory_order_release);  // publishes invoke_, ctx_ and pending_
+    // With more threads than CPUs a spinning thread takes the CPU from one with work.
+    const int spin_rounds = count > usable_cpus_ ? 0 : kSpinRounds;
+    spin_rounds_.store(spin_rounds, std::memory_order_relaxed);
+    pending_.store(count, std::memory_order_relaxed);
+    // Publishes invoke_, ctx_ and pending_ with the count and index 0.
+    claim_.store(static_cast<uint64_t>(count) << 32, std::memory_order_release);
     {
         std::lock_guard<std::mutex> lock(mutex_);
         generation_.fetch_add(1, std::memory_order_release);
@@ -96,7 +125,7 @@ void ThreadPool::run_raw(Invoke invoke, void* ctx) {
     run_claimed();
 
     for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
-        if (spin < spin_rounds_) {
+        if (spin < spin_rounds) {
             cpu_relax();
         } else {
             std::unique_lock<std::mutex> lock(mutex_);
@@ -110,11 +139,12 @@ void ThreadPool::run_raw(Invoke invoke, void* ctx) {
     }
 }
 
-void ThreadPool::worker_loop() {
-    uint64_t seen = 0;
+void ThreadPool::worker_loop(int id, uint64_t seen) {
+    int last_count = 0;  // the last run's: a worker it did not use sleeps instead of spinning
     for (;;) {
         uint64_t gen = generation_.load(std::memory_order_acquire);
-        for (int spin = 0; gen == seen && spin < spin_rounds_; ++spin) {
+        const int spin_rounds = id < last_count ? spin_rounds_.load(std::memory_order_relaxed) : 0;
+        for (int spin = 0; gen == seen && spin < spin_rounds; ++spin) {
             cpu_relax();
             gen = generation_.load(std::memory_order_acquire);
         }
@@ -128,24 +158,34 @@ void ThreadPool::worker_loop() {
             std::lock_guard<std::mutex> lock(mutex_);
             if (stop_) return;
         }
-        run_claimed();
+        last_count = static_cast<int>(claim_.load(std::memory_order_acquire) >> 32);
+        if (id < last_count) run_claimed();
     }
 }
 
 ThreadPool& thread_pool() {
-    std::lock_guard<std::mutex> lock(g_pool_mutex);
-    auto& pool = pool_slot();
-    if (!pool) pool = std::make_unique<ThreadPool>(cpu_features().physical_cores);
-    return *pool;
+    static ThreadPool pool(default_threads());
+    return pool;
 }
 
 void set_num_threads(int n) {
     if (n <= 0) n = cpu_features().physical_cores;
-    std::lock_guard<std::mutex> lock(g_pool_mutex);
-    auto& pool = pool_slot();
-    if (pool && pool->size() == n) return;
-    pool.reset();
-    pool = std::make_unique<ThreadPool>(n);
+    thread_pool().reserve(n);
+    g_default_threads.store(n, std::memory_order_relaxed);
+}
+
+int num_threads() {
+    return t_threads > 0 ? t_threads : default_threads();
+}
+
+ScopedThreadCount::ScopedThreadCount(int n) : previous_(t_threads) {
+    if (n <= 0) return;
+    thread_pool().reserve(n);
+    t_threads = n;
+}
+
+ScopedThreadCount::~ScopedThreadCount() {
+    t_threads = previous_;
 }
 
 int usable_cpus() {
@@ -167,10 +207,6 @@ int threads_that_help(int n) {
         return cpus;
     }
     return n;
-}
-
-int num_threads() {
-    return thread_pool().size();
 }
 
 bool in_parallel_region() {

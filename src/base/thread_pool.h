@@ -1,13 +1,22 @@
 // One persistent pool of worker threads that every op splits its work across.
 //
-// run(fn) calls fn(index, count) once for each index in [0, count) (count: the pool's size)
-// and returns when all are done; the threads claim the indices as they come, so a thread the
-// OS has descheduled (more threads than CPUs, a loaded machine) leaves its share to the
-// others instead of stalling the run. parallel_for splits an index range over the threads.
-// A call made from inside a pool task runs inline on the calling thread, so nested
-// parallelism never deadlocks. An exception thrown by a task is rethrown to the caller.
-// Cancellation (base/cancel.h): run() checks the calling thread's current token before it
-// starts, and parallel_for stops handing out chunks once it is cancelled, then throws.
+// run(count, fn) calls fn(index, count) once for each index in [0, count) and returns when
+// all are done; the calling thread and count - 1 of the pool's threads claim the indices as
+// they come, so a thread the OS has descheduled (more threads than CPUs, a loaded machine)
+// leaves its share to the others instead of stalling the run. parallel_for splits an index
+// range over the threads. A call made from inside a pool task runs inline on the calling
+// thread, so nested parallelism never deadlocks. An exception thrown by a task is rethrown to
+// the caller. Cancellation (base/cancel.h): run() checks the calling thread's current token
+// before it starts, and parallel_for stops handing out chunks once it is cancelled, then
+// throws.
+//
+// Thread counts are per run, not per process. The process pool only grows (to the largest
+// count asked for); what a call uses is num_threads(): the calling thread's ScopedThreadCount
+// while one is live (a generation of a context made with -t N), else the process default
+// (set_num_threads, physical cores at first). So a context created, or a count changed, while
+// another context's generation runs ops never rebuilds the pool under it. Runs from several
+// outside threads take turns (one op at a time on the pool); a worker that the current run
+// does not use sleeps instead of spinning.
 #pragma once
 
 #include <algorithm>
@@ -25,39 +34,54 @@ namespace sd {
 
 class ThreadPool {
   public:
+    // num_threads: the threads a run may use, the calling thread included (num_threads - 1
+    // workers are started).
     explicit ThreadPool(int num_threads);
     ~ThreadPool();
     ThreadPool(const ThreadPool&) = delete;
     ThreadPool& operator=(const ThreadPool&) = delete;
 
-    int size() const { return num_threads_; }
+    // The most threads a run can use (workers + the caller).
+    int size() const { return size_.load(std::memory_order_acquire); }
+    // Starts workers until size() >= n. Waits for a run in progress to end; not to be called
+    // from a pool task (fails: it would wait for itself).
+    void reserve(int n);
 
+    // fn(index, count) for each index < count (clamped to [1, size()]).
+    template <class F>
+    void run(int count, F&& fn) {
+        auto invoke = [](void* ctx, int index, int n) { (*static_cast<F*>(ctx))(index, n); };
+        run_raw(count, invoke, &fn);
+    }
+    // All of size()'s threads.
     template <class F>
     void run(F&& fn) {
-        auto invoke = [](void* ctx, int index, int count) {
-            (*static_cast<F*>(ctx))(index, count);
-        };
-        run_raw(invoke, &fn);
+        run(size(), std::forward<F>(fn));
     }
 
   private:
     using Invoke = void (*)(void* ctx, int index, int count);
-    void run_raw(Invoke invoke, void* ctx);
-    void worker_loop();
-    void run_task(int index);
+    void run_raw(int count, Invoke invoke, void* ctx);
+    void start_workers(int n);  // run_mutex_ held
+    void worker_loop(int id, uint64_t seen);
+    void run_task(int index, int count);
     void run_claimed();  // runs indices of the current run until none is left
 
-    int num_threads_;
-    std::vector<std::thread> workers_;
-    std::mutex run_mutex_;  // one run at a time from outside the pool
+    std::atomic<int> size_{1};
+    std::vector<std::thread> workers_;  // run_mutex_
+    std::mutex run_mutex_;              // one run at a time from outside the pool
 
     std::mutex mutex_;
     std::condition_variable wake_;
     std::condition_variable done_;
     std::atomic<uint64_t> generation_{0};
     std::atomic<int> pending_{0};  // indices of the current run not finished yet
-    std::atomic<int> next_{0};     // the next index to claim
-    int spin_rounds_ = 0;          // 0 when oversubscribed: a spinning thread steals a CPU
+    // The current run's count (high 32 bits) and its next index to claim (low 32 bits), in
+    // one word so that a late worker of the previous run never pairs an old index with a new
+    // count.
+    std::atomic<uint64_t> claim_{0};
+    std::atomic<int> spin_rounds_{0};  // 0 when oversubscribed: a spinning thread steals a CPU
+    int usable_cpus_ = 1;
     bool stop_ = false;
 
     Invoke invoke_ = nullptr;
@@ -66,11 +90,25 @@ class ThreadPool {
     std::mutex error_mutex_;
 };
 
-// The process-wide pool. Its size defaults to the number of physical cores.
+// The process-wide pool (grown, never shrunk; see the top of this file).
 ThreadPool& thread_pool();
-// Rebuilds the pool with n threads (n <= 0: physical cores). Not to be called while ops run.
+// Sets the process default count (n <= 0: physical cores) and grows the pool to it. Safe
+// while other threads run ops: nothing is rebuilt.
 void set_num_threads(int n);
+// The threads an op started on this thread uses: its ScopedThreadCount's, else the default.
+// Inside a pool task: the count of the run the task belongs to.
 int num_threads();
+// The calling thread uses n threads while it lives (n <= 0: no change); the pool grows to n.
+class ScopedThreadCount {
+  public:
+    explicit ScopedThreadCount(int n);
+    ~ScopedThreadCount();
+    ScopedThreadCount(const ScopedThreadCount&) = delete;
+    ScopedThreadCount& operator=(const ScopedThreadCount&) = delete;
+
+  private:
+    int previous_;
+};
 // The CPUs this process may run on (its affinity mask).
 int usable_cpus();
 // A user's thread count made one that helps: more threads than usable CPUs only contend
@@ -87,15 +125,15 @@ template <class F>
 void parallel_for(int64_t n, int64_t grain, F&& fn) {
     if (n <= 0) return;
     grain = std::max<int64_t>(grain, 1);
-    ThreadPool& pool = thread_pool();
     if (n <= grain || in_parallel_region()) {
         fn(int64_t{0}, n);
         return;
     }
+    const int threads = num_threads();
     // Aim for a few chunks per thread, never fewer than `grain` indices a chunk.
-    int64_t chunk = std::max(grain, n / (int64_t{pool.size()} * 4));
+    int64_t chunk = std::max(grain, n / (int64_t{threads} * 4));
     const CancelToken* cancel = current_cancel_token();
-    if (pool.size() == 1) {  // in chunks all the same, so that a cancel stops it part-way
+    if (threads == 1) {  // in chunks all the same, so that a cancel stops it part-way
         for (int64_t begin = 0; begin < n; begin += chunk) {
             if (cancel) cancel->check();
             fn(begin, std::min(n, begin + chunk));
@@ -103,7 +141,7 @@ void parallel_for(int64_t n, int64_t grain, F&& fn) {
         return;
     }
     std::atomic<int64_t> next{0};
-    pool.run([&](int, int) {
+    thread_pool().run(threads, [&](int, int) {
         for (;;) {
             if (cancel && cancel->cancelled()) break;
             int64_t begin = next.fetch_add(chunk, std::memory_order_relaxed);
@@ -118,12 +156,12 @@ void parallel_for(int64_t n, int64_t grain, F&& fn) {
 template <class F>
 void parallel_for_static(int64_t n, F&& fn) {
     if (n <= 0) return;
-    ThreadPool& pool = thread_pool();
-    if (pool.size() == 1 || n == 1 || in_parallel_region()) {
+    const int threads = num_threads();
+    if (threads == 1 || n == 1 || in_parallel_region()) {
         fn(int64_t{0}, n);
         return;
     }
-    pool.run([&](int index, int count) {
+    thread_pool().run(threads, [&](int index, int count) {
         int64_t begin = n * index / count;
         int64_t end = n * (index + 1) / count;
         if (begin < end) fn(begin, end);

@@ -38,6 +38,7 @@
 
 #include "base/thread_pool.h"
 #include "ops/cpu/gemm.h"
+#include "ops/kernel_scratch.h"
 
 namespace sd::conv_detail {
 namespace {
@@ -149,9 +150,9 @@ void run_band(const Direct& d, const float* x, float* p, float* out, const float
 // Output rows per band: about four bands per thread, fewer where P's band would pass
 // kBandBytes (the per-thread buffer). The KH - 1 rows a band shares with the next are
 // copied twice, so bands are not cut smaller than that.
-int64_t band_rows(int64_t c, int64_t kh, int64_t wp, int64_t oh) {
+int64_t band_rows(int64_t c, int64_t kh, int64_t wp, int64_t oh, int threads) {
     const int64_t fit = kBandBytes / (c * wp * int64_t{sizeof(float)}) - (kh - 1);
-    const int64_t balanced = (oh + 4 * num_threads() - 1) / (4 * num_threads());
+    const int64_t balanced = (oh + 4 * int64_t{threads} - 1) / (4 * int64_t{threads});
     return std::max<int64_t>(1, std::min(fit, balanced));
 }
 
@@ -170,16 +171,6 @@ std::vector<float> pack_weight(const cpu::GemmKernels& ks, const Tensor& w, int6
 }
 
 }  // namespace
-
-float* thread_scratch(size_t count) {
-    struct Buffer {
-        std::vector<float> data;
-    };
-    thread_local Buffer buffer;
-    if (buffer.data.size() < count + 16) buffer.data.assign(count + 16, 0.0f);
-    const auto at = reinterpret_cast<uintptr_t>(buffer.data.data());
-    return buffer.data.data() + (64 - at % 64) % 64 / sizeof(float);
-}
 
 void copy_upsampled(const float* row, int64_t w, int64_t iw0, float* d, int64_t n) {
     int64_t t = 0;
@@ -225,7 +216,7 @@ void conv2d_direct(const Tensor& x, const Tensor& weight, const float* bias,
     const int64_t kh = weight.size(2), kw = weight.size(3), o = weight.size(0), k = c * kh * kw;
     const int64_t hp = h * up + 2 * opt.pad_h, wp = w * up + 2 * opt.pad_w;
     const int64_t oh = hp - kh + 1, ow = wp - kw + 1;
-    const int64_t rows = band_rows(c, kh, wp, oh), hb = rows + kh - 1;
+    const int64_t rows = band_rows(c, kh, wp, oh, num_threads()), hb = rows + kh - 1;
     const std::vector<float> a = pack_weight(ks, weight, o, k);
     std::vector<int32_t> off(static_cast<size_t>(k));
     for (int64_t i = 0; i < k; ++i) {
@@ -244,7 +235,8 @@ void conv2d_direct(const Tensor& x, const Tensor& weight, const float* bias,
         float* ob = out + b * o * oh * ow;
         const float* rb = residual ? residual + b * o * oh * ow : nullptr;
         parallel_for(bands, 1, [&](int64_t b0, int64_t b1) {
-            float* p = thread_scratch(band + slack);
+            const ScratchLease lease(ScratchSlot::ConvBand, band + slack, /*zero_grown=*/true);
+            float* p = lease.data();
             for (int64_t i = b0; i < b1; ++i) {
                 run_band(d, xb, p, ob, rb, i * rows, std::min(oh, (i + 1) * rows));
             }
@@ -253,3 +245,29 @@ void conv2d_direct(const Tensor& x, const Tensor& weight, const float* bias,
 }
 
 }  // namespace sd::conv_detail
+
+namespace sd {
+
+// Per thread: the band of P (band_rows' rows plus the KH - 1 shared with the next, c channels
+// of wp values) and the slack after it, in ScratchSlot::ConvBand. Per call: the packed weight
+// (at most kDirectMaxOut rows, rounded up to the register tile) and the tap offsets.
+ScratchBound conv_direct_scratch_bound(int64_t c, int64_t kh, int64_t kw, int64_t wp, int64_t oh,
+                                       int threads) {
+    using namespace conv_detail;
+    ScratchBound bound;
+    for (const cpu::GemmKernels* ks :
+         {&cpu::active_gemm_kernels(DType::F32), &cpu::active_gemm_kernels(DType::BF16)}) {
+        if (!ks->offset_kernel) continue;
+        const int64_t hb = band_rows(c, kh, wp, oh, std::max(threads, 1)) + kh - 1;
+        const int64_t k = c * kh * kw;
+        const int64_t out_rows = (kDirectMaxOut + ks->mr - 1) / ks->mr * ks->mr;
+        ScratchBound one;
+        one.per_thread = static_cast<double>(
+            scratch_buffer_bytes(static_cast<size_t>(c * hb * wp + ks->nr + kw)));
+        one.per_call = static_cast<double>(out_rows * k * 4 + k * 4);
+        bound.max_with(one);
+    }
+    return bound;
+}
+
+}  // namespace sd

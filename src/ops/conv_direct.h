@@ -12,8 +12,6 @@ namespace sd::conv_detail {
 
 // `count` floats, 64-byte aligned, one buffer per thread kept from call to call (grown to
 // the largest asked): the direct and Winograd paths' per-thread working space.
-float* thread_scratch(size_t count);
-
 // d[t] = row[(iw0 + t) / 2] where 0 <= iw0 + t < 2w, else 0, for t < n: a stretch of an
 // image row upsampled 2x by nearest neighbour, zero-padded (stride 1).
 void copy_upsampled(const float* row, int64_t w, int64_t iw0, float* d, int64_t n);

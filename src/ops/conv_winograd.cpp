@@ -35,6 +35,10 @@
 // one at a time, the threads splitting its input transform over the input channels and its
 // products over the panels (a shared V); else each thread takes whole chunks.
 //
+// Scratch (ops/kernel_scratch.h): U in the calling thread's WinogradWeight slot, the shared
+// V in its WinogradShared slot, each thread's V, M and input strip in its ConvBand slot and
+// a weight panel before its transform in its WinogradRows slot; kept from call to call while
+// a run lives (winograd_scratch_bound: ~43 MB on the calling thread at 512 -> 512).
 // The transformed weight U (36 x O x C, four times the weight) is made on each call, not
 // kept: the VAE's 3x3 weights would take ~600 MB as U. At 512 x 512 channels it takes
 // ~4.5 ms (2 threads; bound by writing its 38 MB): about half the conv at 32 x 32 (which is
@@ -44,12 +48,12 @@
 
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 #include "base/thread_pool.h"
 #include "ops/conv_direct.h"
 #include "ops/cpu/gemm.h"
 #include "ops/cpu/winograd_kernels.h"
+#include "ops/kernel_scratch.h"
 
 namespace sd {
 namespace cpu {
@@ -91,13 +95,13 @@ void transform_weight(const cpu::GemmKernels& ks, const cpu::WinogradKernels& wk
     const auto* base = static_cast<const char*>(weight.data_ptr());
     const auto esize = static_cast<int64_t>(dtype_info(weight.dtype()).type_size);
     parallel_for(panels, 1, [&](int64_t p0, int64_t p1) {
-        thread_local std::vector<float> rows;
-        rows.resize(static_cast<size_t>(k * mr));
+        const ScratchLease lease(ScratchSlot::WinogradRows, static_cast<size_t>(k * mr), true);
+        float* rows = lease.data();
         for (int64_t p = p0; p < p1; ++p) {
             const int valid = static_cast<int>(std::min(mr, o - p * mr));
-            ks.pack_rows(weight.dtype(), base + p * mr * k * esize, k, valid, k, rows.data(),
+            ks.pack_rows(weight.dtype(), base + p * mr * k * esize, k, valid, k, rows,
                          static_cast<int>(mr));
-            wk.weight(rows.data(), c, static_cast<int>(mr), a + p * c * mr, panels * c * mr);
+            wk.weight(rows, c, static_cast<int>(mr), a + p * c * mr, panels * c * mr);
         }
     });
 }
@@ -268,8 +272,8 @@ void conv2d_winograd(const Tensor& x, const Tensor& weight, const float* bias,
     const int64_t tiles_w = (ow + 3) / 4, tiles = (oh + 3) / 4 * tiles_w;
     const int64_t nt = ks.nr, panels = (o + ks.mr - 1) / ks.mr;
     const int64_t block = c <= kNarrow ? 1 : std::min(panels, kBlockPanels);
-    thread_local std::vector<float> u;  // the calling thread's, apart from thread_scratch
-    u.resize(std::max(u.size(), static_cast<size_t>(kTaps * panels * ks.mr * c)));
+    const ScratchLease u(ScratchSlot::WinogradWeight,
+                         static_cast<size_t>(kTaps * panels * ks.mr * c), true);
     const cpu::WinogradKernels& wk = cpu::winograd_kernels(ks.isa);
     transform_weight(ks, wk, weight, u.data());
     const Winograd g{ks,     wk,        c,         h,       w,       o,     oh,
@@ -281,7 +285,8 @@ void conv2d_winograd(const Tensor& x, const Tensor& weight, const float* bias,
     if (batch * chunks >= 2 * threads) {  // a chunk a thread at a time
         const auto buf = static_cast<size_t>(vsize + msize + 6 * kStrip);
         parallel_for(batch * chunks, 1, [&](int64_t i0, int64_t i1) {
-            float* v = thread_scratch(buf);
+            const ScratchLease lease(ScratchSlot::ConvBand, buf, true);
+            float* v = lease.data();
             for (int64_t it = i0; it < i1; ++it) {
                 const int64_t b = it / chunks, ch = it % chunks;
                 const int64_t t0 = ch * nt, t1 = std::min(tiles, t0 + nt);
@@ -297,26 +302,44 @@ void conv2d_winograd(const Tensor& x, const Tensor& weight, const float* bias,
     // Few chunks (a small image, wide layers: a 32 x 32 latent is one chunk): one at a time,
     // the threads sharing its V, split over the input channels for the input transform and
     // over the output channels for the products.
-    thread_local std::vector<float> shared_v;  // V's panels want 64-byte alignment
-    shared_v.resize(std::max(shared_v.size(), static_cast<size_t>(vsize + 16)));
-    const auto at = reinterpret_cast<uintptr_t>(shared_v.data());
-    float* v = shared_v.data() + (64 - at % 64) % 64 / sizeof(float);
+    const ScratchLease shared_v(ScratchSlot::WinogradShared, static_cast<size_t>(vsize), true);
+    float* v = shared_v.data();  // 64-byte aligned, as V's panels want
     for (int64_t b = 0; b < batch; ++b) {
         const float* xb = xs + b * c * h * w;
         for (int64_t ch = 0; ch < chunks; ++ch) {
             const int64_t t0 = ch * nt, t1 = std::min(tiles, t0 + nt);
             parallel_for(c, 8, [&](int64_t c0, int64_t c1) {
-                transform_input(g, xb, t0, t1, c0, c1, v,
-                                thread_scratch(static_cast<size_t>(6 * kStrip)));
+                const ScratchLease strip(ScratchSlot::ConvBand, static_cast<size_t>(6 * kStrip),
+                                         true);
+                transform_input(g, xb, t0, t1, c0, c1, v, strip.data());
             });
             parallel_for(panels, 1, [&](int64_t p0, int64_t p1) {
+                const ScratchLease m(ScratchSlot::ConvBand, static_cast<size_t>(msize), true);
                 run_chunk(g, xb, out + b * o * oh * ow,
                           residual ? residual + b * o * oh * ow : nullptr, t0, t1, p0, p1, v, false,
-                          thread_scratch(static_cast<size_t>(msize)));
+                          m.data());
             });
         }
     }
 }
 
 }  // namespace conv_detail
+
+// The slots conv2d_winograd grows, at their largest for c -> o channels with the f32 kernels
+// of the active instruction set (the only ones it runs with).
+ScratchBound winograd_scratch_bound(int64_t c, int64_t o) {
+    using namespace conv_detail;
+    const cpu::GemmKernels& ks = cpu::gemm_kernels(active_isa());
+    const int64_t nt = ks.nr, mr = ks.mr, panels = (o + mr - 1) / mr;
+    const int64_t block = c <= kNarrow ? 1 : std::min(panels, kBlockPanels);
+    const int64_t vsize = kTaps * (c * nt + 16), msize = kTaps * (block * mr * nt + 16);
+    const auto bytes = [](int64_t floats) {
+        return static_cast<double>(scratch_buffer_bytes(static_cast<size_t>(floats)));
+    };
+    ScratchBound bound;
+    bound.per_thread = bytes(std::max(vsize + msize + 6 * kStrip, msize)) + bytes(9 * c * mr);
+    bound.per_call = bytes(kTaps * panels * mr * c) + bytes(vsize);
+    return bound;
+}
+
 }  // namespace sd

@@ -141,6 +141,7 @@ struct MemoryPolicy {
     bool keep_text_encoder = false;  // keep_clip_on_cpu: stays in RSS between generations
     bool keep_vae = false;           // keep_vae_on_cpu
     ComputeType compute = ComputeType::Auto;
+    int threads = 0;  // runscope: the context's -t, applied per run (0: the process default)
 };
 
 // Whether a family's diffusion model takes reference images (--ref-image) and how they are

@@ -13,6 +13,7 @@
 #include "pipeline/memory_estimate.h"
 #include "pipeline/prompt_length.h"
 #include "pipeline/ref_images.h"
+#include "pipeline/run_scope.h"
 #include "sampling/guidance.h"
 #include "tensor/caching_allocator.h"
 
@@ -392,10 +393,11 @@ ImageRequest settle_request(const ModelComponents& m, const ImageRequest& reques
 std::vector<image::Image> generate_images(const ModelComponents& m, const ImageRequest& request,
                                           const GenerationHooks& hooks) {
     const ImageRequest r = settle_request(m, request);
-    const ScopedComputeType compute(m.memory.compute);
-    CacheBudget cache(cache_bytes_for(m, /*decoding=*/false));
+    // runscope: compute type, threads, cache budget, kernel scratch and cancel token of this
+    // run (pipeline/run_scope.h); `idle` releases the weights before it ends.
+    RunScope run(run_options(m.memory, cache_bytes_for(m, /*decoding=*/false), hooks.cancel));
+    CacheBudget& cache = run.cache();
     const IdleAfterGeneration idle{m};
-    const CancelScope cancel_scope(hooks.cancel);  // ends before `idle` releases the weights
     const RunDenoiser denoiser(m, r.flow_shift);
     Conditions c = prepare(m, denoiser.get(), r);
     std::vector<image::Image> images;

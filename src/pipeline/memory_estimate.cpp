@@ -7,6 +7,8 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "base/thread_pool.h"
+#include "ops/kernel_scratch.h"
 #include "pipeline/decode_tiling.h"
 #include "pipeline/ref_images.h"
 
@@ -14,8 +16,18 @@ namespace sd {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-// The allocator's cache, the text encoders' scratch and the process itself.
+// The allocator's cache, the text encoders' activations and the process itself.
 constexpr double kOverhead = 512.0 * 1024 * 1024;
+
+// The widest kernels of the families' networks, for their scratch (kernel_scratch_bytes):
+// the longest reduction of any product (FLUX's single blocks' linear2: 3072 + 12288), the
+// AutoencoderKL's widest 3x3 convs (ch 128 x ch_mult 4, Winograd), its conv_out's input
+// (128 channels -> 3, direct, at the image's size), and the UNets' conv_out (320 -> 4,
+// direct, at the latent's size). A DiT or TAESD takes less: the estimate stays above it.
+constexpr int64_t kWidestK = 15360;
+constexpr int64_t kVaeWidest = 512;
+constexpr int64_t kVaeOutChannels = 128;
+constexpr int64_t kUnetOutChannels = 320;
 
 double decode_activations(const MemoryInputs& in, double pixels) {
     if (!in.tiled_decode) return in.footprint.decode_per_pixel * pixels;
@@ -38,13 +50,37 @@ double proc_kb(const char* path, const char* key) {
 
 }  // namespace
 
+// Every slot a thread grows stays while the run lives, so the kernels' bounds add up (the
+// conv kinds share one slot: summing them stays above it).
+double kernel_scratch_bytes(const PhaseKernels& k, int threads) {
+    if (threads <= 0) return 0;
+    ScratchBound sum;
+    const auto add = [&](const ScratchBound& b) {
+        sum.per_thread += b.per_thread;
+        sum.per_call += b.per_call;
+    };
+    if (k.gemm_k > 0) add(gemm_scratch_bound(k.gemm_k));
+    if (k.direct_channels > 0) {  // 3x3, padding 1: padded rows of the output's width + 2
+        add(conv_direct_scratch_bound(k.direct_channels, 3, 3, k.direct_width + 2, k.direct_height,
+                                      threads));
+    }
+    if (k.winograd_channels > 0)
+        add(winograd_scratch_bound(k.winograd_channels, k.winograd_channels));
+    return sum.per_thread * threads + sum.per_call;
+}
+
 MemoryEstimate estimate_generation_memory(const MemoryInputs& in) {
     const double pixels = static_cast<double>(in.width) * static_cast<double>(in.height);
-    const double sampling =
-        in.diffusion_weights + in.footprint.diffusion_per_pixel * (pixels + in.ref_pixels);
-    const double decoding = in.codec_weights + decode_activations(in, pixels);
+    const double sampling_scratch = kernel_scratch_bytes(in.sampling_kernels, in.threads);
+    const double decode_scratch = kernel_scratch_bytes(in.decode_kernels, in.threads);
+    const double sampling = in.diffusion_weights +
+                            in.footprint.diffusion_per_pixel * (pixels + in.ref_pixels) +
+                            sampling_scratch;
+    const double decoding = in.codec_weights + decode_activations(in, pixels) + decode_scratch;
     MemoryEstimate e;
-    e.weights = sampling >= decoding ? in.diffusion_weights : in.codec_weights;
+    const bool sampling_peak = sampling >= decoding;
+    e.weights = sampling_peak ? in.diffusion_weights : in.codec_weights;
+    e.scratch = sampling_peak ? sampling_scratch : decode_scratch;
     // The 8-bit results of the batch stay alive to the end, next to either phase.
     e.activations =
         std::max(sampling, decoding) - e.weights + pixels * 3.0 * in.batch_count + kOverhead;
@@ -77,6 +113,17 @@ MemoryInputs memory_inputs(const ModelComponents& m, const ImageRequest& r) {
         decode_tiling(m, r.vae_tiling, in.height / in.latent_factor, in.width / in.latent_factor);
     in.tiled_decode = tiling.enabled;
     in.tile_size = tiling.tile_size;
+    in.threads = m.memory.threads > 0 ? m.memory.threads : num_threads();
+    in.sampling_kernels.gemm_k = kWidestK;
+    in.sampling_kernels.direct_channels = kUnetOutChannels;
+    in.sampling_kernels.direct_width = in.width / in.latent_factor;
+    in.sampling_kernels.direct_height = in.height / in.latent_factor;
+    in.decode_kernels.gemm_k = kWidestK;
+    in.decode_kernels.winograd_channels = kVaeWidest;
+    in.decode_kernels.direct_channels = kVaeOutChannels;
+    const int64_t tile_px = int64_t{in.tile_size} * in.latent_factor;
+    in.decode_kernels.direct_width = in.tiled_decode ? std::min(in.width, tile_px) : in.width;
+    in.decode_kernels.direct_height = in.tiled_decode ? std::min(in.height, tile_px) : in.height;
     return in;
 }
 
@@ -106,9 +153,10 @@ void check_size_before_loading(int width, int height, int batch_count, bool tile
 void check_generation_memory(const MemoryEstimate& e, double available, const MemoryInputs& in,
                              const std::string& what) {
     SD_LOG_DEBUG(
-        "%s: estimated peak memory %.2f GiB (weights %.2f + activations %.2f), %.2f GiB "
-        "available",
-        what.c_str(), e.total() / kGiB, e.weights / kGiB, e.activations / kGiB, available / kGiB);
+        "%s: estimated peak memory %.2f GiB (weights %.2f + activations %.2f, of which kernel "
+        "scratch %.3f), %.2f GiB available",
+        what.c_str(), e.total() / kGiB, e.weights / kGiB, e.activations / kGiB, e.scratch / kGiB,
+        available / kGiB);
     if (e.total() <= available) return;
     // What would bring it within the machine: a tiled decode, weights streamed layer by
     // layer (which tiles large decodes too), or else only a smaller size.

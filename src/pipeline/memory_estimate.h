@@ -10,6 +10,20 @@
 
 namespace sd {
 
+// The widest kernels a phase runs, for the scratch they take (ops/kernel_scratch.h bounds it
+// from their blocking constants); 0 where the phase runs none of that kind.
+struct PhaseKernels {
+    int64_t gemm_k = 0;             // the longest reduction of its products
+    int64_t winograd_channels = 0;  // its widest Winograd conv (C = O)
+    int64_t direct_channels = 0;    // input channels of its widest direct conv (3x3, O <= 64)
+    int64_t direct_width = 0, direct_height = 0;  // that conv's output, in pixels
+};
+
+// The kernel scratch of a phase run on `threads` threads: each thread's slots at the widest
+// kernels' bound, plus what one op takes once (the transformed Winograd weight, the GEMM's
+// shared chunk).
+double kernel_scratch_bytes(const PhaseKernels& kernels, int threads);
+
 // What the estimate needs, in bytes and pixels.
 struct MemoryInputs {
     double diffusion_weights = 0;  // resident while sampling (0 when streamed)
@@ -21,17 +35,22 @@ struct MemoryInputs {
     int batch_count = 1;
     bool tiled_decode = false;
     int tile_size = 32;  // in latent pixels, when tiled
+    // The run's threads and each phase's widest kernels, for their scratch (memory_inputs
+    // fills them; left at 0, no scratch is counted).
+    int threads = 0;
+    PhaseKernels sampling_kernels, decode_kernels;
 };
 
 struct MemoryEstimate {
     double weights = 0;      // resident at the peak
-    double activations = 0;  // the peak phase's
+    double activations = 0;  // the peak phase's, its kernel scratch included
+    double scratch = 0;      // of which the kernels' scratch (kernel_scratch_bytes)
     double total() const { return weights + activations; }
 };
 
 // The larger of the sampling phase (diffusion weights + one model call's activations) and
 // the decode phase (codec weights + the decode's activations, or one tile's plus the full
-// image when tiled); results and latents on top.
+// image when tiled), each with its kernels' scratch; results and latents on top.
 MemoryEstimate estimate_generation_memory(const MemoryInputs& in);
 
 // The inputs for a settled request on a loaded model: its weights as its residency keeps

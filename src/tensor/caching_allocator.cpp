@@ -6,7 +6,6 @@
 #include <map>
 #include <mutex>
 #include <new>
-#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -24,9 +23,13 @@ struct State {
     std::unordered_map<void*, size_t> large_in_use;   // large block -> its real class
     AllocatorStats stats;
     size_t large_limit = size_t{512} << 20;  // the process default
-    std::multiset<size_t> budgets;           // live CacheBudgets
-    size_t effective_limit() const { return budgets.empty() ? large_limit : *budgets.rbegin(); }
+    size_t budget_count = 0;                 // live CacheBudgets
+    size_t budget_sum = 0;                   // and their bytes
+    size_t effective_limit() const { return budget_count == 0 ? large_limit : budget_sum; }
 };
+
+// The calling thread's innermost live CacheBudget.
+thread_local CacheBudget* t_budget = nullptr;
 
 State& state() {
     static State* s = new State();  // never destroyed: tensors may die during static teardown
@@ -77,6 +80,28 @@ void system_free(void* p, size_t cls) {
     } else {
         std::free(p);
     }
+}
+
+// Frees cached large blocks, the largest first, until at most `keep` bytes of them stay;
+// with small, every small cached block too. s.mutex held.
+void free_cached(State& s, size_t keep, bool small) {
+    for (auto it = s.free_lists.rbegin(); it != s.free_lists.rend(); ++it) {
+        const size_t cls = it->first;
+        std::vector<void*>& list = it->second;
+        if (cls >= kLargeBlock) {
+            while (!list.empty() && s.stats.bytes_cached_large > keep) {
+                system_free(list.back(), cls);
+                list.pop_back();
+                s.stats.bytes_cached -= cls;
+                s.stats.bytes_cached_large -= cls;
+            }
+        } else if (small) {
+            for (void* p : list) system_free(p, cls);
+            s.stats.bytes_cached -= cls * list.size();
+            list.clear();
+        }
+    }
+    std::erase_if(s.free_lists, [](const auto& e) { return e.second.empty(); });
 }
 
 }  // namespace
@@ -161,12 +186,14 @@ void CachingAllocator::deallocate(void* ptr, size_t bytes) {
 void CachingAllocator::trim() {
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
-    for (auto& [cls, list] : s.free_lists) {
-        for (void* p : list) system_free(p, cls);
-    }
-    s.free_lists.clear();
-    s.stats.bytes_cached = 0;
-    s.stats.bytes_cached_large = 0;
+    const size_t own = t_budget ? t_budget->bytes() : 0;
+    free_cached(s, s.budget_sum - std::min(own, s.budget_sum), /*small=*/true);
+}
+
+void CachingAllocator::trim_all() {
+    State& s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    free_cached(s, 0, /*small=*/true);
 }
 
 void CachingAllocator::set_cache_limit(size_t bytes) {
@@ -181,24 +208,34 @@ size_t CachingAllocator::cache_limit() const {
     return s.effective_limit();
 }
 
-CacheBudget::CacheBudget(size_t bytes) : bytes_(bytes) {
+CacheBudget::CacheBudget(size_t bytes) : bytes_(bytes), previous_(t_budget) {
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
-    s.budgets.insert(bytes_);
+    s.budget_count += 1;
+    s.budget_sum += bytes_;
+    s.stats.live_budgets = s.budget_count;
+    s.stats.budget_bytes = s.budget_sum;
+    t_budget = this;
 }
 
 CacheBudget::~CacheBudget() {
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
-    s.budgets.erase(s.budgets.find(bytes_));
+    s.budget_count -= 1;
+    s.budget_sum -= bytes_;
+    s.stats.live_budgets = s.budget_count;
+    s.stats.budget_bytes = s.budget_sum;
+    if (t_budget == this) t_budget = previous_;
+    free_cached(s, s.effective_limit(), /*small=*/false);  // the limit may have shrunk
 }
 
 void CacheBudget::set(size_t bytes) {
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
-    s.budgets.erase(s.budgets.find(bytes_));
+    s.budget_sum = s.budget_sum - bytes_ + bytes;
     bytes_ = bytes;
-    s.budgets.insert(bytes_);
+    s.stats.budget_bytes = s.budget_sum;
+    free_cached(s, s.effective_limit(), /*small=*/false);
 }
 
 AllocatorStats CachingAllocator::stats() const {

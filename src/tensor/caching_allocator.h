@@ -10,6 +10,15 @@
 // cached blocks of sizes nobody asks for again would otherwise add up to the sum of every
 // phase's peak. Under SD_SANITIZE the cache is bypassed so AddressSanitizer sees every use
 // after free.
+//
+// Budgets are per run. Each live run (a generation: pipeline/run_scope.h) holds a CacheBudget
+// for its current phase; the cache may keep the SUM of the live budgets, so each context's
+// run has its own share and one context's small budget never shrinks the cache under
+// another's working set, nor does a large one let another's leftovers stay. The cache is
+// shared (a block freed by one run may serve the other); what is bounded is its total.
+// trim() is run-aware in the same way: called on a thread whose run holds a budget it frees
+// what the OTHER live runs' budgets do not cover (everything when no other run is live),
+// so a run dropping its cache between phases leaves the other runs' share in place.
 #pragma once
 
 #include <cstddef>
@@ -21,6 +30,8 @@ struct AllocatorStats {
     size_t bytes_cached = 0;        // returned and kept for reuse
     size_t bytes_cached_large = 0;  // of which blocks of 4 MiB and more
     size_t peak_in_use = 0;
+    size_t live_budgets = 0;  // CacheBudgets alive now
+    size_t budget_bytes = 0;  // their sum (the cache limit while any is alive)
 };
 
 class CachingAllocator {
@@ -29,10 +40,14 @@ class CachingAllocator {
 
     void* allocate(size_t bytes);
     void deallocate(void* ptr, size_t bytes);
-    // Frees every cached block back to the system.
+    // Frees the cached blocks no other live run's budget covers: every small block, and
+    // large blocks until at most (sum of the live budgets other than the calling thread's
+    // own) bytes of them stay. With no budget live, or none but the caller's: everything.
     void trim();
-    // Bytes of large blocks the cache may keep: the largest of the live CacheBudgets, or
-    // this process default (512 MiB) while none is alive.
+    // Frees every cached block, whatever runs are live.
+    void trim_all();
+    // Bytes of large blocks the cache may keep: the sum of the live CacheBudgets, or this
+    // process default (512 MiB) while none is alive.
     void set_cache_limit(size_t bytes);
     size_t cache_limit() const;
     AllocatorStats stats() const;
@@ -40,9 +55,10 @@ class CachingAllocator {
     static size_t size_class(size_t bytes);
 };
 
-// A caller's wish for the cache limit while it lives (a generation, sized per phase). Several
-// contexts generating at once each hold one; the allocator keeps the largest, so none
-// shrinks the cache under another's working set.
+// A run's share of the cache while it lives (a generation, sized per phase by set()). The
+// cache limit is the sum of the live shares; when one ends (or shrinks), the large blocks
+// past the new limit are freed. It is also the calling thread's own budget for trim() while
+// it lives (budgets nest: the innermost is the thread's).
 class CacheBudget {
   public:
     explicit CacheBudget(size_t bytes);
@@ -50,9 +66,11 @@ class CacheBudget {
     CacheBudget(const CacheBudget&) = delete;
     CacheBudget& operator=(const CacheBudget&) = delete;
     void set(size_t bytes);
+    size_t bytes() const { return bytes_; }
 
   private:
     size_t bytes_;
+    CacheBudget* previous_;  // the thread's budget before this one
 };
 
 }  // namespace sd

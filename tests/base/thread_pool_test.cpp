@@ -5,6 +5,7 @@
 #include <atomic>
 #include <numeric>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "base/error.h"
@@ -70,10 +71,71 @@ TEST(ThreadPool, ResizeKeepsWorking) {
     for (int n : {1, 2, 4, 2}) {
         set_num_threads(n);
         EXPECT_EQ(num_threads(), n);
+        EXPECT_GE(thread_pool().size(), n);  // grown, never shrunk
         std::atomic<int64_t> total{0};
         parallel_for(1000, 7, [&](int64_t b, int64_t e) { total += e - b; });
         EXPECT_EQ(total.load(), 1000);
     }
+}
+
+TEST(ThreadPool, RunWithACountCallsThatManyIndices) {
+    ThreadPool pool(4);
+    for (int count : {1, 2, 3, 4, 9}) {
+        std::vector<std::atomic<int>> hits(4);
+        std::atomic<int> seen_count{0};
+        pool.run(count, [&](int index, int n) {
+            seen_count = n;
+            hits[index]++;
+        });
+        const int want = std::min(count, 4);
+        EXPECT_EQ(seen_count.load(), want);
+        for (int i = 0; i < 4; ++i) EXPECT_EQ(hits[i].load(), i < want ? 1 : 0) << count;
+    }
+}
+
+TEST(ThreadPool, ScopedThreadCountIsTheCallingThreadsAndGrowsThePool) {
+    set_num_threads(2);
+    {
+        const ScopedThreadCount three(3);
+        EXPECT_EQ(num_threads(), 3);
+        EXPECT_GE(thread_pool().size(), 3);
+        std::atomic<int> inside{0};
+        parallel_for_static(30, [&](int64_t, int64_t) { inside = num_threads(); });
+        EXPECT_EQ(inside.load(), 3);                              // a task sees its run's count
+        std::thread([] { EXPECT_EQ(num_threads(), 2); }).join();  // other threads: the default
+        {
+            const ScopedThreadCount keep(0);  // <= 0: no change
+            EXPECT_EQ(num_threads(), 3);
+        }
+    }
+    EXPECT_EQ(num_threads(), 2);
+    set_num_threads(0);
+}
+
+// set_num_threads and new counts while another thread runs ops: nothing is rebuilt under it.
+TEST(ThreadPool, CountsChangeSafelyWhileAnotherThreadRunsOps) {
+    set_num_threads(2);
+    std::atomic<bool> stop{false};
+    std::atomic<int64_t> wrong{0};
+    std::thread ops([&] {
+        const ScopedThreadCount two(2);
+        while (!stop.load()) {
+            std::atomic<int64_t> total{0};
+            parallel_for(10000, 7, [&](int64_t b, int64_t e) { total += e - b; });
+            if (total.load() != 10000) wrong++;
+        }
+    });
+    for (int round = 0; round < 200; ++round) {
+        set_num_threads(1 + round % 4);
+        const ScopedThreadCount mine(1 + (round + 1) % 5);
+        std::atomic<int64_t> total{0};
+        parallel_for(1000, 3, [&](int64_t b, int64_t e) { total += e - b; });
+        EXPECT_EQ(total.load(), 1000);
+    }
+    stop = true;
+    ops.join();
+    EXPECT_EQ(wrong.load(), 0);
+    set_num_threads(0);
 }
 
 TEST(ThreadPool, ThreadsThatHelpClampsToUsableCpus) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "base/error.h"
+#include "ops/kernel_scratch.h"
 
 namespace sd {
 namespace {
@@ -94,6 +95,55 @@ TEST(MemoryEstimate, BeforeLoadingOnlyAbsurdSizesFail) {
 TEST(MemoryEstimate, TheMachineHasSomeMemory) {
     const double available = available_memory_bytes();
     EXPECT_GT(available, 64.0 * 1024 * 1024);
+}
+
+}  // namespace
+}  // namespace sd
+
+namespace sd {
+namespace {
+
+// The kernels' scratch joins the phase it belongs to: each thread's slots at the widest
+// kernels' bound (ops/kernel_scratch.h) plus the calling thread's (the transformed Winograd
+// weight: 36 x 516 x 512 floats at 512 -> 512 on AVX-512, ~38 MB).
+TEST(MemoryEstimate, KernelScratchJoinsItsPhase) {
+    MemoryInputs in = inputs(0.0, 1024);  // the decode is the peak
+    const double without = estimate_generation_memory(in).total();
+    EXPECT_EQ(estimate_generation_memory(in).scratch, 0.0);
+    in.decode_kernels.winograd_channels = 512;
+    in.decode_kernels.direct_channels = 128;
+    in.decode_kernels.direct_width = in.decode_kernels.direct_height = 1024;
+    in.decode_kernels.gemm_k = 15360;
+    in.threads = 2;
+    const MemoryEstimate two = estimate_generation_memory(in);
+    EXPECT_NEAR(two.total() - without, two.scratch, 1.0);
+    EXPECT_EQ(two.scratch, kernel_scratch_bytes(in.decode_kernels, 2));
+    const ScratchBound w = winograd_scratch_bound(512, 512);
+    EXPECT_GE(w.per_call, 36.0 * 512 * 512 * 4);  // U at least
+    EXPECT_GT(two.scratch, w.per_call + 2 * w.per_thread);
+    EXPECT_LT(two.scratch, 128.0 * 1024 * 1024);  // and not a guess of gigabytes
+    // Each thread more adds its slots: the bounds' per-thread sum.
+    in.threads = 6;
+    const ScratchBound g = gemm_scratch_bound(15360);
+    const ScratchBound d = conv_direct_scratch_bound(128, 3, 3, 1026, 1024, 6);
+    const double per_thread = g.per_thread + d.per_thread + w.per_thread;
+    const double six = kernel_scratch_bytes(in.decode_kernels, 6);
+    EXPECT_NEAR(six, 6 * per_thread + g.per_call + d.per_call + w.per_call, 1.0);
+    EXPECT_GT(estimate_generation_memory(in).scratch, two.scratch);
+}
+
+// The sampling phase's scratch (the products, a UNet's conv_out) counts when sampling is the
+// peak.
+TEST(MemoryEstimate, SamplingScratchCountsWhenSamplingIsThePeak) {
+    MemoryInputs in = inputs(5.14e9, 1024);
+    in.codec_weights = 0;
+    in.threads = 4;
+    in.sampling_kernels.gemm_k = 15360;
+    in.sampling_kernels.direct_channels = 320;
+    in.sampling_kernels.direct_width = in.sampling_kernels.direct_height = 128;
+    const MemoryEstimate e = estimate_generation_memory(in);
+    EXPECT_EQ(e.scratch, kernel_scratch_bytes(in.sampling_kernels, 4));
+    EXPECT_GT(e.scratch, 4 * gemm_scratch_bound(15360).per_thread);
 }
 
 }  // namespace

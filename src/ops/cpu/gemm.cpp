@@ -13,8 +13,10 @@
 // packed like B, a[k * MR + i]. Packing converts every dtype to f32 (f16/bf16 in
 // registers, block-quant rows through sd::dequantize_row), so every weight dtype runs the
 // f32 kernel and its conversion is paid once per element per call. No packed weight is
-// cached between calls: the scratch is one shared chunk (<= kSharedBudget) plus one task
-// block per thread.
+// cached between calls: the scratch is one shared chunk (<= kSharedBudget, from the caching
+// allocator per call) plus, per thread, a task block, a dequantized block and a bf16
+// conversion piece (ops/kernel_scratch.h slots, kept from call to call; their bound:
+// gemm_scratch_bound).
 //
 // Cache blocking (measured on Zen 5: 48 KiB L1d, 1 MiB L2 per core, two 512-bit FMA pipes).
 //   - K is cut into blocks of at most kc_max (1024) values, multiples of the weight's quant
@@ -49,10 +51,12 @@
 #include <cstring>
 #include <new>
 #include <numeric>
+#include <vector>
 
 #include "base/error.h"
 #include "base/thread_pool.h"
 #include "ops/compute_type.h"
+#include "ops/kernel_scratch.h"
 #include "tensor/caching_allocator.h"
 #include "tensor/half.h"
 #include "tensor/quant.h"
@@ -93,7 +97,7 @@ void for_each_task(int64_t n, bool parallel, F&& fn) {
         return;
     }
     std::atomic<int64_t> next{0};
-    thread_pool().run([&](int, int) {
+    thread_pool().run(num_threads(), [&](int, int) {
         for (int64_t i = next.fetch_add(1, std::memory_order_relaxed); i < n;
              i = next.fetch_add(1, std::memory_order_relaxed)) {
             if (cancel && cancel->cancelled()) break;
@@ -101,50 +105,6 @@ void for_each_task(int64_t n, bool parallel, F&& fn) {
         }
     });
     if (cancel) cancel->check();
-}
-
-// A growable 64-byte aligned float buffer, one per thread and purpose, kept across calls
-// so that steady-state calls neither allocate nor fault pages in.
-class ScratchBuffer {
-  public:
-    ScratchBuffer() = default;
-    ScratchBuffer(const ScratchBuffer&) = delete;
-    ScratchBuffer& operator=(const ScratchBuffer&) = delete;
-    ~ScratchBuffer() { release(); }
-
-    float* get(size_t count) {
-        if (count > capacity_) {
-            release();
-            size_t bytes = std::max<size_t>(count, 1024) * sizeof(float);
-            data_ = static_cast<float*>(::operator new(bytes, std::align_val_t(64)));
-            capacity_ = bytes / sizeof(float);
-        }
-        return data_;
-    }
-
-  private:
-    void release() {
-        if (data_) ::operator delete(data_, std::align_val_t(64));
-        data_ = nullptr;
-        capacity_ = 0;
-    }
-    float* data_ = nullptr;
-    size_t capacity_ = 0;
-};
-
-float* block_scratch(size_t count) {
-    thread_local ScratchBuffer buffer;
-    return buffer.get(count);
-}
-
-float* dequant_scratch(size_t count) {
-    thread_local ScratchBuffer buffer;
-    return buffer.get(count);
-}
-
-float* convert_scratch(size_t count) {
-    thread_local ScratchBuffer buffer;
-    return buffer.get(count);
 }
 
 // A buffer from the caching allocator for the shared packed operand.
@@ -178,7 +138,8 @@ void pack_row_source(const PanelSource& s, const GemmKernels& ks, int64_t r0, in
         return;
     }
     // Block-quant rows: dequantize the k range of each row, then pack as f32.
-    float* tmp = dequant_scratch(static_cast<size_t>(nr) * kc);
+    const ScratchLease lease(ScratchSlot::GemmDequant, static_cast<size_t>(nr) * kc);
+    float* tmp = lease.data();
     for (int i = 0; i < nr; ++i) {
         const uint8_t* row = base + row_bytes(s.dtype, (r0 + i) * s.row_stride + k0);
         dequantize_row(s.dtype, row, tmp + i * kc, kc);
@@ -385,7 +346,8 @@ void pack_converted(const Plan& plan, const PanelSource& src, int tile, int64_t 
                     int64_t k0, int64_t kc, float* dst) {
     const GemmKernels& f32_kernels = gemm_kernels(plan.ks.isa);
     const int64_t piece = std::lcm(kConvertK, src.k_align);
-    float* tmp = convert_scratch(static_cast<size_t>(tile) * piece);
+    const ScratchLease lease(ScratchSlot::GemmConvert, static_cast<size_t>(tile) * piece);
+    float* tmp = lease.data();
     for (int64_t j = 0; j < kc; j += piece) {
         const int64_t len = std::min(piece, kc - j);
         src.pack(src, f32_kernels, r, nr, k0 + j, len, tmp, tile);
@@ -463,7 +425,9 @@ void run_b_shared(const Plan& plan, const SharedChunk& chunk) {
     const bool direct = plan.a_direct;
     for_each_task(ceil_div(pr.m, block), plan.parallel, [&](int64_t t) {
         const int64_t m0 = t * block, m1 = std::min(pr.m, m0 + block);
-        float* ap = direct ? nullptr : block_scratch(static_cast<size_t>(block) * plan.kb.size);
+        const ScratchLease lease(ScratchSlot::GemmBlock,
+                                 direct ? 0 : static_cast<size_t>(block) * plan.kb.size);
+        float* ap = lease.data();
         for (int64_t q = 0; q < plan.kb.count; ++q) {
             if (plan.cancel && plan.cancel->cancelled()) return;
             const int64_t kc = plan.kb.length(q, pr.k);
@@ -487,7 +451,8 @@ void run_a_shared(const Plan& plan, const SharedChunk* chunk) {
     const int64_t m1 = chunk ? std::min(pr.m, m0 + chunk->panels * MR) : pr.m;
     for_each_task(ceil_div(pr.n, block), plan.parallel, [&](int64_t t) {
         const int64_t n0 = t * block, n1 = std::min(pr.n, n0 + block);
-        float* bp = block_scratch(static_cast<size_t>(block) * plan.kb.size);
+        const ScratchLease lease(ScratchSlot::GemmBlock, static_cast<size_t>(block) * plan.kb.size);
+        float* bp = lease.data();
         for (int64_t q = 0; q < plan.kb.count; ++q) {
             if (plan.cancel && plan.cancel->cancelled()) return;
             const int64_t kc = plan.kb.length(q, pr.k);
@@ -536,7 +501,9 @@ void dot_block(const GemmProblem& pr, const GemmKernels& ks, int64_t n0, int64_t
     const float* x = static_cast<const float*>(pr.a.data);
     const auto* w = static_cast<const uint8_t*>(b.data);
     const bool plain = is_plain_float(b.dtype);
-    float* tmp = plain ? nullptr : dequant_scratch(static_cast<size_t>(kDotRows) * pr.k);
+    const ScratchLease lease(ScratchSlot::GemmDequant,
+                             plain ? 0 : static_cast<size_t>(kDotRows) * pr.k);
+    float* tmp = lease.data();
     for (int64_t n = n0; n < n1; n += kDotRows) {
         const int nw = clamp_int(n1 - n, kDotRows);
         float* y = pr.c + n;
@@ -652,3 +619,41 @@ void gemm(const GemmProblem& pr) {
 }
 
 }  // namespace sd::cpu
+
+namespace sd {
+
+// Each slot at the largest request the driver makes: task blocks of at most
+// max(rows_a, kTaskRowsB, tile) rows (task_rows) by k blocks of at most kc_max values (kc_max
+// is a multiple of every quant block, so k_blocks never rounds past it); dequantized rows of
+// one panel's k block, or kDotRows whole rows for dot products; converted pieces of
+// lcm(kConvertK, k_align <= 256) values. The shared chunk is at most kSharedBudget, or one
+// panel of all of k when that is larger.
+ScratchBound gemm_scratch_bound(int64_t k) {
+    using namespace cpu;
+    std::vector<const GemmKernels*> families{&gemm_kernels(active_isa())};
+#ifdef SD_X86_KERNELS
+    if (active_isa() == Isa::Avx512 && bf16_compute_supported())
+        families.push_back(&gemm_kernels_avx512_bf16());
+#endif
+    constexpr int64_t kMaxKAlign = 256;  // the largest quant block (K-quants)
+    ScratchBound bound;
+    for (const GemmKernels* ks : families) {
+        const Blocking b = blocking(*ks);
+        const int64_t tile = std::max(ks->mr, ks->nr);
+        const int64_t rows = std::max({b.rows_a, kTaskRowsB, tile});
+        const auto bytes = [](int64_t floats) {
+            return static_cast<double>(scratch_buffer_bytes(static_cast<size_t>(floats)));
+        };
+        ScratchBound one;
+        one.per_thread = bytes(rows * b.kc_max) +
+                         bytes(std::max(tile * b.kc_max, int64_t{kDotRows} * k)) +
+                         bytes(tile * std::lcm(kConvertK, kMaxKAlign));
+        const size_t panel = static_cast<size_t>(tile * k) * sizeof(float);
+        one.per_call =
+            static_cast<double>(CachingAllocator::size_class(std::max(kSharedBudget, panel)));
+        bound.max_with(one);
+    }
+    return bound;
+}
+
+}  // namespace sd
