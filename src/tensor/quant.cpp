@@ -1,6 +1,7 @@
 // The public row conversions: argument checks, then the kernel of each dtype. Reference
 // kernels live in quant_legacy.cpp / quant_k.cpp; fast dequantizers in quant_avx2.cpp /
-// quant_avx512.cpp, picked from active_isa().
+// quant_avx512.cpp (the kernels of dequantize_kernels.h, once per ISA), picked from
+// active_isa().
 #include "tensor/quant.h"
 
 #include <array>

@@ -214,7 +214,8 @@ void iq4_assign(const float* x, int n, float d, uint8_t* L);
 
 // Fast dequantization for one instruction set: the kernel for `type`, or nullptr when that
 // set has none for it. Each must equal the reference bit for bit. Defined only in builds
-// with SD_X86_KERNELS (quant_avx2.cpp, quant_avx512.cpp).
+// with SD_X86_KERNELS (quant_avx2.cpp, quant_avx512.cpp: the kernels of dequantize_kernels.h
+// compiled for each set).
 DequantizeFn avx2_dequantizer(DType type);
 DequantizeFn avx512_dequantizer(DType type);
 
