@@ -18,7 +18,7 @@
 
 #include "adapters/lora_apply.h"
 #include "families/registry.h"
-#include "pipeline/generate.h"
+#include "pipeline/request.h"
 #include "stable-diffusion.h"
 
 namespace sd::api {

@@ -374,10 +374,13 @@ ImageRequest settle_request(const ModelComponents& m, const ImageRequest& reques
     check_prompt_length(m, r.prompt, r.max_prompt_tokens, "prompt");
     if (r.cfg_scale != 1.0f)
         check_prompt_length(m, r.negative_prompt, r.max_prompt_tokens, "negative prompt");
-    // A no-op for a request the C API settled (api/image_request.cpp aligned it, the one
-    // place a C request's size is settled); it aligns the requests of the pipeline's own
-    // callers.
-    align_size_up(r.width, r.height, size_multiple(m), "generation request");
+    // The size was settled by the request's resolver (api/image_request.cpp, the one place
+    // a size is aligned); a request that skipped it is a caller's bug, refused by name.
+    const int64_t multiple = size_multiple(m);
+    SD_CHECK(r.width > 0 && r.height > 0 && r.width % multiple == 0 && r.height % multiple == 0,
+             "a %dx%d request is not settled: %s sizes are multiples of %lld (align them first, "
+             "pipeline/image_size.h)",
+             r.width, r.height, m.family_name.c_str(), (long long)multiple);
     check_ref_images(m, r);
     const std::string what = "a " + std::to_string(r.width) + "x" + std::to_string(r.height) +
                              " image" + (r.hires.enabled ? " (with its hires pass)" : "");

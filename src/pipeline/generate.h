@@ -43,9 +43,10 @@ struct GenerationHooks {
 // The allocator cache a generation keeps while sampling or decoding (see CacheBudget).
 size_t cache_bytes_for(const ModelComponents& model, bool decoding);
 
-// The request as it runs, as the reference settles it: the prompts' length checked
-// (pipeline/prompt_length.h), the size aligned up to the model's grid (pipeline/image_size.h,
-// with a warning; a no-op for a request the C API settled), the estimated peak memory checked
+// The checks before a request runs, on a request whose defaults are settled (the C API's
+// resolver, api/image_request.h): the prompts' length (pipeline/prompt_length.h), the size on
+// the model's grid (an unsettled size is refused: pipeline/image_size.h aligns it), the
+// estimated peak memory checked
 // against the machine's (pipeline/memory_estimate.h) before anything is allocated, and the
 // init image, mask and control image fitted to the size. Idempotent: a settled request
 // settles to itself. Throws sd::Error on a bad request.

@@ -1,7 +1,7 @@
 #include "pipeline/prompt_length.h"
 
 #include "base/error.h"
-#include "pipeline/generate.h"
+#include "pipeline/request.h"
 
 namespace sd {
 

@@ -1,6 +1,6 @@
 // The prompt length limit, checked in one place for the C API, the CLI and the server: a
 // prompt (or negative prompt) may have at most `max_tokens` tokens (<= 0: no limit). Its
-// bytes are checked first (kMaxPromptBytesPerToken a token, pipeline/generate.h) so that
+// bytes are checked first (kMaxPromptBytesPerToken a token, pipeline/request.h) so that
 // megabytes are refused at once, without tokenizing them; then its tokens, before any
 // encoder runs. settle_request checks both; the programs reach the byte check before a
 // model loads through the C API (sd_check_prompt_text, stable-diffusion-ext.h).
