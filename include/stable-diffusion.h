@@ -186,9 +186,12 @@ enum sd_vae_format_t {
  *                   ("*=cpu": --offload-to-cpu).
  *   max_vram        device memory budget in GiB, "3.2", "-1" or "cpu=3.2"; no effect on
  *                   the CPU (its weights are not copied to a device).
- *   model_args      model switches key=value,...; also this engine's own options:
- *                   compute_type=f32|bf16 (arithmetic of the large products: bf16 uses
- *                   AVX512-BF16 dot products where the CPU has them, process-wide).
+ *   model_args      model switches key=value,... (the reference's chroma_* and
+ *                   qwen_image_zero_cond_t); also, for compatibility, this engine's own
+ *                   compute_type=f32|bf16 and tokenizer_dir=DIR, which are better given
+ *                   typed through new_sd_ctx_ext (stable-diffusion-ext.h; a path there may
+ *                   hold a comma). The compute type is the context's own: two contexts in
+ *                   one process each compute as they were asked.
  */
 typedef struct {
     const char* model_path;
