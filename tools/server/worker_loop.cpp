@@ -38,6 +38,21 @@ bool entry_of(const RedisReply& e, std::string& entry, std::string& id) {
     return !id.empty();
 }
 
+// Whether job `id` is being run by a worker that is still alive: its hash says generating by
+// `worker`, whose heartbeat names the job. Its delivery can look idle past the visibility
+// timeout with its worker alive when Redis was away for a while (a restart keeps the
+// delivery's time, not the reporter's refreshes): taking it over would run it twice.
+bool run_by_a_live_worker(RedisClient& client, const std::string& id, const std::string& self) {
+    const RedisReply r = client.command({"HMGET", job_key(id), "status", "worker"});
+    if (r.elements.size() != 2 || r.elements[0].is_nil() || r.elements[1].is_nil()) return false;
+    const std::string worker = r.elements[1].text();
+    if (r.elements[0].text() != "generating" || worker == self) return false;
+    const RedisReply beat = client.command({"GET", worker_key(worker)});
+    if (beat.is_nil() || beat.is_error()) return false;
+    const json b = json::parse(beat.text(), nullptr, false);
+    return b.is_object() && b.value("job", "") == id;
+}
+
 std::string result_json(const std::vector<ResultImage>& images) {
     json out = json::array();
     for (const ResultImage& i : images)
@@ -142,6 +157,12 @@ bool RedisWorker::next_delivery(RedisClient& client, std::string& entry, std::st
     if (claimed.elements.size() >= 2)
         for (const RedisReply& e : claimed.elements[1].elements)
             if (entry_of(e, entry, id)) {
+                // Its worker's reporter claims it back within a report interval.
+                if (run_by_a_live_worker(client, id, name_)) {
+                    entry.clear();
+                    id.clear();
+                    continue;
+                }
                 cli::log_info("worker %s: took over job %s (its worker stopped answering)",
                               name_.c_str(), id.c_str());
                 return true;
