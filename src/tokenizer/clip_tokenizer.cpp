@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
-#include <queue>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
@@ -15,6 +14,7 @@
 #include "base/cancel.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "tokenizer/byte_bpe.h"
 #include "tokenizer/tokenizer_files.h"
 #include "tokenizer/unicode_text.h"
 
@@ -36,42 +36,6 @@ constexpr const char* kModelName = "clip";
 
 constexpr size_t kMaxCacheEntries = 1u << 16;
 constexpr size_t kMaxCachedWordBytes = 256;
-
-// A short, printable piece of untrusted text for an error message.
-std::string excerpt(std::string_view s, size_t max = 48) {
-    std::string out;
-    for (size_t i = 0; i < s.size() && i < max; ++i) {
-        const auto c = static_cast<unsigned char>(s[i]);
-        if (c < 0x20 || c == 0x7F) {
-            out += strfmt("\\x%02X", c);
-        } else {
-            out.push_back(static_cast<char>(c));
-        }
-    }
-    if (s.size() > max) out += strfmt("... (%zu bytes)", s.size());
-    return unicode::sanitize_utf8(out);
-}
-
-// GPT-2's bytes_to_unicode(): printable Latin-1 bytes stand for themselves, the other 68
-// bytes for U+0100 onwards in byte order.
-const std::array<char32_t, 256>& byte_code_points() {
-    static const std::array<char32_t, 256> table = [] {
-        std::array<char32_t, 256> t{};
-        char32_t next = 256;
-        for (int b = 0; b < 256; ++b) {
-            const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
-            t[b] = printable ? static_cast<char32_t>(b) : next++;
-        }
-        return t;
-    }();
-    return table;
-}
-
-std::string byte_symbol(uint8_t b) {
-    std::string s;
-    unicode::append_utf8(s, byte_code_points()[b]);
-    return s;
-}
 
 // vocab.json: one flat object of token -> integer id, read without building a DOM.
 class VocabSax : public nlohmann::json_sax<nlohmann::json> {
@@ -114,7 +78,7 @@ class VocabSax : public nlohmann::json_sax<nlohmann::json> {
         if (depth_ != 1) fail("%s: expected a JSON object of token -> id", source_.c_str());
         if (id < 0 || id > INT32_MAX) {
             fail("%s: token '%s' has id %lld, outside 0..%d", source_.c_str(),
-                 excerpt(key_).c_str(), static_cast<long long>(id), INT32_MAX);
+                 printable_excerpt(key_).c_str(), static_cast<long long>(id), INT32_MAX);
         }
         entries.emplace_back(std::move(key_), id);
         return true;
@@ -122,7 +86,7 @@ class VocabSax : public nlohmann::json_sax<nlohmann::json> {
     [[noreturn]] void fail_value(const char* what) {
         if (depth_ == 0) fail("%s: expected a JSON object of token -> id", source_.c_str());
         fail("%s: token '%s' has %s where an integer id belongs", source_.c_str(),
-             excerpt(key_).c_str(), what);
+             printable_excerpt(key_).c_str(), what);
     }
 
     const std::string& source_;
@@ -147,13 +111,14 @@ Vocabulary vocabulary_from_entries(std::vector<std::pair<std::string, int64_t>> 
     for (auto& [token, id] : entries) {
         if (static_cast<uint64_t>(id) >= n) {
             fail("%s: token '%s' has id %lld, but ids must be 0..%zu (one per entry)",
-                 source.c_str(), excerpt(token).c_str(), static_cast<long long>(id), n - 1);
+                 source.c_str(), printable_excerpt(token).c_str(), static_cast<long long>(id),
+                 n - 1);
         }
         const auto slot = static_cast<size_t>(id);
         if (used[slot]) {
             fail("%s: id %lld is given to both '%s' and '%s'", source.c_str(),
-                 static_cast<long long>(id), excerpt(v.tokens[slot]).c_str(),
-                 excerpt(token).c_str());
+                 static_cast<long long>(id), printable_excerpt(v.tokens[slot]).c_str(),
+                 printable_excerpt(token).c_str());
         }
         used[slot] = true;
         v.tokens[slot] = std::move(token);
@@ -161,7 +126,8 @@ Vocabulary vocabulary_from_entries(std::vector<std::pair<std::string, int64_t>> 
     v.ids.reserve(n * 2);
     for (size_t i = 0; i < n; ++i) {
         if (!v.ids.emplace(v.tokens[i], static_cast<int32_t>(i)).second)
-            fail("%s: token '%s' appears twice", source.c_str(), excerpt(v.tokens[i]).c_str());
+            fail("%s: token '%s' appears twice", source.c_str(),
+                 printable_excerpt(v.tokens[i]).c_str());
     }
     return v;
 }
@@ -171,39 +137,6 @@ Vocabulary parse_vocab_json(std::string_view text, const std::string& source) {
     nlohmann::json::sax_parse(text.begin(), text.end(), &sax);
     return vocabulary_from_entries(std::move(sax.entries), source);
 }
-
-std::vector<std::string_view> split_lines(std::string_view text) {
-    std::vector<std::string_view> lines;
-    size_t start = 0;
-    while (start <= text.size()) {
-        size_t end = text.find('\n', start);
-        if (end == std::string_view::npos) end = text.size();
-        std::string_view line = text.substr(start, end - start);
-        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-        lines.push_back(line);
-        start = end + 1;
-    }
-    return lines;
-}
-
-uint64_t pair_key(int32_t a, int32_t b) {
-    return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
-}
-
-struct MergeInfo {
-    int32_t rank;
-    int32_t result;
-};
-
-// One candidate merge of the symbols at `left` and `right` during BPE.
-struct Candidate {
-    int32_t rank;
-    int32_t left, right;
-    int32_t a, b;  // the ids the two symbols had when it was made
-    bool operator>(const Candidate& o) const {
-        return rank != o.rank ? rank > o.rank : left > o.left;
-    }
-};
 
 // Classes of the stable-diffusion.cpp pre-tokenizer: its std::regex in the "C" locale.
 bool ascii_space(char32_t c) {
@@ -307,8 +240,7 @@ std::string narrow_bytes(std::u32string_view s) {
 struct ClipTokenizer::Impl {
     std::string source;
     Vocabulary vocab;
-    std::vector<std::pair<int32_t, int32_t>> merges;  // by rank
-    std::unordered_map<uint64_t, MergeInfo> merge_of;
+    bpe::Merges merges;
     std::array<int32_t, 256> byte_id{};      // the byte's symbol inside a word
     std::array<int32_t, 256> byte_end_id{};  // the byte's symbol + "</w>" ending a word
     std::unordered_map<char32_t, uint8_t> byte_of_code_point;
@@ -327,7 +259,7 @@ struct ClipTokenizer::Impl {
 
     void bind_special_tokens() {
         for (int b = 0; b < 256; ++b) {
-            const std::string sym = byte_symbol(static_cast<uint8_t>(b));
+            const std::string sym = bpe::byte_symbol(static_cast<uint8_t>(b));
             byte_id[b] = find(sym);
             byte_end_id[b] = find(sym + std::string(kEndOfWord));
             if (byte_id[b] < 0 || byte_end_id[b] < 0) {
@@ -336,7 +268,7 @@ struct ClipTokenizer::Impl {
                     "BPE vocabulary has all 512)",
                     source.c_str(), sym.c_str(), sym.c_str());
             }
-            byte_of_code_point[byte_code_points()[b]] = static_cast<uint8_t>(b);
+            byte_of_code_point[bpe::byte_code_points()[b]] = static_cast<uint8_t>(b);
         }
         bos = find(kStartOfText);
         eos = find(kEndOfText);
@@ -352,7 +284,7 @@ struct ClipTokenizer::Impl {
         if (space == 0 || space == std::string_view::npos || space + 1 == line.size() ||
             line.find(' ', space + 1) != std::string_view::npos) {
             fail("%s %zu: expected two tokens separated by one space, got '%s'", where.c_str(),
-                 number, excerpt(line).c_str());
+                 number, printable_excerpt(line).c_str());
         }
         const std::string_view a = line.substr(0, space), b = line.substr(space + 1);
         joined_.assign(a).append(b);
@@ -360,63 +292,25 @@ struct ClipTokenizer::Impl {
         if (ia < 0 || ib < 0 || ir < 0) {
             const std::string_view missing = ia < 0 ? a : ib < 0 ? b : std::string_view(joined_);
             fail("%s %zu: merge '%s' uses '%s', which is not in the vocabulary", where.c_str(),
-                 number, excerpt(line).c_str(), excerpt(missing).c_str());
+                 number, printable_excerpt(line).c_str(), printable_excerpt(missing).c_str());
         }
-        const auto rank = static_cast<int32_t>(merges.size());
-        if (!merge_of.emplace(pair_key(ia, ib), MergeInfo{rank, ir}).second) {
-            fail("%s %zu: merge '%s' appears twice", where.c_str(), number, excerpt(line).c_str());
+        if (!merges.add(ia, ib, ir)) {
+            fail("%s %zu: merge '%s' appears twice", where.c_str(), number,
+                 printable_excerpt(line).c_str());
         }
-        merges.emplace_back(ia, ib);
     }
 
-    // Byte-level BPE of one word: lowest-ranked adjacent pair first, all its occurrences
-    // left to right, as CLIP's bpe() does, in O(n log n) with a heap. Pairs that a merge
-    // creates with a rank below the current one wait until the current rank is done, so the
-    // result equals the reference even for merge lists that are not in training order.
+    // Byte-level BPE of one word (bpe::Merges::apply, as CLIP's bpe() does); the last byte's
+    // symbol carries "</w>".
     void bpe(std::string_view word, std::vector<int32_t>& out) const {
-        const auto n = static_cast<int32_t>(word.size());
-        if (n == 0) return;
-        std::vector<int32_t> id(n), next(n), prev(n);
-        for (int32_t i = 0; i < n; ++i) {
+        if (word.empty()) return;
+        std::vector<int32_t> ids(word.size());
+        for (size_t i = 0; i < word.size(); ++i) {
             const auto byte = static_cast<uint8_t>(word[i]);
-            id[i] = i + 1 == n ? byte_end_id[byte] : byte_id[byte];
-            next[i] = i + 1 < n ? i + 1 : -1;
-            prev[i] = i - 1;
+            ids[i] = i + 1 == word.size() ? byte_end_id[byte] : byte_id[byte];
         }
-        std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> heap;
-        std::vector<Candidate> deferred;
-        int32_t current = -1;
-        auto consider = [&](int32_t left, int32_t right) {
-            if (left < 0 || right < 0) return;
-            auto it = merge_of.find(pair_key(id[left], id[right]));
-            if (it == merge_of.end()) return;
-            Candidate c{it->second.rank, left, right, id[left], id[right]};
-            if (c.rank < current) {
-                deferred.push_back(c);
-            } else {
-                heap.push(c);
-            }
-        };
-        for (int32_t i = 0; i + 1 < n; ++i) consider(i, i + 1);
-        for (uint32_t round = 1;; ++round) {
-            if (round % 65536 == 0) cancellation_point();  // a megabyte-long "word"
-            if (!deferred.empty() && (heap.empty() || heap.top().rank > current)) {
-                for (const Candidate& c : deferred) heap.push(c);
-                deferred.clear();
-            }
-            if (heap.empty()) break;
-            const Candidate c = heap.top();
-            heap.pop();
-            if (id[c.left] != c.a || next[c.left] != c.right || id[c.right] != c.b) continue;
-            current = c.rank;
-            id[c.left] = merge_of.at(pair_key(c.a, c.b)).result;
-            id[c.right] = -1;
-            next[c.left] = next[c.right];
-            if (next[c.left] >= 0) prev[next[c.left]] = c.left;
-            consider(prev[c.left], c.left);
-            consider(c.left, next[c.left]);
-        }
-        for (int32_t i = 0; i >= 0; i = next[i]) out.push_back(id[i]);
+        merges.apply(ids);
+        out.insert(out.end(), ids.begin(), ids.end());
     }
 
     void encode_word(std::string_view word, std::vector<int32_t>& out) const {
@@ -542,7 +436,6 @@ ClipTokenizer ClipTokenizer::load_texts(std::string_view vocab_json, const std::
     auto impl = Impl::create(vocab_name, parse_vocab_json(vocab_json, vocab_name));
     const std::vector<std::string_view> lines = split_lines(merges_txt);
     impl->merges.reserve(lines.size());
-    impl->merge_of.reserve(lines.size() * 2);
     const std::string where = merges_name + " line";
     for (size_t i = 0; i < lines.size(); ++i) {
         if (lines[i].empty()) continue;
@@ -592,7 +485,6 @@ ClipTokenizer ClipTokenizer::from_gguf_metadata(const std::map<std::string, Meta
         entries.emplace_back(std::get<std::string>(tokens[i].value), static_cast<int64_t>(i));
     auto impl = Impl::create(source, vocabulary_from_entries(std::move(entries), source));
     impl->merges.reserve(merges.size());
-    impl->merge_of.reserve(merges.size() * 2);
     const std::string where = source + ": " + kKeyMerges + " entry";
     for (size_t i = 0; i < merges.size(); ++i)
         impl->add_merge(std::get<std::string>(merges[i].value), where, i);
@@ -607,7 +499,8 @@ std::map<std::string, MetadataValue> ClipTokenizer::to_gguf_metadata() const {
     tokens.reserve(impl_->vocab.tokens.size());
     for (const std::string& t : impl_->vocab.tokens) tokens.push_back(MetadataValue{t});
     merges.reserve(impl_->merges.size());
-    for (const auto& [a, b] : impl_->merges) {
+    for (size_t rank = 0; rank < impl_->merges.size(); ++rank) {
+        const auto& [a, b] = impl_->merges.pair(rank);
         merges.push_back(MetadataValue{impl_->vocab.tokens[a] + " " + impl_->vocab.tokens[b]});
     }
     std::map<std::string, MetadataValue> md;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <filesystem>
 #include <mutex>
 #include <optional>
@@ -81,21 +80,6 @@ constexpr size_t kQwen2ControlCount = 14;
 constexpr size_t kMaxCacheEntries = 1u << 16;
 constexpr size_t kMaxCachedWordBytes = 256;
 
-// A short, printable piece of untrusted text for an error message.
-std::string excerpt(std::string_view s, size_t max = 48) {
-    std::string out;
-    for (size_t i = 0; i < s.size() && i < max; ++i) {
-        const auto c = static_cast<unsigned char>(s[i]);
-        if (c < 0x20 || c == 0x7F) {
-            out += strfmt("\\x%02X", c);
-        } else {
-            out.push_back(static_cast<char>(c));
-        }
-    }
-    if (s.size() > max) out += strfmt("... (%zu bytes)", s.size());
-    return unicode::sanitize_utf8(out);
-}
-
 // --- the reference's pre-tokenization ---
 
 // The reference's UTF-8 reader: a byte that cannot start a character (a stray continuation
@@ -129,23 +113,14 @@ std::u32string decode_like_reference(std::string_view text) {
     return out;
 }
 
-// UTF-8 of any value up to 0x1FFFFF, surrogates included (what the reader above can give).
+// UTF-8 of what the reader above can give: a Unicode scalar value, or a surrogate or a value
+// up to 0x1FFFFF, which the reference writes with the same bit layout.
 void append_raw_utf8(std::string& out, char32_t cp) {
-    if (cp < 0x80) {
-        out.push_back(static_cast<char>(cp));
-    } else if (cp < 0x800) {
-        out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-        out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-        out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-        out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-        out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else {
-        out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-        out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-        out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-        out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    }
+    if (cp < 0xD800 || (cp > 0xDFFF && cp <= 0x10FFFF)) return unicode::append_utf8(out, cp);
+    const int tail = cp < 0x10000 ? 2 : 3;
+    out.push_back(static_cast<char>((tail == 2 ? 0xE0 : 0xF0) | (cp >> (6 * tail))));
+    for (int k = tail - 1; k >= 0; --k)
+        out.push_back(static_cast<char>(0x80 | ((cp >> (6 * k)) & 0x3F)));
 }
 
 // The reference's classes: \p{N} is ASCII 0-9 only; \p{L} the Unicode letters.
@@ -311,7 +286,7 @@ struct Qwen2Tokenizer::Impl {
             if (tokens[i].empty()) fail("%s: token %zu is empty", source.c_str(), i);
             if (!ids.emplace(tokens[i], static_cast<int32_t>(i)).second) {
                 fail("%s: the token '%s' is in the vocabulary twice (ids %d and %zu)",
-                     source.c_str(), excerpt(tokens[i]).c_str(), ids[tokens[i]], i);
+                     source.c_str(), printable_excerpt(tokens[i]).c_str(), ids[tokens[i]], i);
             }
         }
     }
@@ -327,11 +302,12 @@ struct Qwen2Tokenizer::Impl {
                                              : b < 0 ? right
                                                      : std::string_view(joined);
             fail("%s: the merge '%s %s' uses '%s', which is not in the vocabulary", where.c_str(),
-                 excerpt(left).c_str(), excerpt(right).c_str(), excerpt(missing).c_str());
+                 printable_excerpt(left).c_str(), printable_excerpt(right).c_str(),
+                 printable_excerpt(missing).c_str());
         }
         if (!merges.add(a, b, m)) {
-            fail("%s: the merge '%s %s' appears twice", where.c_str(), excerpt(left).c_str(),
-                 excerpt(right).c_str());
+            fail("%s: the merge '%s %s' appears twice", where.c_str(),
+                 printable_excerpt(left).c_str(), printable_excerpt(right).c_str());
         }
     }
 
@@ -340,7 +316,7 @@ struct Qwen2Tokenizer::Impl {
         if (space == 0 || space == std::string_view::npos || space + 1 == line.size() ||
             line.find(' ', space + 1) != std::string_view::npos) {
             fail("%s: expected two tokens separated by one space, got '%s'", where.c_str(),
-                 excerpt(line).c_str());
+                 printable_excerpt(line).c_str());
         }
         add_merge(line.substr(0, space), line.substr(space + 1), where);
     }
@@ -474,7 +450,7 @@ class TokenizerJsonReader : public nlohmann::json_sax<nlohmann::json> {
                 const size_t space = s.find(' ');
                 if (space == std::string::npos || s.find(' ', space + 1) != std::string::npos)
                     fail("%s: model.merges entry %zu '%s' is not two tokens separated by a space",
-                         source_.c_str(), merges.size(), excerpt(s).c_str());
+                         source_.c_str(), merges.size(), printable_excerpt(s).c_str());
                 merges.emplace_back(s.substr(0, space), s.substr(space + 1));
                 return true;
             }
@@ -556,7 +532,7 @@ class TokenizerJsonReader : public nlohmann::json_sax<nlohmann::json> {
         if (f.where == Where::Vocab) {
             if (v < 0 || v > INT32_MAX)
                 fail("%s: token '%s' has id %lld, outside 0..%d", source_.c_str(),
-                     excerpt(f.key).c_str(), static_cast<long long>(v), INT32_MAX);
+                     printable_excerpt(f.key).c_str(), static_cast<long long>(v), INT32_MAX);
             vocab.emplace_back(f.key, v);
         }
         if (f.where == Where::AddedToken && f.key == "id") added.back().id = v;
@@ -564,7 +540,7 @@ class TokenizerJsonReader : public nlohmann::json_sax<nlohmann::json> {
     }
     bool bad_id(const char* what) const {
         fail("%s: token '%s' has %s where an integer id belongs", source_.c_str(),
-             excerpt(stack_.back().key).c_str(), what);
+             printable_excerpt(stack_.back().key).c_str(), what);
     }
 
     const std::string& source_;
@@ -589,13 +565,14 @@ void place_vocab(std::vector<std::pair<std::string, int64_t>>& entries,
     for (auto& [text, id] : entries) {
         if (static_cast<uint64_t>(id) >= n) {
             fail("%s: token '%s' has id %lld, but ids must be 0..%zu (one per entry)",
-                 impl.source.c_str(), excerpt(text).c_str(), static_cast<long long>(id), n - 1);
+                 impl.source.c_str(), printable_excerpt(text).c_str(), static_cast<long long>(id),
+                 n - 1);
         }
         const auto slot = static_cast<size_t>(id);
         if (used[slot]) {
             fail("%s: id %lld is given to both '%s' and '%s'", impl.source.c_str(),
-                 static_cast<long long>(id), excerpt(impl.tokens[slot]).c_str(),
-                 excerpt(text).c_str());
+                 static_cast<long long>(id), printable_excerpt(impl.tokens[slot]).c_str(),
+                 printable_excerpt(text).c_str());
         }
         used[slot] = true;
         impl.tokens[slot] = std::move(text);
@@ -611,14 +588,16 @@ void place_added(std::vector<TokenizerJsonReader::Added>& added, Qwen2Tokenizer:
         if (a.id >= 0 && static_cast<size_t>(a.id) < impl.tokens.size()) {
             if (impl.tokens[static_cast<size_t>(a.id)] != a.content)
                 fail("%s: added token '%s' has id %lld, which the vocabulary gives to '%s'",
-                     impl.source.c_str(), excerpt(a.content).c_str(), static_cast<long long>(a.id),
-                     excerpt(impl.tokens[static_cast<size_t>(a.id)]).c_str());
+                     impl.source.c_str(), printable_excerpt(a.content).c_str(),
+                     static_cast<long long>(a.id),
+                     printable_excerpt(impl.tokens[static_cast<size_t>(a.id)]).c_str());
             impl.types[static_cast<size_t>(a.id)] = type;
             continue;
         }
         if (a.id != static_cast<int64_t>(impl.tokens.size()))
             fail("%s: added token '%s' has id %lld; the next free id is %zu", impl.source.c_str(),
-                 excerpt(a.content).c_str(), static_cast<long long>(a.id), impl.tokens.size());
+                 printable_excerpt(a.content).c_str(), static_cast<long long>(a.id),
+                 impl.tokens.size());
         impl.add_token(std::move(a.content), type);
     }
 }
@@ -660,20 +639,6 @@ int64_t integer_entry(const MetadataArray& a, size_t i, const char* key,
     if (const auto* u = std::get_if<uint64_t>(&a[i].value))
         return *u > INT64_MAX ? -1 : static_cast<int64_t>(*u);
     fail("%s: GGUF metadata %s entry %zu is not an integer", source.c_str(), key, i);
-}
-
-std::vector<std::string_view> split_lines(std::string_view text) {
-    std::vector<std::string_view> lines;
-    size_t start = 0;
-    while (start < text.size()) {
-        size_t end = text.find('\n', start);
-        if (end == std::string_view::npos) end = text.size();
-        std::string_view line = text.substr(start, end - start);
-        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-        lines.push_back(line);
-        start = end + 1;
-    }
-    return lines;
 }
 
 }  // namespace
@@ -930,16 +895,6 @@ std::optional<Qwen2Tokenizer> from_named_dir(const std::string& root, const char
     return t;
 }
 
-// Folders a vocabulary sits in near a model file or folder: the folder itself, and the
-// diffusers layout's tokenizer/ inside it or beside it (text_encoder/../tokenizer).
-std::vector<fs::path> folders_near(const std::string& path) {
-    std::error_code ec;
-    const fs::path p(path);
-    const fs::path dir = fs::is_directory(p, ec) ? p : p.parent_path();
-    const fs::path base = dir.empty() ? fs::path(".") : dir;
-    return {base, base / "tokenizer", base.parent_path() / "tokenizer"};
-}
-
 // Near a model file: files that are not a Qwen2 vocabulary (a CLIP vocab, a T5
 // tokenizer.json) are skipped, their reason recorded.
 std::optional<Qwen2Tokenizer> from_near(const std::string& path, const char* label,
@@ -948,7 +903,7 @@ std::optional<Qwen2Tokenizer> from_near(const std::string& path, const char* lab
         searched.push_back(strfmt("%s: no path given", label));
         return std::nullopt;
     }
-    for (const fs::path& dir : folders_near(path)) {
+    for (const fs::path& dir : folders_near(path, "tokenizer")) {
         std::string why;
         try {
             if (auto t = load_dir(dir, why)) {
@@ -988,18 +943,13 @@ std::optional<Qwen2Tokenizer> from_gguf(const TensorFile* file, const char* labe
 
 Qwen2Tokenizer find_qwen2_tokenizer(const Qwen2TokenizerSearch& search) {
     std::vector<std::string> searched;
-    if (search.tokenizer_dir.empty()) {
-        searched.push_back("--tokenizer-dir: not given");
-    } else if (auto t = from_named_dir(search.tokenizer_dir, "--tokenizer-dir", searched)) {
-        return std::move(*t);
-    }
-    const char* env = search.use_env ? std::getenv("SD_TOKENIZER_DIR") : nullptr;
-    if (!search.use_env) {
-        searched.push_back("SD_TOKENIZER_DIR: not consulted");
-    } else if (!env || !*env) {
-        searched.push_back("SD_TOKENIZER_DIR: not set");
-    } else if (auto t = from_named_dir(env, "SD_TOKENIZER_DIR", searched)) {
-        return std::move(*t);
+    std::optional<Qwen2Tokenizer> named;
+    if (try_named_tokenizer_dirs(search.tokenizer_dir, search.use_env, searched,
+                                 [&](const std::string& root, const char* label) {
+                                     named = from_named_dir(root, label, searched);
+                                     return named.has_value();
+                                 })) {
+        return std::move(*named);
     }
     if (auto t = from_near(search.llm_path, "beside the LLM file", searched)) return std::move(*t);
     if (auto t = from_near(search.model_path, "beside the model", searched)) return std::move(*t);

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <optional>
 #include <unordered_map>
@@ -474,16 +473,6 @@ std::string file_in(const fs::path& dir, std::string& why) {
     return {};
 }
 
-// Folders a T5 vocabulary sits in near a model file or folder: the folder itself, and the
-// diffusers layout's tokenizer_2/ inside it or beside it (text_encoder_2/../tokenizer_2).
-std::vector<fs::path> folders_near(const std::string& path) {
-    std::error_code ec;
-    const fs::path p(path);
-    const fs::path dir = fs::is_directory(p, ec) ? p : p.parent_path();
-    const fs::path base = dir.empty() ? fs::path(".") : dir;
-    return {base, base / "tokenizer_2", base.parent_path() / "tokenizer_2"};
-}
-
 // --tokenizer-dir / SD_TOKENIZER_DIR: ROOT/t5/; a file there that does not load is an error.
 std::optional<T5Tokenizer> from_named_dir(const std::string& root, const char* label,
                                           std::vector<std::string>& searched) {
@@ -505,7 +494,7 @@ std::optional<T5Tokenizer> from_near(const std::string& path, const char* label,
         searched.push_back(strfmt("%s: no path given", label));
         return std::nullopt;
     }
-    for (const fs::path& dir : folders_near(path)) {
+    for (const fs::path& dir : folders_near(path, "tokenizer_2")) {
         std::string why;
         const std::string file = file_in(dir, why);
         if (!file.empty()) {
@@ -526,18 +515,13 @@ std::optional<T5Tokenizer> from_near(const std::string& path, const char* label,
 
 T5Tokenizer find_t5_tokenizer(const T5TokenizerSearch& search) {
     std::vector<std::string> searched;
-    if (search.tokenizer_dir.empty()) {
-        searched.push_back("--tokenizer-dir: not given");
-    } else if (auto t = from_named_dir(search.tokenizer_dir, "--tokenizer-dir", searched)) {
-        return std::move(*t);
-    }
-    const char* env = search.use_env ? std::getenv("SD_TOKENIZER_DIR") : nullptr;
-    if (!search.use_env) {
-        searched.push_back("SD_TOKENIZER_DIR: not consulted");
-    } else if (!env || !*env) {
-        searched.push_back("SD_TOKENIZER_DIR: not set");
-    } else if (auto t = from_named_dir(env, "SD_TOKENIZER_DIR", searched)) {
-        return std::move(*t);
+    std::optional<T5Tokenizer> named;
+    if (try_named_tokenizer_dirs(search.tokenizer_dir, search.use_env, searched,
+                                 [&](const std::string& root, const char* label) {
+                                     named = from_named_dir(root, label, searched);
+                                     return named.has_value();
+                                 })) {
+        return std::move(*named);
     }
     if (auto t = from_near(search.t5_path, "beside the T5 file", searched)) return std::move(*t);
     if (auto t = from_near(search.model_path, "beside the model", searched)) return std::move(*t);
