@@ -429,7 +429,9 @@ class TokenizerJsonReader : public nlohmann::json_sax<nlohmann::json> {
     std::vector<Added> added;
 
     // `flat`: the whole document is the vocabulary object (vocab.json).
-    TokenizerJsonReader(const std::string& source, bool flat) : source_(source), flat_(flat) {}
+    TokenizerJsonReader(const std::string& source, bool flat) : source_(source), flat_(flat) {
+        stack_.push_back({Where::Document, {}, {}});  // so that a bare scalar finds a frame
+    }
 
     bool start_object(std::size_t) override { return open(true); }
     bool start_array(std::size_t) override { return open(false); }
@@ -487,7 +489,7 @@ class TokenizerJsonReader : public nlohmann::json_sax<nlohmann::json> {
     }
 
   private:
-    enum class Where { Root, Model, Vocab, Merges, MergePair, Added, AddedToken, Other };
+    enum class Where { Document, Root, Model, Vocab, Merges, MergePair, Added, AddedToken, Other };
     struct Frame {
         Where where;
         std::string key;
@@ -495,8 +497,9 @@ class TokenizerJsonReader : public nlohmann::json_sax<nlohmann::json> {
     };
 
     Where child_of(bool object) const {
-        if (stack_.empty()) return object ? (flat_ ? Where::Vocab : Where::Root) : Where::Other;
         const Frame& p = stack_.back();
+        if (p.where == Where::Document)
+            return object ? (flat_ ? Where::Vocab : Where::Root) : Where::Other;
         if (object) {
             if (p.where == Where::Root && p.key == "model") return Where::Model;
             if (p.where == Where::Model && p.key == "vocab") return Where::Vocab;

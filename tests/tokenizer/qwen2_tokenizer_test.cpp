@@ -105,6 +105,26 @@ TEST(Qwen2Tokenizer, ReferenceIdsFromAGgufFile) {
     EXPECT_EQ(matching_cases(t, "GGUF"), 437u);
 }
 
+// A GGUF without token types (and without tokenizer.ggml.pre): Qwen2's own special tokens
+// are the ones recognised.
+TEST(Qwen2Tokenizer, GgufMetadataWithoutTokenTypes) {
+    auto md = from_json().to_gguf_metadata();
+    EXPECT_EQ(std::get<std::string>(md.at("tokenizer.ggml.model").value), "gpt2");
+    EXPECT_EQ(std::get<std::string>(md.at("tokenizer.ggml.pre").value), "qwen2");
+    EXPECT_EQ(std::get<uint64_t>(md.at("tokenizer.ggml.eos_token_id").value), 151643u);
+    const auto& types = std::get<MetadataArray>(md.at("tokenizer.ggml.token_type").value);
+    EXPECT_EQ(std::get<int64_t>(types[151644].value), 3);  // <|im_start|>: control
+    EXPECT_EQ(std::get<int64_t>(types[151667].value), 4);  // <think>: user-defined
+    EXPECT_EQ(std::get<int64_t>(types[8251].value), 1);
+    md.erase("tokenizer.ggml.token_type");
+    md.erase("tokenizer.ggml.pre");
+    ASSERT_TRUE(Qwen2Tokenizer::gguf_has_vocab(md));
+    const Qwen2Tokenizer t = Qwen2Tokenizer::from_gguf_metadata(md, "old.gguf");
+    const std::string text = "<|im_start|>user\n<think>a cat</think><|im_end|>";
+    EXPECT_EQ(t.encode(text), from_json().encode(text));
+    EXPECT_TRUE(t.is_special(151668));
+}
+
 TEST(Qwen2Tokenizer, VocabularyShapeAndSpecialTokens) {
     for (const Qwen2Tokenizer* t : {&from_json(), &from_vocab_merges()}) {
         EXPECT_EQ(t->vocab_size(), 151669u);
@@ -258,9 +278,26 @@ TEST(Qwen2Tokenizer, OtherVocabulariesAreRefusedByName) {
               }).find("x.json: not valid JSON"),
               std::string::npos);
     EXPECT_NE(one_line_error([] {
+                  Qwen2Tokenizer::from_vocab_merges_bytes(R"({"a": {"b": 1}})", "", "v");
+              }).find("token 'a' has an object where an integer id belongs"),
+              std::string::npos);
+    EXPECT_NE(one_line_error([] {
                   Qwen2Tokenizer::from_vocab_merges_bytes(R"({"a": "zero"})", "", "v");
               }).find("token 'a' has a string where an integer id belongs"),
               std::string::npos);
+    // Documents of another shape.
+    for (const char* doc : {"42", "\"text\"", "null", "[1, 2]", "{}"}) {
+        EXPECT_NE(one_line_error([&] {
+                      Qwen2Tokenizer::from_vocab_merges_bytes(doc, "", "v");
+                  }).find("v: the vocabulary is empty"),
+                  std::string::npos)
+            << doc;
+        EXPECT_NE(one_line_error([&] {
+                      Qwen2Tokenizer::from_json_bytes(doc, "t.json");
+                  }).find("t.json: not a Hugging Face tokenizer.json"),
+                  std::string::npos)
+            << doc;
+    }
     // A Llama 3 GGUF: byte-level BPE too, another pre-tokenizer.
     auto md = from_json().to_gguf_metadata();
     md["tokenizer.ggml.pre"] = {std::string("llama-bpe")};
