@@ -12,6 +12,7 @@
 #include "io/io_test_util.h"
 #include "io/tensor_writer.h"
 #include "test_util.h"
+#include "tokenizer/qwen2_pretokenizer.h"
 #include "tokenizer/tokenizer_files.h"
 #include "tokenizer/tokenizer_search_fixture.h"
 
@@ -169,22 +170,32 @@ TEST(Qwen2Tokenizer, SpecialTokensInsideText) {
     EXPECT_TRUE(t.encode("").empty());
 }
 
-TEST(Qwen2Tokenizer, PreTokenizationQuirksOfTheReference) {
-    const Qwen2Tokenizer& t = from_json();
-    auto tokens_of = [&](std::string_view text) {
-        std::vector<std::string> out;
-        for (int32_t id : t.encode(text)) out.push_back(t.token(id));
-        return out;
-    };
-    // A whitespace run is taken whole: "a", "  ", "b" (Hugging Face: "a", " ", " b").
-    EXPECT_EQ(tokens_of("a  b"), (std::vector<std::string>{"a", "\xC4\xA0\xC4\xA0", "b"}));
+TEST(Qwen2Pretokenizer, QuirksOfTheReference) {
+    using Pieces = std::vector<std::string>;
+    // A whitespace run is taken whole (Hugging Face: "a", " ", " b").
+    EXPECT_EQ(qwen2::pieces("a  b"), (Pieces{"a", "  ", "b"}));
     // After a newline the run ends with the first space, which is read again.
-    EXPECT_EQ(t.decode(t.encode("x\n y")), "x\n  y");
+    EXPECT_EQ(qwen2::pieces("x\n y"), (Pieces{"x", "\n ", " y"}));
+    EXPECT_EQ(qwen2::pieces("x\n\n  y"), (Pieces{"x", "\n\n ", "  ", "y"}));
     // Contractions are written in lower case; "'d" is not one.
-    EXPECT_EQ(t.decode(t.encode("IT'S")), "IT's");
-    EXPECT_EQ(t.decode(t.encode("I'D")), "I'D");
-    // Digits one by one; a non-ASCII digit is not \p{N} here.
-    EXPECT_EQ(tokens_of("2024"), (std::vector<std::string>{"2", "0", "2", "4"}));
+    EXPECT_EQ(qwen2::pieces("IT'S"), (Pieces{"IT", "'s"}));
+    EXPECT_EQ(qwen2::pieces("we'RE"), (Pieces{"we", "'re"}));
+    EXPECT_EQ(qwen2::pieces("I'D"), (Pieces{"I", "'D"}));
+    // Digits one by one; a non-ASCII digit is punctuation (here it leads a letter run).
+    EXPECT_EQ(qwen2::pieces("2024"), (Pieces{"2", "0", "2", "4"}));
+    EXPECT_EQ(qwen2::pieces("\xD9\xA3"
+                            "abc"),
+              (Pieces{"\xD9\xA3"
+                      "abc"}));
+    // Punctuation with one space in front, newlines after. U+3000 starts a punctuation run,
+    // but inside a whitespace run it is whitespace.
+    EXPECT_EQ(qwen2::pieces("a !?\n\nb"), (Pieces{"a", " !?\n\n", "b"}));
+    EXPECT_EQ(qwen2::pieces("\xE3\x80\x80!"), (Pieces{"\xE3\x80\x80!"}));
+    EXPECT_EQ(qwen2::pieces("a\t\xE3\x80\x80 b"), (Pieces{"a", "\t\xE3\x80\x80 ", "b"}));
+    // The reference's UTF-8 reading: C3 41 is U+00C1, a stray byte is skipped.
+    EXPECT_EQ(qwen2::pieces("\xC3"
+                            "A\x80z"),
+              (Pieces{"\xC3\x81z"}));
 }
 
 TEST(Qwen2Tokenizer, DecodeGivesTheTextBack) {
