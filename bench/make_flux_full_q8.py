@@ -38,7 +38,7 @@ def full_depth(manifest, n_double, n_single):
 
 
 def quantized(name, shape, keep=KEEP):
-    return (len(shape) >= 1 and shape[-1] % 32 == 0 and not name.endswith((".bias", ".scale"))
+    return (len(shape) >= 2 and shape[-1] % 32 == 0 and not name.endswith((".bias", ".scale"))
             and not any(k in name for k in keep))
 
 
@@ -86,7 +86,7 @@ def write_gguf(out, tensors, arch, seed, part=None, keep=KEEP):
             if i < first or i >= end:
                 continue
             f.seek(len(head) + offsets[i])
-            v = mkckpt.values(name, shape, seed)
+            v = np.concatenate(list(mkckpt.values(name, shape, seed)))  # mkckpt yields chunks
             data = q8_0(v) if quantized(name, shape, keep) else mkckpt.to_bytes(v, "bf16")
             f.write(data + b"\0" * ((ALIGN - len(data) % ALIGN) % ALIGN))
             if i % 50 == 0:
