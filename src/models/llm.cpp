@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "base/mapped_file.h"
 #include "base/thread_pool.h"
 #include "ops/norm.h"
 
@@ -144,6 +145,27 @@ void rotate(const Tensor& x, const Tensor& table, RopeLayout layout) {
     });
 }
 
+// The rows `ids` of a table held contiguously in a file, read from the file (the page cache)
+// into [ids, width] of its dtype: the mapping is not touched, so the table (Qwen3-4B's: 778 MB
+// in bf16) never enters RSS for a prompt's few rows (touching a row through the mapping can map
+// far more around it). Undefined when the table is not a file's contiguous bytes.
+Tensor rows_from_file(const Tensor& table, std::span<const int32_t> ids) {
+    const std::shared_ptr<Storage>& s = table.storage();
+    if (!s || !s->file() || !table.is_contiguous()) return {};
+    const int64_t vocab = table.size(0), width = table.size(1);
+    const size_t row = row_bytes(table.dtype(), width);
+    const auto at =
+        static_cast<size_t>(static_cast<const uint8_t*>(table.data_ptr()) - s->file()->data());
+    Tensor rows = Tensor::empty({static_cast<int64_t>(ids.size()), width}, table.dtype());
+    auto* out = static_cast<uint8_t*>(rows.data_ptr());
+    for (size_t i = 0; i < ids.size(); ++i) {
+        SD_CHECK(ids[i] >= 0 && ids[i] < vocab, "LLM: token id %d outside the vocabulary of %lld",
+                 ids[i], static_cast<long long>(vocab));
+        s->file()->read(at + static_cast<size_t>(ids[i]) * row, out + i * row, row);
+    }
+    return rows;
+}
+
 // The layers of `out_layers` the model has (1..layers + 1), sorted, each once.
 std::vector<int> wanted_layers(std::span<const int> out_layers, int64_t layers) {
     std::vector<int> out;
@@ -181,6 +203,28 @@ LlmOptions llm_options(const ModelFiles& files) {
             if (f.path == rf.path) o = llm_options_from_metadata(f.metadata);
     }
     return o;
+}
+
+Tensor grouped_query_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                               const Tensor& mask) {
+    const int64_t n = q.size(1), h = q.size(2), kv = k.size(2), d = q.size(3);
+    SD_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4 && kv > 0 && h % kv == 0 &&
+                 k.size(1) == n && v.size(1) == n && v.size(2) == kv && k.size(3) == d &&
+                 v.size(3) == d,
+             "grouped_query_attention: q %s, k %s, v %s are not [1, n, heads, d] with key-value "
+             "heads dividing heads",
+             q.describe().c_str(), k.describe().c_str(), v.describe().c_str());
+    const int64_t g = h / kv;
+    // Batch = key-value head, heads = the g query heads that share it; its keys and values
+    // broadcast over them (stride 0).
+    const Tensor qa = q.contiguous().view({n, kv, g, d}).permute({1, 2, 0, 3});
+    auto shared = [&](const Tensor& t) {
+        return t.contiguous().view({n, kv, 1, d}).permute({1, 2, 0, 3}).expand({kv, g, n, d});
+    };
+    AttentionOptions options;
+    options.causal = true;
+    const Tensor out = scaled_dot_product_attention(qa, shared(k), shared(v), mask, options);
+    return permute_copy(out.view({h, n, d}), {1, 0, 2}).view({1, n, h * d});
 }
 
 void llm_rope_row(float* x, const float* cs, int64_t d, RopeLayout layout) {
@@ -235,7 +279,6 @@ Llm Llm::load(const Weights& w, const LlmOptions& options) {
     // as an unused tensor.
     if (auto head = w.shape_of("lm_head.weight")) w.get("lm_head.weight", *head);
     w.check("LLM");
-    llm.streamed_ = w.residency() == Residency::Streamed;
     llm.pages_ = w.pages();
     SD_LOG_INFO(
         "LLM: %lld blocks, width %lld, %lld heads / %lld key-value heads x %lld, feed-forward "
@@ -252,15 +295,16 @@ Tensor Llm::embed(std::span<const int32_t> ids) const {
     const auto n = static_cast<int64_t>(ids.size());
     Tensor tokens = Tensor::empty({1, n}, DType::I32);
     std::copy(ids.begin(), ids.end(), tokens.data<int32_t>());
-    Tensor x = embedding(embed_tokens_, tokens);  // only the ids' rows are read
-    if (streamed_) embed_tokens_.storage()->release_pages();
-    return x;
+    const Tensor rows = rows_from_file(embed_tokens_, ids);
+    if (!rows.defined()) return embedding(embed_tokens_, tokens);
+    for (int64_t i = 0; i < n; ++i) tokens.data<int32_t>()[i] = static_cast<int32_t>(i);
+    return embedding(rows, tokens);
 }
 
 Tensor Llm::attention(const LlmBlock& b, const Tensor& x, const Tensor& rope,
                       const Tensor& mask) const {
     const LlmConfig& c = config_;
-    const int64_t n = x.size(1), h = c.heads, kv = c.kv_heads, d = c.head_dim, g = h / kv;
+    const int64_t n = x.size(1), h = c.heads, kv = c.kv_heads, d = c.head_dim;
     Tensor q = b.q.forward(x).view({1, n, h, d});
     Tensor k = b.k.forward(x).view({1, n, kv, d});
     Tensor v = b.v.forward(x).view({1, n, kv, d});
@@ -270,17 +314,7 @@ Tensor Llm::attention(const LlmBlock& b, const Tensor& x, const Tensor& rope,
     }
     rotate(q, rope, c.rope_layout);  // q and k are fresh: rotated in place
     rotate(k, rope, c.rope_layout);
-    // Grouped-query attention as views: batch = KV head, heads = the g query heads that share
-    // it, its keys and values broadcast over them (stride 0); no copy of k or v.
-    const Tensor qa = q.view({n, kv, g, d}).permute({1, 2, 0, 3});
-    auto shared = [&](const Tensor& t) {
-        return t.view({n, kv, 1, d}).permute({1, 2, 0, 3}).expand({kv, g, n, d});
-    };
-    AttentionOptions options;
-    options.causal = true;
-    Tensor out = scaled_dot_product_attention(qa, shared(k), shared(v), mask, options);
-    out = permute_copy(out.view({h, n, d}), {1, 0, 2}).view({1, n, h * d});
-    return b.o.forward(out);
+    return b.o.forward(grouped_query_attention(q, k, v, mask));
 }
 
 Tensor Llm::block(const LlmBlock& b, const Tensor& x, const Tensor& rope,

@@ -113,6 +113,8 @@ class Llm {
 
     int64_t width() const { return config_.width; }
     const LlmConfig& config() const { return config_; }
+    // The dtype of the blocks' weight matrices (block 0's q_proj): f32, bf16, q8_0 ...
+    DType weight_dtype() const { return blocks_.front().q.weight.dtype(); }
     // Drops the weights' file pages from RSS (see Residency); the next forward faults them
     // back in. Call once the prompt is encoded.
     void release_weights() const { pages_.release(); }
@@ -128,9 +130,16 @@ class Llm {
     Tensor embed_tokens_;  // [vocab, width], the file's dtype
     std::vector<LlmBlock> blocks_;
     Tensor norm_;  // [width], f32
-    bool streamed_ = false;
     WeightPages pages_;
 };
+
+// Causal grouped-query attention: q f32 [1, n, heads, d], k and v [1, n, kv_heads, d] with
+// kv_heads dividing heads (query head h reads key-value head h / (heads / kv_heads), as
+// transformers' repeat_kv); mask: undefined or broadcastable to [kv_heads, heads / kv_heads, n,
+// n]. Returns [1, n, heads * d]. The shared keys and values are broadcast views (stride 0), not
+// copies.
+Tensor grouped_query_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                               const Tensor& mask);
 
 // The rotation of one head row of `head_dim` values in place: pairs as `layout` places them,
 // pair p turned by the angle position * theta^(-2p / head_dim) (cos_sin: head_dim / 2 (cos,
