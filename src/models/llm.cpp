@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <variant>
 
 #include "base/error.h"
 #include "base/log.h"
@@ -28,7 +30,8 @@ std::optional<double> number(const std::map<std::string, MetadataValue>& md,
     return std::nullopt;  // a per-layer array or a string: not used
 }
 
-// The root scope of the text model under `w`, or "no root" (empty optional).
+// The scope of the text model under `w` (the first root holding its embedding or its first
+// block), or none.
 std::optional<Weights> find_root(const Weights& w) {
     for (const char* root : kRoots) {
         Weights m = w;
@@ -38,7 +41,7 @@ std::optional<Weights> find_root(const Weights& w) {
             m = m[rest.substr(0, dot)];
             rest.erase(0, dot + 1);
         }
-        if (m.has("embed_tokens.weight") && m.has("layers.0.self_attn.q_proj.weight")) return m;
+        if (m.has("embed_tokens.weight") || m.has("layers.0.self_attn.q_proj.weight")) return m;
     }
     return std::nullopt;
 }
