@@ -23,6 +23,7 @@
 #include "base/cpu_features.h"
 #include "base/error.h"
 #include "base/thread_pool.h"
+#include "llm_bench.h"
 #include "model_bench.h"
 #include "ops/compute_type.h"
 #include "ops/ops.h"
@@ -155,6 +156,7 @@ void usage() {
         "                --t5xxl FILE ... (SD3 / SD3.5's MMDiT as separate files)\n"
         "       sd-bench --upscale-model FILE [-W 128] [-H 128] [--upscale-tile-size 128] [-t N]\n"
         "       sd-bench --t5 FILE [--t5-tokens 256] [-t N]\n"
+        "       sd-bench --llm FILE [--llm-tokens 512] [--llm-layers N] [--params-backend disk]\n"
         "  -t THREADS        threads (default: physical cores); more than the usable CPUs are\n"
         "                    clamped with a warning, as sd-cli does\n"
         "  --oversubscribe   keep -t THREADS past the usable CPUs (to time the pool then)\n"
@@ -165,6 +167,8 @@ void usage() {
         "  --lora-apply-mode auto, immediately or at_runtime (default auto)\n"
         "  --upscale-model F time the ESRGAN upscaler on a W x H image (default 128x128)\n"
         "  --t5 FILE         time the T5 encoder (a --t5xxl file) on --t5-tokens ids\n"
+        "  --llm FILE        time the LLM text encoder's prefill (an --llm file) on --llm-tokens\n"
+        "                    ids, through its first --llm-layers blocks (default: all)\n"
         "  --min-time S      seconds each case repeats for (default 2)\n"
         "  --isa NAME        kernel family to use (default: the best this CPU has)\n"
         "  --compute-type T  auto (default: bf16 products for bf16 weights), f32 or bf16:\n"
@@ -178,6 +182,7 @@ int run(int argc, char** argv) {
     ModelBenchOptions model;
     UpscaleBenchOptions upscale;
     T5BenchOptions t5;
+    LlmBenchOptions llm;
     ComputeType compute = ComputeType::Auto;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
@@ -229,6 +234,12 @@ int run(int argc, char** argv) {
             t5.model = value();
         } else if (a == "--t5-tokens") {
             t5.tokens = std::atoi(value().c_str());
+        } else if (a == "--llm") {
+            llm.model = value();
+        } else if (a == "--llm-tokens") {
+            llm.tokens = std::atoi(value().c_str());
+        } else if (a == "--llm-layers") {
+            llm.layers = std::atoi(value().c_str());
         } else if (a == "--upscale-tile-size") {
             upscale.tile_size = std::atoi(value().c_str());
         } else if (a == "--taesd") {
@@ -248,7 +259,7 @@ int run(int argc, char** argv) {
             std::string v = value();
             SD_CHECK(v == "cpu" || v == "disk", "--params-backend: expected cpu or disk, not '%s'",
                      v.c_str());
-            model.streamed = v == "disk";
+            model.streamed = llm.streamed = v == "disk";
         } else if (a == "--lora") {
             model.lora = value();
             const size_t colon = model.lora.rfind(':');
@@ -291,6 +302,7 @@ int run(int argc, char** argv) {
     if (!model.model.empty() || !model.diffusion_model.empty()) return run_model_bench(model, peak);
     if (!upscale.model.empty()) return run_upscale_bench(upscale, peak);
     if (!t5.model.empty()) return run_t5_bench(t5, peak);
+    if (!llm.model.empty()) return run_llm_bench(llm, peak, bf16_peak);
     set_compute_type(ComputeType::F32);
     std::printf("%-20s %-30s %10s %10s %8s %9s\n", "case", "shape", "ms", "GFLOP/s", "% peak",
                 "GB/s");

@@ -17,6 +17,7 @@ const std::string_view kVaePrefix = canonical_prefix(ModelRole::Vae);
 const std::string_view kTextPrefix = canonical_prefix(ModelRole::TextEncoder);
 const std::string_view kText2Prefix = canonical_prefix(ModelRole::TextEncoder2);
 const std::string_view kT5Prefix = canonical_prefix(ModelRole::T5);
+const std::string_view kLlmPrefix = canonical_prefix(ModelRole::Llm);
 
 bool starts_with(std::string_view s, std::string_view p) {
     return s.substr(0, p.size()) == p;
@@ -150,6 +151,35 @@ std::string t5_from_llama_cpp(std::string_view s) {
     }
     return rename_prefix(
         s, {{"token_embd.", "shared."}, {"enc.output_norm.", "encoder.final_layer_norm."}});
+}
+
+// ---- llama.cpp's LLM GGUF names -> Hugging Face causal-LM names (Qwen2/3, Llama) ----
+
+std::string llm_from_llama_cpp(std::string_view s) {
+    // ComfyUI's single-file prefix ("text_encoders.qwen3_4b.transformer.") on a --llm file.
+    if (starts_with(s, "text_encoders.")) {
+        const size_t at = s.find(".transformer.");
+        if (at != std::string_view::npos) s.remove_prefix(at + 13);
+    }
+    if (consume(s, "blk.")) {
+        int i = 0;
+        if (!consume_index(s, i)) return "blk." + str(s);
+        const std::string layer = rename_prefix(s, {{"attn_norm.", "input_layernorm."},
+                                                    {"attn_q_norm.", "self_attn.q_norm."},
+                                                    {"attn_k_norm.", "self_attn.k_norm."},
+                                                    {"attn_q.", "self_attn.q_proj."},
+                                                    {"attn_k.", "self_attn.k_proj."},
+                                                    {"attn_v.", "self_attn.v_proj."},
+                                                    {"attn_output.", "self_attn.o_proj."},
+                                                    {"ffn_norm.", "post_attention_layernorm."},
+                                                    {"ffn_gate.", "mlp.gate_proj."},
+                                                    {"ffn_up.", "mlp.up_proj."},
+                                                    {"ffn_down.", "mlp.down_proj."}});
+        return "model.layers." + std::to_string(i) + "." + layer;
+    }
+    return rename_prefix(s, {{"token_embd.", "model.embed_tokens."},
+                             {"output_norm.", "model.norm."},
+                             {"output.", "lm_head."}});
 }
 
 // ---- OpenCLIP text encoder -> Hugging Face CLIPTextModel names ----
@@ -371,6 +401,10 @@ std::vector<TensorRecord> to_canonical_names(std::vector<TensorRecord> records, 
                 break;
             case ModelRole::T5:
                 r.name = str(kT5Prefix) + t5_from_llama_cpp(rest);
+                out.push_back(std::move(r));
+                break;
+            case ModelRole::Llm:
+                r.name = str(kLlmPrefix) + llm_from_llama_cpp(rest);
                 out.push_back(std::move(r));
                 break;
             default:

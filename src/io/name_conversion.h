@@ -12,6 +12,11 @@
 //                             T5EncoderModel names (shared.weight, encoder.block.N...);
 //                             llama.cpp's T5 GGUF names (token_embd, enc.blk.N.attn_q ...)
 //                             are converted to them
+//   text_encoders.llm.*       the LLM text encoder (--llm), Hugging Face causal-LM names
+//                             (model.embed_tokens, model.layers.N.self_attn.q_proj ...);
+//                             llama.cpp's GGUF names (token_embd, blk.N.attn_q, output_norm
+//                             ...) are converted to them, ComfyUI's
+//                             "text_encoders.<name>.transformer." prefix is dropped
 //   ...                       the other roles of component_roles.h (--llm, --clip_vision ...)
 //                             under their prefixes, their names kept as the file has them
 //                             until a family that reads them converts them here
