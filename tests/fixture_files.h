@@ -4,6 +4,7 @@
 // writer instead of racing.
 #pragma once
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -116,23 +117,62 @@ inline std::vector<ReadmeFixture> readme_fixtures() {
     return out;
 }
 
+// A file the README's table does not list, named as its rows are: "DIR/NAME_DTYPE_seedN.safetensors"
+// with manifests/NAME.tsv, or the one manifest NAME_*.tsv ("qwen3/qwen3_4b_bf16_seed31" is
+// made from qwen3_4b_l36.tsv, the depth suffix left out of the name). false: not such a name.
+inline bool fixture_by_name(const std::string& name, ReadmeFixture& out) {
+    static const std::regex pattern(R"(^(?:[A-Za-z0-9_]+/)?([A-Za-z0-9_]+?)_(f16|f32|bf16)_seed([0-9]+)\.safetensors$)");
+    std::smatch m;
+    if (!std::regex_match(name, m, pattern)) return false;
+    const std::string stem = m[1], dir = fixtures_dir() + "/manifests/";
+    std::string manifest;
+    if (file_exists(dir + stem + ".tsv")) {
+        manifest = stem;
+    } else if (DIR* d = ::opendir(dir.c_str())) {
+        while (dirent* e = ::readdir(d)) {
+            const std::string file = e->d_name;
+            if (file.rfind(stem + "_", 0) == 0 && file.size() > 4 &&
+                file.compare(file.size() - 4, 4, ".tsv") == 0) {
+                if (!manifest.empty()) fail("%s: several manifests %s_*.tsv", name.c_str(), stem.c_str());
+                manifest = file.substr(0, file.size() - 4);
+            }
+        }
+        ::closedir(d);
+    }
+    if (manifest.empty()) return false;
+    out = {name, manifest, m[2], std::stoi(m[3].str())};
+    return true;
+}
+
+inline std::string make_fixture(const ReadmeFixture& f) {
+    std::string path = fixture_cache_dir() + "/" + f.name;
+    size_t slash = path.rfind('/');
+    ::mkdir(path.substr(0, slash).c_str(), 0755);
+    generate_once(path, f.manifest, f.dtype, f.seed);
+    return path;
+}
+
 inline std::string fixture_file(const std::string& name) {
     for (const ReadmeFixture& f : readme_fixtures()) {
-        if (f.name != name) continue;
-        std::string path = fixture_cache_dir() + "/" + f.name;
-        size_t slash = path.rfind('/');
-        ::mkdir(path.substr(0, slash).c_str(), 0755);
-        generate_once(path, f.manifest, f.dtype, f.seed);
-        return path;
+        if (f.name == name) return make_fixture(f);
     }
+    ReadmeFixture named;
+    if (fixture_by_name(name, named)) return make_fixture(named);
     fail("%s is not a generated file of the fixtures README", name.c_str());
 }
 
-// Generates every README file at `relative` or below it (a folder such as "loras").
+// Generates every README file at `relative` or below it (a folder such as "loras"), or the
+// file `relative` names as the README's rows do.
 inline void generate_fixtures_under(const std::string& relative) {
+    bool listed = false;
     for (const ReadmeFixture& f : readme_fixtures()) {
-        if (f.name == relative || f.name.rfind(relative + "/", 0) == 0) fixture_file(f.name);
+        if (f.name == relative || f.name.rfind(relative + "/", 0) == 0) {
+            fixture_file(f.name);
+            listed = true;
+        }
     }
+    ReadmeFixture named;
+    if (!listed && fixture_by_name(relative, named)) make_fixture(named);
 }
 
 inline std::string tests_source_dir() {

@@ -15,14 +15,17 @@ extern const Family kFluxFamily;
 extern const Family kChromaFamily;
 extern const Family kWanFamily;
 extern const Family kQwenImageFamily;
+extern const Family kZImageFamily;
 extern const Family kLumina2Family;
 
 std::span<const Family* const> families() {
     // UNet families by their context width and label_emb, then the DiT layouts by their
-    // block names (Chroma before FLUX: it has FLUX's blocks and more).
-    static const Family* const table[] = {
-        &kSd1Family,    &kSd2Family,  &kSdxlRefinerFamily, &kSdxlFamily,      &kSd3Family,
-        &kChromaFamily, &kFluxFamily, &kWanFamily,         &kQwenImageFamily, &kLumina2Family};
+    // block names (Chroma before FLUX: it has FLUX's blocks and more; Z-Image before Lumina 2:
+    // both are NextDiTs).
+    static const Family* const table[] = {&kSd1Family,    &kSd2Family,    &kSdxlRefinerFamily,
+                                          &kSdxlFamily,   &kSd3Family,    &kChromaFamily,
+                                          &kFluxFamily,   &kWanFamily,    &kQwenImageFamily,
+                                          &kZImageFamily, &kLumina2Family};
     return table;
 }
 

@@ -1,7 +1,7 @@
 // Every case of every folder of ../shared/fixtures/reference/ (but those of features not
 // built yet, listed below), run through sd-cli as its cases.tsv says (in the cases' folder,
 // on the generated fixture checkpoint its header names), must give an image within 40 dB
-// PSNR of the reference PNG.
+// PSNR of the reference PNG (more for the folders whose README row says so).
 #include <gtest/gtest.h>
 
 #include <dirent.h>
@@ -39,8 +39,19 @@ const std::vector<std::pair<const char*, const char*>> kNotBuiltYet = {
     {"flux2", "issue 30: FLUX.2"},
     {"qwen_image", "issue 24: Qwen-Image"},
     {"wan", "issue 25: Wan video"},
-    {"zimage", "issue 23: LLM text encoders and Z-Image"},
 };
+
+// The PSNR floor of each folder (the fixtures README's table: between how far another prompt
+// moves the reference image and how far the reference moves itself with an f32 DiT); 40 dB for
+// the others.
+double psnr_floor(const std::string& folder) {
+    static const std::vector<std::pair<const char*, double>> floors = {
+        {"zimage", 50.0}, {"chroma", 50.0}, {"flux2", 54.0}, {"qwen_image", 50.0}, {"wan", 48.0}};
+    for (const auto& [name, floor] : floors) {
+        if (folder == name) return floor;
+    }
+    return 40.0;
+}
 
 bool built(const std::string& folder) {
     for (const auto& [name, why] : kNotBuiltYet) {
@@ -165,7 +176,7 @@ TEST_P(ReferenceCaseTest, MatchesTheReferenceImage) {
     const double p = test::psnr(got.pixels, want.pixels);
     std::printf("%s/%s: PSNR %.2f dB\n", c.family.c_str(), c.id.c_str(), p);
     RecordProperty("psnr_db", std::to_string(p));
-    EXPECT_GE(p, 40.0);
+    EXPECT_GE(p, psnr_floor(c.family));
     std::remove(out.c_str());
 }
 
