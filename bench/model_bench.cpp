@@ -86,6 +86,7 @@ int run_model_bench(const ModelBenchOptions& o, double peak) {
     if (!o.clip_l.empty()) files.add(o.clip_l, ModelRole::TextEncoder);
     if (!o.clip_g.empty()) files.add(o.clip_g, ModelRole::TextEncoder2);
     if (!o.t5xxl.empty()) files.add(o.t5xxl, ModelRole::T5);
+    if (!o.llm.empty()) files.add(o.llm, ModelRole::Llm);
     if (!o.vae.empty()) files.add(o.vae, ModelRole::Vae);
     const std::string& main_file = o.model.empty() ? o.diffusion_model : o.model;
     LoadOptions options;

@@ -14,9 +14,9 @@ namespace sd::bench {
 
 struct ModelBenchOptions {
     std::string model;
-    // Component files (FLUX: --diffusion-model, --vae, --clip_l, --t5xxl; SD3 also --clip_g),
-    // with or without -m.
-    std::string diffusion_model, vae, clip_l, clip_g, t5xxl;
+    // Component files (FLUX: --diffusion-model, --vae, --clip_l, --t5xxl; SD3 also --clip_g;
+    // Z-Image: --diffusion-model, --vae, --llm), with or without -m.
+    std::string diffusion_model, vae, clip_l, clip_g, t5xxl, llm;
     float cfg_scale = 7.0f;  // 1: one pass a step (no negative side)
     float guidance = 3.5f;   // distilled guidance (FLUX.1-dev)
     std::string tokenizer_dir;

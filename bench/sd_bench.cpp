@@ -154,6 +154,7 @@ void usage() {
         "                (FLUX as separate files; also [--guidance 3.5])\n"
         "       sd-bench --diffusion-model FILE --vae FILE --clip_l FILE --clip_g FILE\n"
         "                --t5xxl FILE ... (SD3 / SD3.5's MMDiT as separate files)\n"
+        "       sd-bench --diffusion-model FILE --vae FILE --llm FILE ... (Z-Image)\n"
         "       sd-bench --upscale-model FILE [-W 128] [-H 128] [--upscale-tile-size 128] [-t N]\n"
         "       sd-bench --t5 FILE [--t5-tokens 256] [-t N]\n"
         "       sd-bench --llm FILE [--llm-tokens 512] [--llm-layers N] [--params-backend disk]\n"
@@ -168,7 +169,8 @@ void usage() {
         "  --upscale-model F time the ESRGAN upscaler on a W x H image (default 128x128)\n"
         "  --t5 FILE         time the T5 encoder (a --t5xxl file) on --t5-tokens ids\n"
         "  --llm FILE        time the LLM text encoder's prefill (an --llm file) on --llm-tokens\n"
-        "                    ids, through its first --llm-layers blocks (default: all)\n"
+        "                    ids, through its first --llm-layers blocks (default: all); with\n"
+        "                    --diffusion-model, the model's LLM text encoder\n"
         "  --min-time S      seconds each case repeats for (default 2)\n"
         "  --isa NAME        kernel family to use (default: the best this CPU has)\n"
         "  --compute-type T  auto (default: bf16 products for bf16 weights), f32 or bf16:\n"
@@ -299,7 +301,10 @@ int run(int argc, char** argv) {
                     num_threads(), bf16_peak, compute_type_name(compute));
     }
     std::printf("\n");
-    if (!model.model.empty() || !model.diffusion_model.empty()) return run_model_bench(model, peak);
+    if (!model.model.empty() || !model.diffusion_model.empty()) {
+        model.llm = llm.model;  // with a diffusion model, --llm is its text encoder
+        return run_model_bench(model, peak);
+    }
     if (!upscale.model.empty()) return run_upscale_bench(upscale, peak);
     if (!t5.model.empty()) return run_t5_bench(t5, peak);
     if (!llm.model.empty()) return run_llm_bench(llm, peak, bf16_peak);

@@ -15,6 +15,7 @@
 #include "stable-diffusion-ext.h"
 #include "stable-diffusion.h"
 #include "tokenizer/clip_tokenizer.h"
+#include "tokenizer/qwen2_tokenizer.h"
 #include "tokenizer/t5_tokenizer.h"
 
 namespace sd::api {
@@ -61,6 +62,19 @@ std::map<std::string, MetadataValue> tokenizer_metadata(const ModelFiles& files,
             T5Tokenizer tokenizer = find_t5_tokenizer(search);
             SD_LOG_INFO("embedding the T5 tokenizer vocabulary (%zu pieces)",
                         tokenizer.vocab_size());
+            return tokenizer.to_gguf_metadata();
+        }
+        // An LLM text encoder (--llm, or converted alone with -m): the Qwen2 vocabulary, which
+        // llama.cpp's GGUF LLM files carry as well.
+        if (files.has_role(ModelRole::Llm) || files.has_prefix("model.embed_tokens.") ||
+            files.has_prefix("model.language_model.embed_tokens.")) {
+            Qwen2TokenizerSearch search;
+            search.tokenizer_dir = tokenizer_dir;
+            search.llm_path = model_path;
+            search.llm_file = model_file;
+            Qwen2Tokenizer tokenizer = find_qwen2_tokenizer(search);
+            SD_LOG_INFO("embedding the Qwen2 tokenizer vocabulary (%zu tokens, %zu merges)",
+                        tokenizer.vocab_size(), tokenizer.merge_count());
             return tokenizer.to_gguf_metadata();
         }
     } catch (const Error& e) {
