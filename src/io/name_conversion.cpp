@@ -155,12 +155,24 @@ std::string t5_from_llama_cpp(std::string_view s) {
 
 // ---- llama.cpp's LLM GGUF names -> Hugging Face causal-LM names (Qwen2/3, Llama) ----
 
+// ComfyUI's prefix of an LLM text encoder, "text_encoders.<name>.transformer." or
+// "text_encoders.<name>." (qwen3_4b, qwen25_7b, qwen3vl_4b, ...), before Hugging Face names:
+// true with `rest` the names below it. (clip_l, clip_g and t5xxl are aliases of their roles.)
+bool comfy_llm_name(std::string_view name, std::string_view& rest) {
+    std::string_view s = name;
+    if (!consume(s, "text_encoders.")) return false;
+    const size_t dot = s.find('.');
+    if (dot == std::string_view::npos) return false;
+    s.remove_prefix(dot + 1);
+    consume(s, "transformer.");
+    if (!starts_with(s, "model.") && !starts_with(s, "lm_head.") && !starts_with(s, "visual."))
+        return false;
+    rest = s;
+    return true;
+}
+
 std::string llm_from_llama_cpp(std::string_view s) {
-    // ComfyUI's single-file prefix ("text_encoders.qwen3_4b.transformer.") on a --llm file.
-    if (starts_with(s, "text_encoders.")) {
-        const size_t at = s.find(".transformer.");
-        if (at != std::string_view::npos) s.remove_prefix(at + 13);
-    }
+    comfy_llm_name(s, s);  // a --llm file with ComfyUI's prefix
     if (consume(s, "blk.")) {
         int i = 0;
         if (!consume_index(s, i)) return "blk." + str(s);
@@ -368,7 +380,10 @@ std::vector<TensorRecord> to_canonical_names(std::vector<TensorRecord> records, 
         std::string_view s = r.name;
         ModelRole part = role;
         if (role == ModelRole::Checkpoint) {
-            if (!split_component_name(r.name, part, s)) {
+            if (split_component_name(r.name, part, s)) {
+            } else if (comfy_llm_name(r.name, s)) {
+                part = ModelRole::Llm;  // ComfyUI's all-in-one files: text_encoders.qwen3_4b...
+            } else {
                 out.push_back(std::move(r));  // not a component we know: kept for the report
                 continue;
             }

@@ -15,8 +15,9 @@
 //   text_encoders.llm.*       the LLM text encoder (--llm), Hugging Face causal-LM names
 //                             (model.embed_tokens, model.layers.N.self_attn.q_proj ...);
 //                             llama.cpp's GGUF names (token_embd, blk.N.attn_q, output_norm
-//                             ...) are converted to them, ComfyUI's
-//                             "text_encoders.<name>.transformer." prefix is dropped
+//                             ...) are converted to them; ComfyUI's names
+//                             "text_encoders.<name>[.transformer].model.*" (qwen3_4b ...: an
+//                             all-in-one file's or a --llm file's) are moved here
 //   ...                       the other roles of component_roles.h (--llm, --clip_vision ...)
 //                             under their prefixes, their names kept as the file has them
 //                             until a family that reads them converts them here

@@ -246,6 +246,8 @@ void llm_rope_row(float* x, const float* cs, int64_t d, RopeLayout layout) {
 }
 
 Tensor llm_rope_table(std::span<const int32_t> positions, int64_t n, int64_t d, float theta) {
+    SD_CHECK(positions.empty() || static_cast<int64_t>(positions.size()) == n,
+             "LLM: %zu positions for %lld tokens", positions.size(), static_cast<long long>(n));
     const int64_t half = d / 2;
     Tensor t = Tensor::empty({n, half, 2});
     float* out = t.data<float>();

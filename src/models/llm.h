@@ -108,6 +108,7 @@ class Llm {
     // order (duplicates count once; layers it does not have are skipped, as the reference's
     // std::set lookup does). When out_layers is empty, or none of them exists (e.g. {35} or
     // {9, 18, 27} on a 2-block file), the result is the final-normed output [1, n, width].
+    // Blocks past the last layer asked for are not run (their output is not returned).
     Tensor forward(std::span<const int32_t> ids, std::span<const int> out_layers = {},
                    const LlmInput& input = {}) const;
 

@@ -10,6 +10,7 @@ Writes, into OUT_DIR (f32 safetensors):
   qwen3_nested.safetensors  the same under model.language_model.* (newer transformers)
   qwen3_llama.safetensors   the same under llama.cpp's GGUF names (blk.N.attn_q ...)
   qwen3_comfy.safetensors   the same under ComfyUI's text_encoders.qwen3_4b.transformer.
+  qwen3_comfy_short.safetensors  the same under text_encoders.qwen3_4b. (some all-in-one files)
   qwen3_bad.safetensors     blocks 1's mlp.up_proj one row short and block 2's k_norm missing
   qwen2.safetensors         a tiny Qwen2: 2 blocks, width 64, 4 heads / 2 KV heads of 16, q/k/v
                             biases, no q/k norms, ffn 96, vocabulary 300, rope theta 1e4
@@ -162,6 +163,8 @@ def write_qwen3(out, rng, ids, expected):
                       {llama_cpp_name(k): v for k, v in w.items()})
     write_safetensors(os.path.join(out, "qwen3_comfy.safetensors"), w,
                       "text_encoders.qwen3_4b.transformer.")
+    write_safetensors(os.path.join(out, "qwen3_comfy_short.safetensors"), w,
+                      "text_encoders.qwen3_4b.")
     bad = dict(w)
     bad["model.layers.1.mlp.up_proj.weight"] = bad["model.layers.1.mlp.up_proj.weight"][:-1]
     del bad["model.layers.2.self_attn.k_norm.weight"]

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <vector>
 
@@ -21,15 +22,18 @@
 namespace sd {
 namespace {
 
-// The reference files, made once per test program.
+// The reference files (about 50 MB), made once per test program and removed when it exits.
 const std::string& reference_dir() {
-    static const std::string dir = [] {
-        const std::string d = test::temp_path("llm_reference");
-        test::run_or_fail("rm -rf " + d + " && mkdir -p " + d + " && /usr/bin/python3 " +
-                          test::tests_source_dir() + "/models/llm_reference.py " + d);
-        return d;
-    }();
-    return dir;
+    struct Dir {
+        std::string path = test::temp_path("llm_reference");
+        Dir() {
+            test::run_or_fail("rm -rf " + path + " && mkdir -p " + path + " && /usr/bin/python3 " +
+                              test::tests_source_dir() + "/models/llm_reference.py " + path);
+        }
+        ~Dir() { std::filesystem::remove_all(path); }
+    };
+    static const Dir dir;
+    return dir.path;
 }
 
 std::string ref(const std::string& file) {
@@ -54,9 +58,9 @@ const std::vector<int32_t>& ids() {
 }
 
 Llm load(const std::string& path, const LlmOptions& options = {},
-         Residency residency = Residency::Resident) {
+         Residency residency = Residency::Resident, ModelRole role = ModelRole::Llm) {
     ModelFiles files;
-    files.add(path, ModelRole::Llm);
+    files.add(path, role);
     LlmOptions o = llm_options(files);
     if (options.head_dim) o.head_dim = options.head_dim;
     if (options.rope_theta > 0) o.rope_theta = options.rope_theta;
@@ -144,6 +148,9 @@ TEST(Llm, NameForms) {
         expect_final_matches(llm);
         EXPECT_LT(relative_max_error(llm.forward(ids(), l12), "q3_layers_1_2", 512), 1e-4) << file;
     }
+    // ComfyUI's prefixes in an all-in-one (-m) file.
+    for (const char* file : {"qwen3_comfy.safetensors", "qwen3_comfy_short.safetensors"})
+        expect_final_matches(load(ref(file), {}, Residency::Resident, ModelRole::Checkpoint));
 }
 
 TEST(Llm, Qwen2WithBiasesMatchesNumpyReference) {
