@@ -82,7 +82,8 @@ constexpr ComponentRole kRoles[] = {
      "path to the T5-XXL text encoder",
      "text_encoders.t5xxl.transformer.", {}, kT5Folders, kT5Marks},
     {ModelRole::Llm, "LLM", "--llm", "", "--qwen2vl", "llm_path",
-     "path to the LLM text encoder (Qwen2.5-VL for Qwen-Image, Mistral for FLUX.2, ...)",
+     "path to the LLM text encoder (Qwen3-4B for Z-Image, Qwen2.5-VL for Qwen-Image, "
+     "Mistral for FLUX.2, ...)",
      "text_encoders.llm.", {}, kLlmFolders, kLlmMarks},
     {ModelRole::LlmVision, "LLM vision encoder", "--llm_vision", "", "--qwen2vl_vision",
      "llm_vision_path", "path to the LLM vision tower",
