@@ -8,7 +8,8 @@
 # Makes BIG_DIR/zimage_turbo_full_q8_0.gguf (6.5 GB) and BIG_DIR/qwen3_4b_q8_0.gguf (4.3 GB)
 # with bench/make_zimage_full_q8.py when they are missing (delete them afterwards). The VAE is
 # the FLUX fixture's (build/fixture-cache/flux), the vocabulary the shared fixtures' Qwen2 one.
-# Not part of the test suite.
+# Not part of the test suite. Measured 2026-12-03 (-t 2, quiet): peak RSS 1.25 GiB
+# (1,309,376 kB), prompt encoded in 6.9 s, the step 190 s, decode 26.6 s, 3:44 in all.
 source "$(dirname "$0")/bench_setup.sh"
 dit=$big/zimage_turbo_full_q8_0.gguf
 llm=$big/qwen3_4b_q8_0.gguf
