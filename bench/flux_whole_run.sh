@@ -24,37 +24,8 @@ paths=()
 for f in "${files[@]}"; do paths+=("$fx/$f.safetensors"); done
 cat "${paths[@]}" >/dev/null
 
-log=$(mktemp)
-for run in $(seq "$runs"); do
-    /usr/bin/time -v "$build/tools/cli/sd-cli" --diffusion-model "${paths[0]}" --vae "${paths[1]}" \
-        --clip_l "${paths[2]}" --t5xxl "${paths[3]}" --tokenizer-dir "$fixtures/tokenizers" \
-        -p "a lovely cat holding a sign" --cfg-scale 1 --guidance 3.5 --sampling-method euler \
-        --steps 4 -W 256 -H 256 -s 42 --rng cuda -t "$threads" -o "$(dirname "$log")/flux_whole_run.png" \
-        >"$log" 2>&1 || { cat "$log"; exit 1; }
-    echo "run $run:"
-    tr '\r' '\n' <"$log" | grep -E "prompt encoded|step [0-9]/|sampling done|decoded|image 1 done" | sed 's/^/  /'
-    grep -E "Elapsed|User time|System time" "$log" | sed 's/^\s*/  /'
-    echo "  $(peak_rss "$log")"
-done
-rm -f "$log"
-
-# Fresh buffers (zero pages until written) filled by read(), kept until the end as loaded
-# weights are.
-/usr/bin/python3 - "${paths[@]}" <<'PY'
-import os, sys, time
-start, kept, total = time.monotonic(), [], 0
-for path in sys.argv[1:]:
-    buf = bytearray(os.path.getsize(path))
-    view, done = memoryview(buf), 0
-    with open(path, "rb", buffering=0) as f:
-        while done < len(buf):
-            n = f.readinto(view[done:])
-            if not n:
-                sys.exit(f"{path}: short read")
-            done += n
-    kept.append(buf)
-    total += len(buf)
-seconds = time.monotonic() - start
-print(f"reading the {total / 1e9:.2f} GB of weights into fresh memory: {seconds:.2f} s "
-      f"({total / 1e9 / seconds:.2f} GB/s)")
-PY
+timed_runs "$runs" flux_whole_run --diffusion-model "${paths[0]}" --vae "${paths[1]}" \
+    --clip_l "${paths[2]}" --t5xxl "${paths[3]}" --tokenizer-dir "$fixtures/tokenizers" \
+    -p "a lovely cat holding a sign" --cfg-scale 1 --guidance 3.5 --sampling-method euler \
+    --steps 4 -W 256 -H 256 -s 42 --rng cuda -t "$threads"
+fresh_read_floor "${paths[@]}"
