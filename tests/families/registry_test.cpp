@@ -78,7 +78,8 @@ TEST(FamilyRegistry, EachFamilyDeclaresItsRolesOnce) {
         EXPECT_NE(find_role_use(*f, ModelRole::DiffusionModel), nullptr) << f->name;
         EXPECT_NE(find_role_use(*f, ModelRole::Vae), nullptr) << f->name;
     }
-    EXPECT_TRUE(some_family_takes(ModelRole::Llm));  // Qwen-Image, Lumina 2 (not built yet)
+    EXPECT_TRUE(
+        some_family_takes(ModelRole::Llm));  // Z-Image; Qwen-Image, Lumina 2 (not built yet)
     EXPECT_FALSE(some_family_takes(ModelRole::AudioVae));
 }
 
@@ -117,10 +118,11 @@ TEST(FamilyRegistry, APartTheFamilyTakesNotIsNamedWithItsOption) {
                              }}});
     ModelFiles unknown;
     unknown.add(odd, ModelRole::DiffusionModel);
-    unknown.add(llm, ModelRole::Llm);
+    unknown.add(llm, ModelRole::LlmVision);  // Qwen-Image's, not built yet
     error = test::error_of([&] { load_model(unknown, options()); });
     EXPECT_NE(error.find("no known model layout"), std::string::npos) << error;
-    EXPECT_NE(error.find("--llm (LLM) is taken by no model family this build runs"),
+    EXPECT_NE(error.find("--llm_vision (LLM vision encoder) is taken by no model family this "
+                         "build runs"),
               std::string::npos)
         << error;
 }
