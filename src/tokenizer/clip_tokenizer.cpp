@@ -464,7 +464,11 @@ ClipTokenizer ClipTokenizer::from_dir(const std::string& dir) {
 }
 
 bool ClipTokenizer::gguf_has_vocab(const std::map<std::string, MetadataValue>& metadata) {
-    return metadata.count(kKeyTokens) != 0;
+    if (metadata.count(kKeyTokens) == 0) return false;
+    // Another tokenizer's vocabulary (a T5's "t5", an LLM's "gpt2") is not a CLIP one.
+    const MetadataValue* model = find_key(metadata, kKeyModel);
+    const auto* name = model ? std::get_if<std::string>(&model->value) : nullptr;
+    return !model || (name && *name == kModelName);
 }
 
 ClipTokenizer ClipTokenizer::from_gguf_metadata(const std::map<std::string, MetadataValue>& md,

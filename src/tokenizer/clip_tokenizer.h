@@ -43,7 +43,8 @@ class ClipTokenizer {
     // From GGUF metadata (keys in README.md); `source` names the file in error messages.
     static ClipTokenizer from_gguf_metadata(const std::map<std::string, MetadataValue>& metadata,
                                             const std::string& source);
-    // Whether the metadata carries a CLIP vocabulary at all (the tokens key is present).
+    // Whether the metadata carries a CLIP vocabulary: tokens, and tokenizer.ggml.model "clip"
+    // or none (a T5's or an LLM's vocabulary is not one).
     static bool gguf_has_vocab(const std::map<std::string, MetadataValue>& metadata);
     // The metadata that from_gguf_metadata() reads back: what a converter writes into a GGUF.
     std::map<std::string, MetadataValue> to_gguf_metadata() const;

@@ -109,5 +109,26 @@ TEST(FluxGguf, ReferenceCaseOnQ8_0) {
     std::remove(out.c_str());
 }
 
+// CLIP-L and T5-XXL both converted to GGUF with their vocabularies, as a user makes them: each
+// text encoder finds its own vocabulary in its own file (the CLIP search passes the T5's by),
+// with no tokenizer files anywhere.
+TEST(FluxGguf, EachTextEncoderFindsItsOwnVocabulary) {
+    const std::string clip =
+        converted_q8_0("flux/clip_l_f16_seed12.safetensors", "clip_l_q8_0.gguf");
+    const std::string t5 =
+        converted_q8_0("flux/t5xxl_l2_f16_seed13.safetensors", "t5xxl_l2_q8_0.gguf");
+    const std::string out = testing::TempDir() + "/sd_flux_gguf_vocabularies.png";
+    const std::string command =
+        "env -u SD_TOKENIZER_DIR " + quote(SD_CLI_PATH) + " --diffusion-model " +
+        quote(test::fixture_file("flux/flux_dev_d2s2_bf16_seed10.safetensors")) + " --t5xxl " +
+        quote(t5) + " --clip_l " + quote(clip) + " --vae " +
+        quote(test::fixture_file("flux/flux_ae_f32_seed11.safetensors")) +
+        " -p 'a lovely cat holding a sign' --cfg-scale 1 --steps 1 -W 64 -H 64 -s 42 -t 2 -o " +
+        quote(out) + " 2>&1";
+    std::printf("%s\n", command.c_str());
+    ASSERT_EQ(std::system(command.c_str()), 0) << command;
+    std::remove(out.c_str());
+}
+
 }  // namespace
 }  // namespace sd

@@ -627,6 +627,20 @@ TEST(ClipTokenizer, GgufMetadataBuiltByHand) {
     EXPECT_FALSE(ClipTokenizer::gguf_has_vocab({}));
 }
 
+// A T5's or an LLM's GGUF vocabulary is no CLIP vocabulary: with the CLIP-L and the T5-XXL both
+// converted to GGUF with their vocabularies, the CLIP search passes the T5's by.
+TEST(ClipTokenizerGguf, OtherTokenizersAreNotClipVocabularies) {
+    std::map<std::string, MetadataValue> md;
+    md["tokenizer.ggml.tokens"] = strings({"a", "b"});
+    EXPECT_TRUE(ClipTokenizer::gguf_has_vocab(md));  // no model key: read as CLIP
+    md["tokenizer.ggml.model"] = MetadataValue{std::string("clip")};
+    EXPECT_TRUE(ClipTokenizer::gguf_has_vocab(md));
+    for (const char* other : {"t5", "gpt2", "llama"}) {
+        md["tokenizer.ggml.model"] = MetadataValue{std::string(other)};
+        EXPECT_FALSE(ClipTokenizer::gguf_has_vocab(md)) << other;
+    }
+}
+
 // --- finding the vocabulary ---
 
 class FindClipTokenizer : public test::TokenizerSearchFixture {
