@@ -214,9 +214,12 @@ ClipTokenizer find_model_tokenizer(const ModelFiles& files, const LoadOptions& o
     ClipTokenizerSearch search;
     search.tokenizer_dir = options.tokenizer_dir;
     search.model_path = options.model_path;
+    // The file that carries a CLIP vocabulary, else the first (the model's own, named in the
+    // message as searched).
     for (const TensorFile& f : files.files()) {
         if (ClipTokenizer::gguf_has_vocab(f.metadata)) search.model_file = &f;
     }
+    if (!search.model_file && !files.files().empty()) search.model_file = &files.files().front();
     return find_clip_tokenizer(search);
 }
 

@@ -693,7 +693,11 @@ ClipTokenizer find_clip_tokenizer(const ClipTokenizerSearch& search) {
     if (!search.model_file) {
         searched.push_back("GGUF metadata: no model file given");
     } else if (!ClipTokenizer::gguf_has_vocab(search.model_file->metadata)) {
-        searched.push_back("GGUF metadata of " + search.model_file->path + ": no " + kKeyTokens);
+        const MetadataValue* model = find_key(search.model_file->metadata, kKeyModel);
+        searched.push_back("GGUF metadata of " + search.model_file->path + ": " +
+                           (model && search.model_file->metadata.count(kKeyTokens)
+                                ? "a " + model->to_string() + " vocabulary, not a CLIP one"
+                                : std::string("no ") + kKeyTokens));
     } else {
         SD_LOG_INFO("CLIP tokenizer: GGUF metadata of %s", search.model_file->path.c_str());
         return ClipTokenizer::from_gguf_metadata(search.model_file->metadata,
