@@ -812,6 +812,7 @@ TEST(CliRequest, LoraTagsAndPromptFiles) {
     std::filesystem::create_directories(dir + "/sub");
     std::ofstream(dir + "/style.safetensors") << "x";
     std::ofstream(dir + "/sub/detail.gguf") << "x";
+    std::ofstream(dir + "/old_style.ckpt") << "x";
     CliParams p;
     p.lora_model_dir = dir;
     // A tag naming no file is an error naming it.
@@ -837,6 +838,11 @@ TEST(CliRequest, LoraTagsAndPromptFiles) {
     EXPECT_EQ(r.loras[1].path, normal(dir + "/sub/detail.gguf"));
     EXPECT_TRUE(r.loras[2].high_noise);
     EXPECT_FLOAT_EQ(r.loras[2].multiplier, 1.5f);
+    // A .ckpt LoRA is looked up like the others.
+    p.prompt = "<lora:old_style:0.7>a cat";
+    r = resolve_request(p);
+    ASSERT_EQ(r.loras.size(), 1u);
+    EXPECT_EQ(r.loras[0].path, normal(dir + "/old_style.ckpt"));
     // An unclosed tag in a long prompt is plain text, not a crash; a prompt longer than
     // --max-prompt-tokens could take is refused before it is tokenized.
     p.prompt = "<lora:" + std::string(40000, 'x');

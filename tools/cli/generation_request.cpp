@@ -14,7 +14,8 @@ namespace fs = std::filesystem;
 namespace cli {
 namespace {
 
-const char* const kModelExtensions[] = {".gguf", ".safetensors", ".pt"};
+// What a <lora:NAME> tag or an --embd-dir entry may be called (the reference takes .ckpt too).
+const char* const kModelExtensions[] = {".gguf", ".safetensors", ".pt", ".ckpt"};
 
 const char* c_str_or_null(const std::string& s) {
     return s.empty() ? nullptr : s.c_str();
