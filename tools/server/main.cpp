@@ -8,10 +8,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <fstream>
 #include <iostream>
@@ -120,7 +122,39 @@ int run_worker(server::QueueSetup& queues, const sigset_t& stop_signals) {
     return 0;
 }
 
+// Binds the HTTP port (0: any free one, written back into `port`), with the listen backlog
+// raised; false after saying why.
+bool bind_port(server::GuardedServer& svr, const std::string& ip, int& port) {
+    int listen_fd = -1;
+    svr.set_socket_options([&listen_fd](socket_t sock) {
+        httplib::default_socket_options(sock);
+        listen_fd = sock;
+    });
+    const int asked = port;
+    errno = 0;
+    const bool bound =
+        port == 0 ? (port = svr.bind_to_any_port(ip)) > 0 : svr.bind_to_port(ip, port);
+    if (!bound) {
+        const int why = errno;
+        cli::log_error("cannot listen on %s:%d: %s", ip.c_str(), asked,
+                       why ? std::strerror(why) : "the address cannot be bound");
+        return false;
+    }
+    // Debian's cpp-httplib listens with a backlog of 5: a burst of clients would see their
+    // connections dropped and retried a second later. Listening again raises it.
+    if (listen_fd >= 0) ::listen(listen_fd, SOMAXCONN);
+    return true;
+}
+
 int serve(server::ServerConfig config, cli::CliParams params, const sigset_t& stop_signals) {
+    // The port before the model: a taken port is said at once, not after minutes of loading.
+    const bool http = server::QueueSetup::serves_http(config);
+    std::unique_ptr<server::GuardedServer> svr;
+    int port = config.listen_port;
+    if (http) {
+        svr = std::make_unique<server::GuardedServer>(http_limits(config));
+        if (!bind_port(*svr, config.listen_ip, port)) return 1;
+    }
     std::unique_ptr<server::ModelRunner> runner;
     if (server::QueueSetup::runs_model(config)) {
         runner = server::ModelRunner::load(params);
@@ -130,7 +164,7 @@ int serve(server::ServerConfig config, cli::CliParams params, const sigset_t& st
         }
     }
     server::QueueSetup queues(config, params, runner.get());
-    if (!server::QueueSetup::serves_http(config)) return run_worker(queues, stop_signals);
+    if (!http) return run_worker(queues, stop_signals);
     server::ServerState state(config, params, queues.queue());
     // An API node without the model cannot check a LoRA; its worker does at job time.
     state.check_lora = [&runner](const std::string& path) {
@@ -138,27 +172,11 @@ int serve(server::ServerConfig config, cli::CliParams params, const sigset_t& st
     };
     state.ref_images = runner && runner->takes_ref_images();
     if (!config.serve_html_path.empty()) state.index_html = read_text_file(config.serve_html_path);
-    server::GuardedServer svr(http_limits(config));
-    configure_http(svr, state);
-    int port = config.listen_port;
-    int listen_fd = -1;
-    svr.set_socket_options([&listen_fd](socket_t sock) {
-        httplib::default_socket_options(sock);
-        listen_fd = sock;
-    });
-    const bool bound = port == 0 ? (port = svr.bind_to_any_port(config.listen_ip)) > 0
-                                 : svr.bind_to_port(config.listen_ip, port);
-    if (!bound) {
-        cli::log_error("cannot listen on %s:%d", config.listen_ip.c_str(), config.listen_port);
-        return 1;
-    }
-    // Debian's cpp-httplib listens with a backlog of 5: a burst of clients would see their
-    // connections dropped and retried a second later. Listening again raises it.
-    if (listen_fd >= 0) ::listen(listen_fd, SOMAXCONN);
+    configure_http(*svr, state);
     queues.start();
     cli::log_info("listening on http://%s:%d", config.listen_ip.c_str(), port);
-    std::thread http([&] {
-        svr.listen_after_bind();
+    std::thread http_thread([&] {
+        svr->listen_after_bind();
         if (!state.stopping) ::kill(::getpid(), SIGTERM);  // the listener failed: stop too
     });
     int signal_number = 0;
@@ -166,10 +184,10 @@ int serve(server::ServerConfig config, cli::CliParams params, const sigset_t& st
     cli::log_info("signal %d: stopping", signal_number);
     const StopDeadline deadline;
     state.stopping = true;
-    svr.begin_stop();  // idle and half-read connections end at once
-    queues.stop();     // answers every waiting request before the HTTP threads are joined
-    svr.stop();
-    http.join();
+    svr->begin_stop();  // idle and half-read connections end at once
+    queues.stop();      // answers every waiting request before the HTTP threads are joined
+    svr->stop();
+    http_thread.join();
     runner.reset();
     cli::log_info("stopped");
     return 0;
