@@ -280,7 +280,8 @@ std::vector<OptionSpec> program_options() {
              "collect an importance matrix while generating and write it to this file"),
         text("", "--tokenizer-dir", G, &CliParams::tokenizer_dir,
              "$SD_TOKENIZER_DIR, else tokenizer/ beside the model",
-             "folder holding clip/vocab.json and clip/merges.txt (the CLIP tokenizer)"),
+             "folder of tokenizer vocabularies: clip/ (vocab.json, merges.txt), t5/ "
+             "(spiece.model or tokenizer.json), qwen2/ (tokenizer.json or vocab.json, merges.txt)"),
     };
 }
 
@@ -436,7 +437,8 @@ std::vector<OptionSpec> runtime_options() {
              "automatic device placement"),
         flag("", "--eager-load", G, &CliParams::eager_load, true,
              "load every weight when the model loads instead of on first use", "eager loading"),
-        flag("", "--mmap", G, &CliParams::enable_mmap, true, "memory-map the model files"),
+        flag("", "--mmap", G, &CliParams::enable_mmap, true,
+             "accepted for the reference's scripts: model files are always memory-mapped"),
         flag("", "--control-net-cpu", G, &CliParams::control_net_cpu, true,
              "keep the ControlNet on the CPU"),
         flag("", "--clip-on-cpu", G, &CliParams::clip_on_cpu, true,
@@ -527,10 +529,14 @@ std::vector<OptionSpec> input_options() {
 std::vector<OptionSpec> size_and_batch_options() {
     const Group G = Group::Generation;
     return {
-        integer("-W", "--width", G, &CliParams::width, "512 (or the init image's)",
-                "image width in pixels, a multiple of 8"),
-        integer("-H", "--height", G, &CliParams::height, "512 (or the init image's)",
-                "image height in pixels, a multiple of 8"),
+        integer(
+            "-W", "--width", G, &CliParams::width, "512 (or the init image's)",
+            "image width in pixels, rounded up to what the model takes (64 for SD 1.x/2.x/XL, 16 "
+            "for SD3, 8 for FLUX and Z-Image)"),
+        integer(
+            "-H", "--height", G, &CliParams::height, "512 (or the init image's)",
+            "image height in pixels, rounded up to what the model takes (64 for SD 1.x/2.x/XL, 16 "
+            "for SD3, 8 for FLUX and Z-Image)"),
         int_field("", "--steps", G, "20", "number of sampling steps",
                   [](CliParams& p) -> int& { return p.sample_params.sample_steps; }),
         int_field("", "--high-noise-steps", G, "-1 (auto)", "(high noise) number of sampling steps",
