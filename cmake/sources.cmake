@@ -57,3 +57,25 @@ if(NOT SD_GIT_COMMIT)
 endif()
 set_source_files_properties(${PROJECT_SOURCE_DIR}/src/api/system.cpp PROPERTIES COMPILE_DEFINITIONS
     "SD_GIT_COMMIT=\"${SD_GIT_COMMIT}\";SD_VERSION_STRING=\"${PROJECT_VERSION}\"")
+
+# The built-in tokenizer vocabularies (data/vocabularies, see its README): each .gz embedded by
+# the assembler's .incbin, bounded by sd_vocab_NAME / sd_vocab_NAME_end (hidden symbols).
+enable_language(ASM)
+set(SD_VOCAB_DIR ${PROJECT_SOURCE_DIR}/data/vocabularies)
+set(SD_VOCAB_FILES clip_vocab.json clip_merges.txt qwen2_vocab.json qwen2_merges.txt)
+set(SD_VOCAB_INCBINS "")
+set(SD_VOCAB_DEPENDS "")
+foreach(file ${SD_VOCAB_FILES})
+    string(REGEX REPLACE "[^A-Za-z0-9]" "_" symbol ${file})
+    string(APPEND SD_VOCAB_INCBINS
+           "    .global sd_vocab_${symbol}\n    .hidden sd_vocab_${symbol}\n"
+           "    .global sd_vocab_${symbol}_end\n    .hidden sd_vocab_${symbol}_end\n"
+           "sd_vocab_${symbol}:\n    .incbin \"${SD_VOCAB_DIR}/${file}.gz\"\n"
+           "sd_vocab_${symbol}_end:\n")
+    list(APPEND SD_VOCAB_DEPENDS ${SD_VOCAB_DIR}/${file}.gz)
+endforeach()
+configure_file(${PROJECT_SOURCE_DIR}/cmake/builtin_vocabularies.S.in
+               ${CMAKE_CURRENT_BINARY_DIR}/generated/builtin_vocabularies.S @ONLY)
+set_source_files_properties(${CMAKE_CURRENT_BINARY_DIR}/generated/builtin_vocabularies.S
+                            PROPERTIES OBJECT_DEPENDS "${SD_VOCAB_DEPENDS}")
+target_sources(stable-diffusion PRIVATE ${CMAKE_CURRENT_BINARY_DIR}/generated/builtin_vocabularies.S)

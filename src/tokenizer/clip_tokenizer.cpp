@@ -14,6 +14,7 @@
 #include "base/cancel.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "tokenizer/builtin_vocabularies.h"
 #include "tokenizer/byte_bpe.h"
 #include "tokenizer/tokenizer_files.h"
 #include "tokenizer/unicode_text.h"
@@ -704,6 +705,11 @@ ClipTokenizer find_clip_tokenizer(const ClipTokenizerSearch& search) {
                                                  search.model_file->path);
     }
 
+    if (search.use_builtin) {
+        const BuiltinVocabulary v = builtin_clip_vocabulary();
+        SD_LOG_INFO("CLIP tokenizer: the %s", v.description);
+        return ClipTokenizer::from_strings(v.vocab_json, v.merges_txt, v.description);
+    }
     const std::string places = numbered_places(searched);
     fail(
         "no CLIP tokenizer vocabulary found. It needs vocab.json and merges.txt, the Hugging "

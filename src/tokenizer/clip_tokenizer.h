@@ -106,9 +106,11 @@ struct ClipTokenizerSearch {
     bool use_env = true;        // SD_TOKENIZER_DIR, same layout as --tokenizer-dir
     std::string model_path;     // a tokenizer/ folder beside this file, or inside this folder
     const TensorFile* model_file = nullptr;  // its GGUF metadata
+    bool use_builtin = true;  // last: the vocabulary built into the binary (builtin_vocabularies.h)
 };
 
-// Throws sd::Error naming the files needed and every place searched when none has them.
+// The first place that has a vocabulary, else the built-in one; with use_builtin false, throws
+// sd::Error naming the files needed and every place searched when none has them.
 ClipTokenizer find_clip_tokenizer(const ClipTokenizerSearch& search);
 
 }  // namespace sd

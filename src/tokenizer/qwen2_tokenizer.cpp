@@ -13,6 +13,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "base/strfmt.h"
+#include "tokenizer/builtin_vocabularies.h"
 #include "tokenizer/byte_bpe.h"
 #include "tokenizer/qwen2_pretokenizer.h"
 #include "tokenizer/tokenizer_files.h"
@@ -794,6 +795,11 @@ Qwen2Tokenizer find_qwen2_tokenizer(const Qwen2TokenizerSearch& search) {
     if (auto t = from_near(search.model_path, "beside the model", searched)) return std::move(*t);
     if (auto t = from_gguf(search.llm_file, "LLM file", searched)) return std::move(*t);
     if (auto t = from_gguf(search.model_file, "model file", searched)) return std::move(*t);
+    if (search.use_builtin) {
+        const BuiltinVocabulary v = builtin_qwen2_vocabulary();
+        SD_LOG_INFO("Qwen2 tokenizer: the %s", v.description);
+        return Qwen2Tokenizer::from_vocab_merges_bytes(v.vocab_json, v.merges_txt, v.description);
+    }
     fail(
         "no Qwen2 tokenizer vocabulary found. The LLM text encoder needs tokenizer.json, or "
         "vocab.json and merges.txt (the Qwen2.5 / Qwen3 tokenizer files), or a GGUF LLM file "

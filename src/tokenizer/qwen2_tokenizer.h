@@ -81,9 +81,11 @@ struct Qwen2TokenizerSearch {
     std::string model_path;     // the model file or folder (-m): the same places
     const TensorFile* llm_file = nullptr;    // GGUF metadata, tried after the folders
     const TensorFile* model_file = nullptr;  // then this one's
+    bool use_builtin = true;  // last: the vocabulary built into the binary (builtin_vocabularies.h)
 };
 
-// Throws sd::Error naming the files needed and every place searched when none has them.
+// The first place that has a vocabulary, else the built-in one; with use_builtin false, throws
+// sd::Error naming the files needed and every place searched when none has them.
 Qwen2Tokenizer find_qwen2_tokenizer(const Qwen2TokenizerSearch& search);
 
 }  // namespace sd

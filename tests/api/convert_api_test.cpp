@@ -107,12 +107,13 @@ TEST_F(ConvertApi, KeepTypesVaeAndRules) {
     EXPECT_EQ(open_tensor_file(st).format, "safetensors");
 }
 
-TEST_F(ConvertApi, EmbedsTheClipVocabularyWhenFound) {
-    const std::string without = test::temp_path("no_vocab.gguf");
+TEST_F(ConvertApi, EmbedsTheClipVocabulary) {
+    // No vocabulary file anywhere: the built-in one goes into the GGUF.
+    const std::string builtin = test::temp_path("builtin_vocab.gguf");
     ASSERT_TRUE(
-        convert(small_checkpoint().c_str(), nullptr, without.c_str(), SD_TYPE_F16, nullptr, false));
-    EXPECT_FALSE(ClipTokenizer::gguf_has_vocab(open_tensor_file(without).metadata));
-    EXPECT_NE(log_.text.find("no CLIP tokenizer vocabulary"), std::string::npos) << log_.text;
+        convert(small_checkpoint().c_str(), nullptr, builtin.c_str(), SD_TYPE_F16, nullptr, false));
+    EXPECT_TRUE(ClipTokenizer::gguf_has_vocab(open_tensor_file(builtin).metadata));
+    EXPECT_NE(log_.text.find("built-in CLIP vocabulary"), std::string::npos) << log_.text;
 
     ::setenv("SD_TOKENIZER_DIR", (test::fixtures_dir() + "/tokenizers").c_str(), 1);
     const std::string with = test::temp_path("vocab.gguf");

@@ -649,6 +649,7 @@ class FindClipTokenizer : public test::TokenizerSearchFixture {
     ClipTokenizerSearch places(size_t explicit_merges, size_t env_merges, size_t beside_merges,
                                size_t gguf_merges) {
         ClipTokenizerSearch s;
+        s.use_builtin = false;  // these tests look at the places searched
         s.tokenizer_dir = (root_ / "explicit").string();
         if (explicit_merges)
             vocab_with_merges(explicit_merges).write_to(root_ / "explicit" / "clip");
@@ -705,7 +706,9 @@ TEST_F(FindClipTokenizer, ErrorNamesFilesAndEveryPlace) {
     }
 
     unsetenv("SD_TOKENIZER_DIR");
-    const std::string bare = error_of([] { find_clip_tokenizer(ClipTokenizerSearch{}); });
+    ClipTokenizerSearch none;
+    none.use_builtin = false;
+    const std::string bare = error_of([&] { find_clip_tokenizer(none); });
     for (const char* part : {"--tokenizer-dir: not given", "SD_TOKENIZER_DIR: not set",
                              "no model path given", "GGUF metadata: no model file given"}) {
         EXPECT_NE(bare.find(part), std::string::npos) << part << "\nmessage: " << bare;
@@ -724,4 +727,20 @@ TEST_F(FindClipTokenizer, BrokenFilesAreErrorsNotSkipped) {
 }
 
 }  // namespace
+// With no vocabulary anywhere the built-in one is taken: the OpenAI CLIP vocabulary, giving the
+// reference's ids.
+TEST(BuiltinClipVocabulary, IsTheClipVocabulary) {
+    ::unsetenv("SD_TOKENIZER_DIR");
+    const ClipTokenizer builtin = find_clip_tokenizer(ClipTokenizerSearch{});
+    const ClipTokenizer files =
+        ClipTokenizer::from_files(test::fixtures_dir() + "/tokenizers/clip/vocab.json",
+                                  test::fixtures_dir() + "/tokenizers/clip/merges.txt");
+    EXPECT_EQ(builtin.vocab_size(), files.vocab_size());
+    EXPECT_EQ(builtin.merge_count(), files.merge_count());
+    EXPECT_EQ(builtin.encode("a photo of a cat"),
+              (std::vector<int32_t>{320, 1125, 539, 320, 2368}));
+    for (const char* text : {"Hello, WORLD! 42", "naïve café", "一只猫 🐱"})
+        EXPECT_EQ(builtin.encode(text), files.encode(text)) << text;
+}
+
 }  // namespace sd

@@ -352,6 +352,7 @@ TEST_F(Qwen2TokenizerSearchTest, TokenizerDirThenEnvThenBesideTheLlmThenGguf) {
     put(root_ / "tok" / "qwen2", "tokenizer.json");
     put_vocab_merges(root_ / "env" / "qwen2");
     Qwen2TokenizerSearch s;
+    s.use_builtin = false;  // these tests look at the places searched
     s.tokenizer_dir = (root_ / "tok").string();
     s.llm_path = (root_ / "llm" / "qwen3.safetensors").string();
     EXPECT_EQ(find_qwen2_tokenizer(s).encode(text), want);
@@ -397,6 +398,7 @@ TEST_F(Qwen2TokenizerSearchTest, TokenizerDirThenEnvThenBesideTheLlmThenGguf) {
 
 TEST_F(Qwen2TokenizerSearchTest, BadFilesInNamedFoldersAreErrors) {
     Qwen2TokenizerSearch s;
+    s.use_builtin = false;  // these tests look at the places searched
     s.tokenizer_dir = (root_ / "tok").string();
     fs::create_directories(root_ / "tok" / "qwen2");
     std::ofstream(root_ / "tok" / "qwen2" / "tokenizer.json") << "{ broken";
@@ -418,6 +420,7 @@ TEST_F(Qwen2TokenizerSearchTest, NothingFoundNamesWhatAndEveryPlace) {
     clip_gguf.path = (root_ / "sd.gguf").string();
     clip_gguf.metadata["tokenizer.ggml.model"] = {std::string("clip")};
     Qwen2TokenizerSearch s;
+    s.use_builtin = false;  // these tests look at the places searched
     s.tokenizer_dir = (root_ / "tok").string();
     s.llm_path = (root_ / "models" / "qwen3.safetensors").string();
     s.model_file = &clip_gguf;
@@ -441,4 +444,13 @@ TEST_F(Qwen2TokenizerSearchTest, NothingFoundNamesWhatAndEveryPlace) {
 }
 
 }  // namespace
+// With no vocabulary anywhere the built-in one is taken: the reference's ids for every string of
+// expected_ids.jsonl.
+TEST(BuiltinQwen2Vocabulary, GivesTheReferenceIds) {
+    ::unsetenv("SD_TOKENIZER_DIR");
+    const Qwen2Tokenizer builtin = find_qwen2_tokenizer(Qwen2TokenizerSearch{});
+    EXPECT_EQ(builtin.id_of("<|im_start|>"), 151644);
+    EXPECT_EQ(matching_cases(builtin, "built-in"), 437u);
+}
+
 }  // namespace sd
