@@ -210,7 +210,7 @@ TextEncoding TextConditioner::encode(const std::string& prompt, int clip_skip) c
     return out;
 }
 
-ClipTokenizer find_model_tokenizer(const ModelFiles& files, const LoadOptions& options) {
+ClipTokenizerSearch model_tokenizer_search(const ModelFiles& files, const LoadOptions& options) {
     ClipTokenizerSearch search;
     search.tokenizer_dir = options.tokenizer_dir;
     search.model_path = options.model_path;
@@ -220,7 +220,11 @@ ClipTokenizer find_model_tokenizer(const ModelFiles& files, const LoadOptions& o
         if (ClipTokenizer::gguf_has_vocab(f.metadata)) search.model_file = &f;
     }
     if (!search.model_file && !files.files().empty()) search.model_file = &files.files().front();
-    return find_clip_tokenizer(search);
+    return search;
+}
+
+ClipTokenizer find_model_tokenizer(const ModelFiles& files, const LoadOptions& options) {
+    return find_clip_tokenizer(model_tokenizer_search(files, options));
 }
 
 ClipTextEncoder load_clip_text_encoder(const ModelFiles& files, const LoadOptions& options,

@@ -103,7 +103,11 @@ class ContextConditioner : public Conditioner {
     TextConditioner text_;
 };
 
-// The CLIP BPE tokenizer from --tokenizer-dir, the model's folder or GGUF metadata.
+// Where the CLIP vocabulary of `files` is looked for: --tokenizer-dir, the model's folder, the
+// GGUF metadata of the file that carries a CLIP vocabulary, else of the model's own file (named
+// as searched), then the built-in vocabulary.
+ClipTokenizerSearch model_tokenizer_search(const ModelFiles& files, const LoadOptions& options);
+// The CLIP BPE tokenizer from the first of those places that has one.
 ClipTokenizer find_model_tokenizer(const ModelFiles& files, const LoadOptions& options);
 
 // The CLIP text encoder under `prefix` ("cond_stage_model.transformer."), with its text

@@ -92,7 +92,10 @@ TEST(Clock, IsMonotonic) {
     double a = now_seconds();
     double b = now_seconds();
     EXPECT_LE(a, b);
-    EXPECT_LE(now_microseconds(), now_microseconds());
+    // Read in order: a macro's two arguments may be evaluated either way round.
+    const int64_t first = now_microseconds();
+    const int64_t second = now_microseconds();
+    EXPECT_LE(first, second);
 }
 
 }  // namespace

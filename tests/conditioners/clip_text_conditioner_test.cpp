@@ -1,5 +1,6 @@
 // The CLIP vocabulary search of the families that load a CLIP text encoder: with no vocabulary
-// anywhere, the message names the model file as searched (not "no model file given").
+// file anywhere the built-in one is taken, and the places searched name the model file (not
+// "no model file given").
 #include "conditioners/clip_text_conditioner.h"
 
 #include <gtest/gtest.h>
@@ -20,7 +21,11 @@ TEST(FindModelTokenizer, NamesTheModelFileItSearched) {
     LoadOptions options;
     options.tokenizer_dir = testing::TempDir() + "/no_vocabulary_here";
     options.model_path = sd15;
-    const std::string error = test::error_of([&] { find_model_tokenizer(files, options); });
+    ClipTokenizerSearch search = model_tokenizer_search(files, options);
+    EXPECT_TRUE(search.use_builtin);
+    EXPECT_EQ(find_model_tokenizer(files, options).vocab_size(), 49408u);  // the built-in one
+    search.use_builtin = false;  // to see the places searched
+    const std::string error = test::error_of([&] { find_clip_tokenizer(search); });
     EXPECT_NE(error.find("GGUF metadata of " + sd15 + ": no tokenizer.ggml.tokens"),
               std::string::npos)
         << error;
