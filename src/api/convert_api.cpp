@@ -64,10 +64,9 @@ std::map<std::string, MetadataValue> tokenizer_metadata(const ModelFiles& files,
                         tokenizer.vocab_size());
             return tokenizer.to_gguf_metadata();
         }
-        // An LLM text encoder (--llm, or converted alone with -m): the Qwen2 vocabulary, which
-        // llama.cpp's GGUF LLM files carry as well.
-        if (files.has_role(ModelRole::Llm) || files.has_prefix("model.embed_tokens.") ||
-            files.has_prefix("model.language_model.embed_tokens.")) {
+        // An LLM text encoder (its names are the role's, from --llm or recognised alone in -m):
+        // the Qwen2 vocabulary, which llama.cpp's GGUF LLM files carry as well.
+        if (files.has_role(ModelRole::Llm)) {
             Qwen2TokenizerSearch search;
             search.tokenizer_dir = tokenizer_dir;
             search.llm_path = model_path;

@@ -63,13 +63,14 @@ FluxConfig read_config(const Weights& w) {
 
 }  // namespace
 
-FluxMlpEmbedder FluxMlpEmbedder::load(const Weights& w, int64_t in, int64_t hidden) {
+namespace {
+
+// time_in / guidance_in / vector_in: in_layer -> SiLU -> out_layer.
+MlpEmbedder load_flux_embedder(const Weights& w, int64_t in, int64_t hidden) {
     return {Linear::load(w["in_layer"], in, hidden), Linear::load(w["out_layer"], hidden, hidden)};
 }
 
-Tensor FluxMlpEmbedder::forward(const Tensor& x) const {
-    return out_layer.forward(silu(in_layer.forward(x)));
-}
+}  // namespace
 
 FluxSelfAttention FluxSelfAttention::load(const Weights& w, int64_t hidden, int64_t head_dim) {
     FluxSelfAttention a;
@@ -87,10 +88,9 @@ FluxModel FluxModel::load(const Weights& w) {
     const int64_t C = c.hidden;
     m.img_in = Linear::load(w["img_in"], c.in_channels, C);
     m.txt_in = Linear::load(w["txt_in"], c.context_dim, C);
-    m.time_in = FluxMlpEmbedder::load(w["time_in"], kTimeEmbedding, C);
-    if (c.guidance_embed)
-        m.guidance_in = FluxMlpEmbedder::load(w["guidance_in"], kTimeEmbedding, C);
-    m.vector_in = FluxMlpEmbedder::load(w["vector_in"], c.vec_dim, C);
+    m.time_in = load_flux_embedder(w["time_in"], kTimeEmbedding, C);
+    if (c.guidance_embed) m.guidance_in = load_flux_embedder(w["guidance_in"], kTimeEmbedding, C);
+    m.vector_in = load_flux_embedder(w["vector_in"], c.vec_dim, C);
     for (int i = 0; i < c.depth; ++i) {
         const Weights b = w["double_blocks"][i];
         FluxDoubleBlock d;
@@ -180,18 +180,14 @@ Tensor FluxModel::forward(const Tensor& x, const Tensor& timesteps, const Tensor
              y.describe().c_str(), (long long)c.vec_dim);
     const int64_t channels = x.size(1), H = x.size(2), W = x.size(3);
     // Padded to whole patches (the reference's pad_to_patch_size), cropped back at the end.
-    auto patches = [&](const Tensor& t) {
-        const int64_t ph = (p - t.size(2) % p) % p, pw = (p - t.size(3) % p) % p;
-        return flux_patchify(ph || pw ? pad2d(t, 0, pw, 0, ph) : t.contiguous(), p);
-    };
     const int64_t h = (H + p - 1) / p, w = (W + p - 1) / p;
-    std::vector<Tensor> image_tokens = {patches(x)};
+    std::vector<Tensor> image_tokens = {patchify(x, p, PatchLayout::ChannelsFirst)};
     std::vector<std::pair<int64_t, int64_t>> refs_hw;
     for (const Tensor& r : refs) {
         SD_CHECK(r.dim() == 4 && r.size(0) == 1 && r.size(1) == channels,
                  "FLUX: reference latent %s, want [1, %lld, h, w]", r.describe().c_str(),
                  (long long)channels);
-        image_tokens.push_back(patches(r));
+        image_tokens.push_back(patchify(r, p, PatchLayout::ChannelsFirst));
         refs_hw.emplace_back(r.size(2), r.size(3));
     }
     Tensor img =
@@ -214,11 +210,9 @@ Tensor FluxModel::forward(const Tensor& x, const Tensor& timesteps, const Tensor
     for (const FluxSingleBlock& b : single_blocks) tokens = single_block(b, tokens, svec, rope);
 
     const Tensor mod = final_adaln.forward(svec);  // shift, scale
-    Tensor out =
+    const Tensor out =
         final_linear.forward(modulated_norm(tokens.narrow(1, lt, h * w), mod, 0, c.hidden));
-    out = flux_unpatchify(out, channels, h, w, p);
-    if (h * p != H || w * p != W) out = out.narrow(2, 0, H).narrow(3, 0, W).contiguous();
-    return out;
+    return unpatchify(out, channels, H, W, p, PatchLayout::ChannelsFirst);
 }
 
 std::vector<float> flux_positions(int64_t txt, int64_t h, int64_t w, int64_t patch,
@@ -255,17 +249,6 @@ std::vector<float> flux_positions(int64_t txt, int64_t h, int64_t w, int64_t pat
         cur_w = std::max(cur_w, rw + dx);
     }
     return ids;
-}
-
-Tensor flux_patchify(const Tensor& x, int64_t p) {
-    const int64_t C = x.size(1), h = x.size(2) / p, w = x.size(3) / p;
-    const Tensor v = x.contiguous().view({C, h, p, w, p});  // batch 1
-    return permute_copy(v, {1, 3, 0, 2, 4}).view({1, h * w, C * p * p});
-}
-
-Tensor flux_unpatchify(const Tensor& x, int64_t channels, int64_t h, int64_t w, int64_t p) {
-    const Tensor v = x.contiguous().view({h, w, channels, p, p});  // batch 1
-    return permute_copy(v, {2, 0, 3, 1, 4}).view({1, channels, h * p, w * p});
 }
 
 }  // namespace sd

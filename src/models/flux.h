@@ -11,6 +11,7 @@
 
 #include <vector>
 
+#include "nn/dit_blocks.h"
 #include "nn/layers.h"
 #include "nn/rope.h"
 
@@ -31,12 +32,6 @@ struct FluxConfig {
     int64_t patch = 2;
     float theta = 10000.0f;
     std::vector<int> axes_dim = {16, 56, 56};
-};
-
-struct FluxMlpEmbedder {  // in_layer -> SiLU -> out_layer
-    Linear in_layer, out_layer;
-    static FluxMlpEmbedder load(const Weights& w, int64_t in, int64_t hidden);
-    Tensor forward(const Tensor& x) const;
 };
 
 struct FluxSelfAttention {  // qkv, QK RMS norm scales, proj
@@ -86,7 +81,7 @@ class FluxModel {
 
     FluxConfig config_;
     Linear img_in, txt_in;
-    FluxMlpEmbedder time_in, guidance_in, vector_in;
+    MlpEmbedder time_in, guidance_in, vector_in;
     std::vector<FluxDoubleBlock> double_blocks;
     std::vector<FluxSingleBlock> single_blocks;
     Linear final_adaln, final_linear;
@@ -101,9 +96,5 @@ class FluxModel {
 std::vector<float> flux_positions(int64_t txt, int64_t h, int64_t w, int64_t patch,
                                   const std::vector<std::pair<int64_t, int64_t>>& refs_hw,
                                   RefIndexMode ref_index);
-
-// [1, C, H, W] (H, W multiples of p) -> [1, (H/p)(W/p), C p p] and back.
-Tensor flux_patchify(const Tensor& x, int64_t p);
-Tensor flux_unpatchify(const Tensor& x, int64_t channels, int64_t h, int64_t w, int64_t p);
 
 }  // namespace sd

@@ -79,7 +79,7 @@ MMDiTStream load_stream(const Weights& w, const MMDiTConfig& c, bool pre_only) {
     return s;
 }
 
-FluxMlpEmbedder load_mlp_embedder(const Weights& w, int64_t in, int64_t hidden) {
+MlpEmbedder load_mlp_embedder(const Weights& w, int64_t in, int64_t hidden) {
     return {Linear::load(w["mlp"]["0"], in, hidden), Linear::load(w["mlp"]["2"], hidden, hidden)};
 }
 

@@ -14,7 +14,7 @@
 #include <optional>
 #include <vector>
 
-#include "models/flux.h"
+#include "nn/dit_blocks.h"
 #include "nn/layers.h"
 
 namespace sd {
@@ -77,7 +77,7 @@ class MMDiT {
     MMDiTConfig config_;
     Conv2d x_embedder;
     Tensor pos_embed;  // [1, max * max, hidden]
-    FluxMlpEmbedder t_embedder, y_embedder;
+    MlpEmbedder t_embedder, y_embedder;
     Linear context_embedder;
     std::vector<MMDiTJointBlock> blocks_;
     Linear final_adaln, final_linear;

@@ -161,8 +161,7 @@ Tensor ZImageModel::forward(const Tensor& x, const Tensor& timesteps, const Tens
              "Z-Image: text context %s, want [1, L, %lld] (the LLM's width)",
              context.describe().c_str(), (long long)c.cap_dim);
     const int64_t channels = x.size(1), H = x.size(2), W = x.size(3);
-    const int64_t ph = padding_to(H, p), pw = padding_to(W, p);
-    const int64_t h = (H + ph) / p, w = (W + pw) / p;
+    const int64_t h = (H + p - 1) / p, w = (W + p - 1) / p;  // patches, padded inside
 
     // Time: the network's own t runs from noise (0) to image (1000).
     const Tensor t = add_scalar(scale(timesteps, -1.0f), 1000.0f);
@@ -172,8 +171,7 @@ Tensor ZImageModel::forward(const Tensor& x, const Tensor& timesteps, const Tens
     const int64_t txt_pad = padding_to(txt.size(1), kSeqMultiple);
     if (txt_pad > 0)
         txt = concat({txt, cap_pad_token.view({1, 1, c.hidden}).expand({1, txt_pad, c.hidden})}, 1);
-    const Tensor patches = z_image_patchify(ph || pw ? pad2d(x, 0, pw, 0, ph) : x.contiguous(), p);
-    Tensor img = x_embedder.forward(patches);
+    Tensor img = x_embedder.forward(patchify(x, p, PatchLayout::ChannelsLast));
     const int64_t img_pad = padding_to(h * w, kSeqMultiple);
     if (img_pad > 0)
         img = concat({img, x_pad_token.view({1, 1, c.hidden}).expand({1, img_pad, c.hidden})}, 1);
@@ -190,9 +188,7 @@ Tensor ZImageModel::forward(const Tensor& x, const Tensor& timesteps, const Tens
     const Tensor final_scale = add_scalar(final_adaln.forward(silu(t_emb)), 1.0f);
     const Tensor out = final_linear.forward(layer_norm(
         tokens.narrow(1, lt, h * w), final_scale.view({c.hidden}), Tensor(), kFinalNormEps));
-    Tensor v = z_image_unpatchify(scale(out, -1.0f), channels, h, w, p);
-    if (ph || pw) v = v.narrow(2, 0, H).narrow(3, 0, W).contiguous();
-    return v;
+    return unpatchify(scale(out, -1.0f), channels, H, W, p, PatchLayout::ChannelsLast);
 }
 
 std::vector<float> z_image_positions(int64_t txt, int64_t h, int64_t w, int64_t img_pad) {
@@ -205,17 +201,6 @@ std::vector<float> z_image_positions(int64_t txt, int64_t h, int64_t w, int64_t 
             ids.insert(ids.end(), {index, static_cast<float>(i), static_cast<float>(j)});
     ids.resize(ids.size() + static_cast<size_t>(3 * img_pad), 0.0f);
     return ids;
-}
-
-Tensor z_image_patchify(const Tensor& x, int64_t p) {
-    const int64_t C = x.size(1), h = x.size(2) / p, w = x.size(3) / p;
-    const Tensor v = x.contiguous().view({C, h, p, w, p});  // batch 1
-    return permute_copy(v, {1, 3, 2, 4, 0}).view({1, h * w, p * p * C});
-}
-
-Tensor z_image_unpatchify(const Tensor& x, int64_t channels, int64_t h, int64_t w, int64_t p) {
-    const Tensor v = x.contiguous().view({h, w, p, p, channels});  // batch 1
-    return permute_copy(v, {4, 0, 2, 1, 3}).view({1, channels, h * p, w * p});
 }
 
 }  // namespace sd

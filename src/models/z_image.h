@@ -17,7 +17,7 @@
 
 #include <vector>
 
-#include "models/flux.h"
+#include "nn/dit_blocks.h"
 #include "nn/layers.h"
 
 namespace sd {
@@ -70,7 +70,7 @@ class ZImageModel {
     Linear x_embedder, cap_linear;
     Tensor cap_norm;                    // cap_embedder.0: RMS scale [cap_dim]
     Tensor cap_pad_token, x_pad_token;  // [1, hidden], f32
-    FluxMlpEmbedder t_embedder;         // mlp.0, mlp.2
+    MlpEmbedder t_embedder;             // mlp.0, mlp.2
     std::vector<ZImageBlock> noise_refiner, context_refiner, layers;
     Linear final_adaln, final_linear;
     WeightPages pages_;
@@ -79,9 +79,5 @@ class ZImageModel {
 // The positions of Z-Image's tokens (rows of 3 values): `txt` text tokens (already padded)
 // at (i + 1, 0, 0), the h x w patches at (txt + 1, row, col), `img_pad` padding tokens at 0.
 std::vector<float> z_image_positions(int64_t txt, int64_t h, int64_t w, int64_t img_pad);
-
-// [1, C, H, W] (H, W multiples of p) -> [1, (H/p)(W/p), p p C] (channels last) and back.
-Tensor z_image_patchify(const Tensor& x, int64_t p);
-Tensor z_image_unpatchify(const Tensor& x, int64_t channels, int64_t h, int64_t w, int64_t p);
 
 }  // namespace sd

@@ -6,6 +6,29 @@ namespace {
 constexpr float kNormEps = 1e-6f;
 }
 
+Tensor patchify(const Tensor& x, int64_t p, PatchLayout layout) {
+    const int64_t ph = (p - x.size(2) % p) % p, pw = (p - x.size(3) % p) % p;
+    const Tensor padded = ph || pw ? pad2d(x, 0, pw, 0, ph) : x.contiguous();
+    const int64_t C = x.size(1), h = padded.size(2) / p, w = padded.size(3) / p;
+    const Tensor v = padded.view({C, h, p, w, p});  // batch 1
+    const std::vector<int> order = layout == PatchLayout::ChannelsFirst
+                                       ? std::vector<int>{1, 3, 0, 2, 4}
+                                       : std::vector<int>{1, 3, 2, 4, 0};
+    return permute_copy(v, order).view({1, h * w, C * p * p});
+}
+
+Tensor unpatchify(const Tensor& tokens, int64_t channels, int64_t H, int64_t W, int64_t p,
+                  PatchLayout layout) {
+    const int64_t h = (H + p - 1) / p, w = (W + p - 1) / p;
+    const bool first = layout == PatchLayout::ChannelsFirst;
+    const Tensor v =
+        tokens.contiguous().view(first ? Shape{h, w, channels, p, p} : Shape{h, w, p, p, channels});
+    const std::vector<int> order =
+        first ? std::vector<int>{2, 0, 3, 1, 4} : std::vector<int>{4, 0, 2, 1, 3};
+    const Tensor out = permute_copy(v, order).view({1, channels, h * p, w * p});
+    return h * p == H && w * p == W ? out : out.narrow(2, 0, H).narrow(3, 0, W).contiguous();
+}
+
 Tensor modulated_norm(const Tensor& x, const Tensor& mod, int64_t i, int64_t hidden) {
     const Tensor shift = mod.narrow(1, i * hidden, hidden).view({hidden});
     const Tensor scale = add_scalar(mod.narrow(1, (i + 1) * hidden, hidden), 1.0f).view({hidden});

@@ -34,12 +34,12 @@ TEST(ZImagePatches, ChannelsLastAndBack) {
         for (int y = 0; y < 4; ++y)
             for (int x = 0; x < 4; ++x) v.push_back(100.0f * c + 10.0f * y + x);
     const Tensor x = Tensor::from_vector({1, 2, 4, 4}, v);
-    const Tensor p = z_image_patchify(x, 2);
+    const Tensor p = patchify(x, 2, PatchLayout::ChannelsLast);
     ASSERT_EQ(p.shape(), (Shape{1, 4, 8}));
     // Token 1 = patch row 0, column 1; features (py, px, c) with c fastest.
     const std::vector<float> got = p.narrow(1, 1, 1).contiguous().to_vector();
     EXPECT_EQ(got, (std::vector<float>{2, 102, 3, 103, 12, 112, 13, 113}));
-    EXPECT_EQ(z_image_unpatchify(p, 2, 2, 2, 2).to_vector(), v);
+    EXPECT_EQ(unpatchify(p, 2, 4, 4, 2, PatchLayout::ChannelsLast).to_vector(), v);
 }
 
 // Width 128 (one head of 128), FFN 256, text width 32, adaLN 256, `layers` main layers and one
