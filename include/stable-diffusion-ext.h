@@ -63,6 +63,11 @@ SD_API bool sd_check_model_args(const char* model_args, char* message, size_t me
 /* The keys model_args takes, ", "-separated (for help texts). */
 SD_API const char* sd_model_args_keys(void);
 
+/* The model families this library recognises, as a Markdown table: each family, the models
+ * users know it by, whether this build runs it, the files it takes (by sd-cli option) and its
+ * default sampler / scheduler (sd-cli --list-families prints it). */
+SD_API const char* sd_model_families_table(void);
+
 /* The most tokens a prompt may have on `sd_ctx` (75 a CLIP chunk); <= 0 lifts the limit. */
 SD_API void sd_ctx_set_max_prompt_tokens(sd_ctx_t* sd_ctx, int max_tokens);
 

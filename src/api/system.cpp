@@ -11,6 +11,8 @@
 #include "base/cpu_features.h"
 #include "base/log.h"
 #include "base/strfmt.h"
+#include "families/family_table.h"
+#include "stable-diffusion-ext.h"
 #include "stable-diffusion.h"
 
 #ifndef SD_GIT_COMMIT
@@ -152,6 +154,11 @@ void free_sd_audio(sd_audio_t* audio) {
 }
 
 }  // extern "C"
+
+extern "C" const char* sd_model_families_table(void) {
+    static const std::string table = sd::family_table_markdown();
+    return table.c_str();
+}
 
 // sd_list_devices: "name<TAB>description" lines (api/placement.h lists them).
 extern "C" size_t sd_list_devices(char* buffer, size_t buffer_size) {

@@ -47,6 +47,9 @@ struct Family {
     std::span<const char* const> convert_keeps{};
     // The component roles its files may be given as (besides -m, which every family takes).
     std::span<const RoleUse> roles{};
+    // The models users know it by ("SD 1.4, SD 1.5, their fine-tunes and inpaint models"),
+    // for sd-cli --list-families and the README's table.
+    const char* models = nullptr;
 };
 
 // The family's words for a role it takes ("OpenCLIP ViT-H text encoder"), else the table's.

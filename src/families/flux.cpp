@@ -179,6 +179,7 @@ extern const Family kFluxFamily{"FLUX",
                                 assemble,
                                 {},
                                 kFluxConvertKeeps,
-                                kFluxRoles};
+                                kFluxRoles,
+                                "FLUX.1 dev, schnell, Kontext dev"};
 
 }  // namespace sd

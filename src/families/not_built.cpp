@@ -53,17 +53,26 @@ constexpr RoleUse kLumina2Roles[] = {
 }  // namespace
 
 extern const Family kSdxlRefinerFamily{
-    "SDXL refiner",   detect_sdxl_refiner, {}, {4, 8, 0.13025f, 0.0f, {}}, nullptr, {}, {},
-    kSdxlRefinerRoles};
+    "SDXL refiner",    detect_sdxl_refiner, {}, {4, 8, 0.13025f, 0.0f, {}}, nullptr, {}, {},
+    kSdxlRefinerRoles, "SDXL refiner 1.0"};
 extern const Family kChromaFamily{
-    "Chroma", detect_chroma, {}, {16, 8, 0.3611f, 0.1159f, {}}, nullptr, {}, {}, kChromaRoles};
+    "Chroma", detect_chroma, {},      {16, 8, 0.3611f, 0.1159f, {}}, nullptr, {},
+    {},       kChromaRoles,  "Chroma"};
 // Wan's and Qwen-Image's VAEs normalise each latent channel by its own mean and std; their
 // latent formats are declared when they are built.
-extern const Family kWanFamily{"Wan",   detect_wan, {}, {16, 8, 1.0f, 0.0f, {}},
-                               nullptr, {},         {}, kWanRoles};
-extern const Family kQwenImageFamily{
-    "Qwen-Image", detect_qwen_image, {}, {16, 8, 1.0f, 0.0f, {}}, nullptr, {}, {}, kQwenImageRoles};
+extern const Family kWanFamily{"Wan", detect_wan, {},        {16, 8, 1.0f, 0.0f, {}}, nullptr,
+                               {},    {},         kWanRoles, "Wan 2.1, Wan 2.2"};
+extern const Family kQwenImageFamily{"Qwen-Image",
+                                     detect_qwen_image,
+                                     {},
+                                     {16, 8, 1.0f, 0.0f, {}},
+                                     nullptr,
+                                     {},
+                                     {},
+                                     kQwenImageRoles,
+                                     "Qwen-Image, Qwen-Image-Edit"};
 extern const Family kLumina2Family{
-    "Lumina 2", detect_lumina2, {}, {16, 8, 0.3611f, 0.1159f, {}}, nullptr, {}, {}, kLumina2Roles};
+    "Lumina 2",    detect_lumina2,    {}, {16, 8, 0.3611f, 0.1159f, {}}, nullptr, {}, {},
+    kLumina2Roles, "Lumina Image 2.0"};
 
 }  // namespace sd

@@ -38,8 +38,14 @@ ModelComponents assemble(const ModelFiles& files, const LoadOptions& options) {
 constexpr RoleUse kSd1Roles[] = {
     {ModelRole::DiffusionModel, true}, {ModelRole::TextEncoder, true}, {ModelRole::Vae, true}};
 
-extern const Family kSd1Family{
-    "SD 1.x",          detect,   {}, {4, 8, 0.18215f, 0.0f, kSdRgb}, assemble, {},
-    kUnetConvertKeeps, kSd1Roles};
+extern const Family kSd1Family{"SD 1.x",
+                               detect,
+                               {},
+                               {4, 8, 0.18215f, 0.0f, kSdRgb},
+                               assemble,
+                               {},
+                               kUnetConvertKeeps,
+                               kSd1Roles,
+                               "SD 1.4, SD 1.5, their fine-tunes, inpaint models"};
 
 }  // namespace sd

@@ -61,8 +61,14 @@ constexpr RoleUse kSd2Roles[] = {{ModelRole::DiffusionModel, true},
                                  {ModelRole::TextEncoder, true, "OpenCLIP ViT-H text encoder"},
                                  {ModelRole::Vae, true}};
 
-extern const Family kSd2Family{
-    "SD 2.x",          detect,   {}, {4, 8, 0.18215f, 0.0f, kSdRgb}, assemble, {},
-    kUnetConvertKeeps, kSd2Roles};
+extern const Family kSd2Family{"SD 2.x",
+                               detect,
+                               {},
+                               {4, 8, 0.18215f, 0.0f, kSdRgb},
+                               assemble,
+                               {},
+                               kUnetConvertKeeps,
+                               kSd2Roles,
+                               "SD 2.0, SD 2.1 (512 and 768-v), their fine-tunes"};
 
 }  // namespace sd

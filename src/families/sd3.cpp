@@ -213,6 +213,7 @@ extern const Family kSd3Family{"SD3",
                                assemble,
                                {},
                                kMmditConvertKeeps,
-                               kSd3Roles};
+                               kSd3Roles,
+                               "SD3 medium, SD3.5 medium, large, large turbo"};
 
 }  // namespace sd

@@ -93,8 +93,14 @@ constexpr RoleUse kSdxlRoles[] = {
     {ModelRole::TextEncoder2, true, nullptr, "in the checkpoint, or "},
     {ModelRole::Vae, true}};
 
-extern const Family kSdxlFamily{
-    "SDXL",    detect, {}, {4, 8, 0.13025f, 0.0f, kSdxlRgb}, assemble, {}, kUnetConvertKeeps,
-    kSdxlRoles};
+extern const Family kSdxlFamily{"SDXL",
+                                detect,
+                                {},
+                                {4, 8, 0.13025f, 0.0f, kSdxlRgb},
+                                assemble,
+                                {},
+                                kUnetConvertKeeps,
+                                kSdxlRoles,
+                                "SDXL base 1.0, Turbo, Lightning, SSD-1B, Vega, SDXL inpaint"};
 
 }  // namespace sd

@@ -124,6 +124,7 @@ extern const Family kZImageFamily{"Z-Image",
                                   assemble,
                                   {},
                                   kZImageConvertKeeps,
-                                  kZImageRoles};
+                                  kZImageRoles,
+                                  "Z-Image-Turbo, Z-Image"};
 
 }  // namespace sd

@@ -538,7 +538,9 @@ T5Tokenizer find_t5_tokenizer(const T5TokenizerSearch& search) {
     fail(
         "no T5 tokenizer vocabulary found. The T5 encoder needs spiece.model (SentencePiece) or "
         "tokenizer.json (Hugging Face, Unigram), the google/t5-v1_1-xxl tokenizer files "
-        "(checkpoints do not contain them). Searched, in order:%s\nPut one in DIR/t5/ and pass "
+        "(checkpoints do not contain them; a T5 GGUF made by -M convert --tokenizer-dir "
+        "carries it). Searched, in order:%s\nDownload spiece.model (or tokenizer.json) from "
+        "https://huggingface.co/google/t5-v1_1-xxl, put it in DIR/t5/ and pass "
         "--tokenizer-dir DIR or set SD_TOKENIZER_DIR=DIR, or place it beside the T5 file.",
         numbered_places(searched).c_str());
 }

@@ -50,7 +50,7 @@ std::vector<std::string> reference_flags() {
     return flags;
 }
 
-// Each option's help entry (its line plus a continuation line), keyed by every name.
+// Each option's help entry (its lines, wrapped ones joined by one space), keyed by every name.
 std::map<std::string, std::string> help_entries(const std::string& help) {
     std::map<std::string, std::string> entries;
     std::istringstream in(help);
@@ -66,7 +66,9 @@ std::map<std::string, std::string> help_entries(const std::string& help) {
                 names.push_back(w);
             }
         }
-        for (const std::string& n : names) entries[n] += line + "\n";
+        const size_t text = line.find_first_not_of(' ');
+        if (text == std::string::npos) continue;
+        for (const std::string& n : names) entries[n] += line.substr(text) + " ";
     }
     return entries;
 }
@@ -85,6 +87,26 @@ TEST(CliHelp, ListsEveryReferenceFlagWithADefault) {
     }
     EXPECT_EQ(run_cli({"--help"}).exit_code, 0);
     EXPECT_NE(run_cli({"--version"}).output.find("version"), std::string::npos);
+}
+
+// -h wraps to the terminal: $COLUMNS when stdout is not one.
+TEST(CliHelp, WrapsToTheTerminalWidth) {
+    for (const char* columns : {"80", "120"}) {
+        ::setenv("COLUMNS", columns, 1);
+        const RunResult r = run_cli({"-h"});
+        ::unsetenv("COLUMNS");
+        ASSERT_EQ(r.exit_code, 0) << r.output;
+        std::istringstream in(r.output);
+        int lines = 0;
+        for (std::string line; std::getline(in, line); ++lines) {
+            // A single word longer than the help column (a long path) may stand out alone.
+            const bool one_word = line.find(' ', line.find_first_not_of(' ')) == std::string::npos;
+            if (!one_word) EXPECT_LE(line.size(), std::stoul(columns)) << line;
+        }
+        EXPECT_GT(lines, 200);
+    }
+    const auto entries = help_entries(run_cli({"-h"}).output);
+    EXPECT_NE(entries.at("--mmap").find("always"), std::string::npos) << entries.at("--mmap");
 }
 
 TEST(CliHelp, TableIsConsistent) {

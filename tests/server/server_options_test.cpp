@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -117,6 +118,20 @@ TEST(ServerOptions, AcceptsEveryOptionTheReferenceServerLists) {
         ++checked;
     }
     EXPECT_GT(checked, 150);
+}
+
+// -h wraps to the terminal ($COLUMNS when stdout is not one), as sd-cli's.
+TEST(ServerOptions, HelpWrapsToTheTerminalWidth) {
+    ::setenv("COLUMNS", "80", 1);
+    std::stringstream help;
+    print_server_help(help, "sd-server");
+    ::unsetenv("COLUMNS");
+    int lines = 0;
+    for (std::string line; std::getline(help, line); ++lines) {
+        const bool one_word = line.find(' ', line.find_first_not_of(' ')) == std::string::npos;
+        if (!one_word) EXPECT_LE(line.size(), 80u) << line;
+    }
+    EXPECT_GT(lines, 200);
 }
 
 }  // namespace

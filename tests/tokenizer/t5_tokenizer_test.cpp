@@ -317,7 +317,8 @@ TEST_F(T5TokenizerSearchTest, NothingFoundNamesWhatAndWhere) {
           std::string("tokenizer.json"), std::string("--tokenizer-dir"),
           (root_ / "tok" / "t5").string(), (root_ / "models").string(),
           std::string("SD_TOKENIZER_DIR: not set"), std::string("beside the model: no path given"),
-          std::string("GGUF metadata: no GGUF file given")}) {
+          std::string("GGUF metadata: no GGUF file given"),
+          std::string("https://huggingface.co/google/t5-v1_1-xxl")}) {
         EXPECT_NE(msg.find(part), std::string::npos) << part << "\nmessage: " << msg;
     }
 }

@@ -11,6 +11,7 @@
 
 #include <strings.h>
 
+#include "help_layout.h"
 #include "io/component_roles.h"
 
 namespace cli {
@@ -268,6 +269,9 @@ std::vector<OptionSpec> program_options() {
              "metadata mode: cut long text values short in text output"),
         flag("", "--metadata-all", G, &CliParams::metadata_all, true,
              "metadata mode: also list structural entries (IHDR, IDAT, image segments)"),
+        flag("", "--list-families", G, &CliParams::list_families, true,
+             "list the model families (the files each takes, whether this build runs it) and "
+             "exit"),
         flag("", "--list-devices", G, &CliParams::list_devices, true,
              "list the compute devices and exit"),
         text("", "--rpc-servers", G, &CliParams::rpc_servers, "none",
@@ -750,24 +754,6 @@ bool long_hint(const OptionSpec& spec) {
     return spec.value_hint.size() > kMaxHintWidth;
 }
 
-std::string names_column(const OptionSpec& spec) {
-    std::string s =
-        spec.short_name.empty() ? spec.long_name : spec.short_name + ", " + spec.long_name;
-    if (long_hint(spec))
-        s += " <value>";
-    else if (!spec.value_hint.empty())
-        s += " " + spec.value_hint;
-    return s;
-}
-
-std::string help_column(const OptionSpec& spec) {
-    std::string s = spec.help;
-    if (long_hint(spec)) s += ", one of " + spec.value_hint.substr(1, spec.value_hint.size() - 2);
-    s += " (default: " + spec.default_text + ")";
-    if (!spec.not_built.empty()) s += " [not built yet]";
-    return s;
-}
-
 // Splits "--name=value" of an option that takes a value.
 bool split_inline_value(const std::string& arg, std::string* name, std::string* value) {
     size_t eq = arg.find('=');
@@ -813,6 +799,24 @@ const OptionSpec* find_option(const std::string& name) {
     return nullptr;
 }
 
+std::string names_column(const OptionSpec& spec) {
+    std::string s =
+        spec.short_name.empty() ? spec.long_name : spec.short_name + ", " + spec.long_name;
+    if (long_hint(spec))
+        s += " <value>";
+    else if (!spec.value_hint.empty())
+        s += " " + spec.value_hint;
+    return s;
+}
+
+std::string help_column(const OptionSpec& spec) {
+    std::string s = spec.help;
+    if (long_hint(spec)) s += ", one of " + spec.value_hint.substr(1, spec.value_hint.size() - 2);
+    s += " (default: " + spec.default_text + ")";
+    if (!spec.not_built.empty()) s += " [not built yet]";
+    return s;
+}
+
 std::string option_label(const OptionSpec& spec) {
     return spec.short_name.empty() ? spec.long_name : spec.short_name + "/" + spec.long_name;
 }
@@ -834,26 +838,20 @@ void parse_command_line(int argc, const char* const* argv, CliParams& params) {
 
 void print_help(std::ostream& out, const std::string& program) {
     const std::vector<OptionSpec>& table = option_table();
-    size_t width = 0;
+    size_t names_width = 0;
     for (const OptionSpec& spec : table)
         if (names_column(spec).size() <= kMaxNamesWidth)
-            width = std::max(width, names_column(spec).size());
+            names_width = std::max(names_width, names_column(spec).size());
+    const size_t width = help_width();
     out << "usage: " << program << " [options]\n";
     const std::pair<Group, const char*> groups[] = {{Group::Cli, "CLI Options"},
                                                     {Group::Context, "Context Options"},
                                                     {Group::Generation, "Generation Options"}};
     for (const auto& [group, title] : groups) {
         out << "\n" << title << ":\n";
-        for (const OptionSpec& spec : table) {
-            if (spec.group != group) continue;
-            const std::string names = names_column(spec);
-            out << "  " << names;
-            if (names.size() > width)
-                out << "\n" << std::string(width + 4, ' ');
-            else
-                out << std::string(width - names.size() + 2, ' ');
-            out << help_column(spec) << "\n";
-        }
+        for (const OptionSpec& spec : table)
+            if (spec.group == group)
+                print_help_row(out, names_column(spec), help_column(spec), names_width, width);
     }
 }
 

@@ -44,7 +44,11 @@ std::string option_label(const OptionSpec& spec);
 // Applies argv[1..] to `params` (which starts at its defaults). Throws UsageError.
 void parse_command_line(int argc, const char* const* argv, CliParams& params);
 
-// Every option with its value type, help line and default.
+// -h's two columns for one option: "-W, --width <int>" and its help with the default.
+std::string names_column(const OptionSpec& spec);
+std::string help_column(const OptionSpec& spec);
+
+// Every option with its value type, help line and default, wrapped to the terminal.
 void print_help(std::ostream& out, const std::string& program);
 
 }  // namespace cli

@@ -44,6 +44,7 @@ struct CliParams {
     std::string imat_out;
     bool help = false;
     bool list_devices = false;
+    bool list_families = false;
 
     // Model files and context.
     int n_threads = -1;

@@ -73,6 +73,10 @@ int main(int argc, const char* argv[]) {
         return 0;
     }
     if (params.list_devices) return list_devices();
+    if (params.list_families) {
+        std::cout << sd_model_families_table();
+        return 0;
+    }
     cli::set_log_settings({params.verbose, params.color});
     cli::install_library_log();
     try {

@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "cli_options.h"
+#include "help_layout.h"
 #include "redis_url.h"
 
 namespace server {
@@ -131,31 +132,6 @@ bool program_option(const cli::OptionSpec& spec) {
     return spec.group == cli::Group::Cli && !refused(spec);
 }
 
-void print_row(std::ostream& out, const std::string& names, const std::string& help) {
-    constexpr size_t kWidth = 40;
-    out << "  " << names;
-    if (names.size() > kWidth)
-        out << "\n" << std::string(kWidth + 4, ' ');
-    else
-        out << std::string(kWidth - names.size() + 2, ' ');
-    out << help << "\n";
-}
-
-void print_cli_option(std::ostream& out, const cli::OptionSpec& spec) {
-    std::string names =
-        spec.short_name.empty() ? spec.long_name : spec.short_name + ", " + spec.long_name;
-    std::string help = spec.help;
-    if (spec.value_hint.size() > 24) {
-        names += " <value>";
-        help += ", one of " + spec.value_hint.substr(1, spec.value_hint.size() - 2);
-    } else if (!spec.value_hint.empty()) {
-        names += " " + spec.value_hint;
-    }
-    help += " (default: " + spec.default_text + ")";
-    if (!spec.not_built.empty()) help += " [not built yet]";
-    print_row(out, names, help);
-}
-
 }  // namespace
 
 const std::vector<std::string>& cli_only_options() {
@@ -218,22 +194,27 @@ void check_server_config(const ServerConfig& config) {
 }
 
 void print_server_help(std::ostream& out, const std::string& program) {
+    constexpr size_t kNamesWidth = 40;
+    const size_t width = cli::help_width();
+    const auto row = [&](const std::string& names, const std::string& help) {
+        cli::print_help_row(out, names, help, kNamesWidth, width);
+    };
     out << "usage: " << program << " [options]\n\nSvr Options:\n";
     for (const ServerOption& o : server_options()) {
         std::string names = o.short_name[0] ? std::string(o.short_name) + ", " + o.long_name
                                             : std::string(o.long_name);
         if (o.value_hint[0]) names += std::string(" ") + o.value_hint;
-        print_row(out, names, std::string(o.help) + " (default: " + o.default_text + ")");
+        row(names, std::string(o.help) + " (default: " + o.default_text + ")");
     }
     for (const cli::OptionSpec& spec : cli::option_table())
-        if (program_option(spec)) print_cli_option(out, spec);
+        if (program_option(spec)) row(cli::names_column(spec), cli::help_column(spec));
     const std::pair<cli::Group, const char*> groups[] = {
         {cli::Group::Context, "Context Options"},
         {cli::Group::Generation, "Default Generation Options"}};
     for (const auto& [group, title] : groups) {
         out << "\n" << title << ":\n";
         for (const cli::OptionSpec& spec : cli::option_table())
-            if (spec.group == group) print_cli_option(out, spec);
+            if (spec.group == group) row(cli::names_column(spec), cli::help_column(spec));
     }
 }
 

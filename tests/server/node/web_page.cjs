@@ -26,6 +26,26 @@ runWithServer("web_page", async (server) => {
     await page.goto(server.base + "/");
     await page.waitForSelector("body[data-ready='true']", { timeout: 30000 });
     check(await page.title() === "sd-server", "the page loads");
+    // The idle page: no image shown that is not one (the preview box stays hidden until a job
+    // sends a preview), the prompt empty with its placeholder styled as a hint.
+    const idleShot = path.join(clientsDir, "web_page_idle.png");
+    await page.screenshot({ path: idleShot, fullPage: true });
+    console.log("screenshot: " + idleShot);
+    const shownImages = await page.$$eval("img", (imgs) => imgs
+      .filter((img) => getComputedStyle(img).display !== "none" && img.getClientRects().length > 0)
+      .map((img) => ({ id: img.id, ok: img.complete && img.naturalWidth > 0 })));
+    check(shownImages.every((i) => i.ok), "the idle page shows no broken image",
+          JSON.stringify(shownImages));
+    check(await page.$eval("#preview", (img) => getComputedStyle(img).display) === "none",
+          "the preview box is hidden while nothing is sampled");
+    const prompt = await page.$eval("#prompt", (t) => ({
+      value: t.value, placeholder: t.placeholder,
+      text: getComputedStyle(t).color, hint: getComputedStyle(t, "::placeholder").color,
+      hintStyle: getComputedStyle(t, "::placeholder").fontStyle }));
+    check(prompt.value === "" && prompt.placeholder.startsWith("describe") &&
+          prompt.hint !== prompt.text && prompt.hintStyle === "italic",
+          "the placeholder reads as a hint, not a filled value", JSON.stringify(prompt));
+    check(await page.textContent("#server-status") === "ready", "the idle badge says ready");
     check((await page.textContent("#model-name")) === "sd15_f16_seed1.safetensors",
           "the header names the model");
     const samplers = await page.$$eval("#sampler option", (os) => os.map((o) => o.value));
@@ -80,6 +100,13 @@ runWithServer("web_page", async (server) => {
     await page.click("#generate");
     await page.waitForFunction(() => !document.getElementById("cancel").disabled, null,
                                { timeout: 60000 });
+    // The only job running: the badge says so, and no queue.
+    await page.waitForFunction(
+      () => document.getElementById("job-status").dataset.status === "generating", null,
+      { timeout: 60000, polling: 20 });
+    await page.waitForFunction(
+      () => document.getElementById("server-status").textContent === "generating", null,
+      { timeout: 4000, polling: 20 });
     await page.click("#cancel");
     await page.waitForFunction(
       () => document.getElementById("job-status").dataset.status === "cancelled", null,

@@ -73,9 +73,13 @@ async function pollHealth() {
   try {
     const { ok, data } = await api("GET", "/health");
     if (!ok || !data) throw new Error();
-    const busy = data.queue.queued + data.queue.generating;
-    badge.textContent = busy ? "busy · " + busy + " in queue" : "ready";
-    badge.className = "badge " + (busy ? "busy" : "ok");
+    const { queued, generating } = data.queue;
+    // "generating" alone while the only job runs; the waiting ones are "in queue".
+    const parts = [];
+    if (generating) parts.push("generating");
+    if (queued) parts.push(queued + " in queue");
+    badge.textContent = parts.length ? parts.join(" · ") : "ready";
+    badge.className = "badge " + (parts.length ? "busy" : "ok");
   } catch (e) {
     badge.textContent = "unreachable";
     badge.className = "badge down";
@@ -233,6 +237,8 @@ async function poll(id) {
       break;
     }
     const job = reply.data;
+    // The badge follows the job from "in queue" to "generating" at once, not at the next poll.
+    if (job.status !== e.status) pollHealth();
     e.status = job.status;
     if (state.current === id) renderJob(job);
     if (job.status === "completed") {
