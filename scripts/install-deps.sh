@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the build and the tests need, skipping those already there.
-# The list is the one in the README ("Debian packages").
+# The list is the one in the README ("Install and build") and docs/building.md.
 set -euo pipefail
 
 packages=(

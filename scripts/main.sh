@@ -7,7 +7,7 @@
 #   scripts/main.sh
 #       with no model at hand: the SD 1.5 fixture checkpoint, the real SD 1.5 layout filled
 #       with deterministic random weights by ../shared/fixtures/mkckpt.py (2 GiB, made once
-#       into build/fixture-cache/), at 256x256 in 4 steps. Its pictures are structured noise,
+#       into build/fixture-cache/ or $SD_FIXTURE_CACHE), at 256x256 in 4 steps. Its pictures are structured noise,
 #       not art: what it shows is the whole program working (tokenizer, CLIP, UNet, sampler,
 #       VAE, PNG with parameters), and it is the image the reference program makes from it.
 #
@@ -24,9 +24,10 @@ done
 if [ -n "${MODEL:-}" ]; then
     "$cli" -m "$MODEL" "${prompt[@]}" -o output.png "$@"
 else
-    model=build/fixture-cache/sd15_f16_seed1.safetensors
+    cache="${SD_FIXTURE_CACHE:-build/fixture-cache}"  # the tests' cache, shared with them
+    model="$cache/sd15_f16_seed1.safetensors"
     if [ ! -f "$model" ]; then
-        mkdir -p build/fixture-cache
+        mkdir -p "$cache"
         echo "making the SD 1.5 fixture checkpoint (about 20 s, 2 GiB)..."
         /usr/bin/python3 ../shared/fixtures/mkckpt.py ../shared/fixtures/manifests/sd15.tsv \
             "$model.tmp" --dtype f16 --seed 1

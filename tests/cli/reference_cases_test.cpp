@@ -17,6 +17,7 @@
 #include "fixture_files.h"
 #include "image/image_io.h"
 #include "image_compare.h"
+#include "run_cli.h"
 #include "test_util.h"
 
 namespace sd {
@@ -75,32 +76,6 @@ std::vector<std::string> reference_folders() {
     return out;
 }
 
-// Splits a cases.tsv argument string as a POSIX shell would for plain and "quoted" words.
-std::vector<std::string> split_args(const std::string& text) {
-    std::vector<std::string> out;
-    std::string cur;
-    bool in_word = false, quoted = false;
-    for (char c : text) {
-        if (quoted) {
-            if (c == '"')
-                quoted = false;
-            else
-                cur += c;
-        } else if (c == '"') {
-            quoted = in_word = true;
-        } else if (c == ' ' || c == '\t') {
-            if (in_word) out.push_back(cur);
-            cur.clear();
-            in_word = false;
-        } else {
-            cur += c;
-            in_word = true;
-        }
-    }
-    if (in_word) out.push_back(cur);
-    return out;
-}
-
 std::vector<ReferenceCase> load_cases() {
     // The header names the checkpoint as the fixtures README does: MANIFEST_DTYPE_seedN.
     const std::regex checkpoint(R"(-m ([A-Za-z0-9_]+)_(f16|f32|bf16)_seed([0-9]+)\.safetensors)");
@@ -123,7 +98,7 @@ std::vector<ReferenceCase> load_cases() {
             // has no -m in its header.
             if (tab == std::string::npos) continue;
             cases.push_back({family, manifest, dtype, seed, line.substr(0, tab),
-                             split_args(line.substr(tab + 1))});
+                             cli::split_args(line.substr(tab + 1))});
         }
     }
     return cases;

@@ -23,6 +23,33 @@ inline std::string quote(const std::string& s) {
     return q + "'";
 }
 
+// Splits an argument string (a cases.tsv line, a README command) as a POSIX shell would for
+// plain and "quoted" words.
+inline std::vector<std::string> split_args(const std::string& text) {
+    std::vector<std::string> out;
+    std::string cur;
+    bool in_word = false, quoted = false;
+    for (char c : text) {
+        if (quoted) {
+            if (c == '"')
+                quoted = false;
+            else
+                cur += c;
+        } else if (c == '"') {
+            quoted = in_word = true;
+        } else if (c == ' ' || c == '\t') {
+            if (in_word) out.push_back(cur);
+            cur.clear();
+            in_word = false;
+        } else {
+            cur += c;
+            in_word = true;
+        }
+    }
+    if (in_word) out.push_back(cur);
+    return out;
+}
+
 // Runs in `cwd` when given.
 inline RunResult run_cli(const std::vector<std::string>& args, const std::string& cwd = "") {
     std::string command;

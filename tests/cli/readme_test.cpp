@@ -1,0 +1,159 @@
+// The README stays true: its families table is the registry's (sd-cli --list-families), and
+// every family example in it runs. The commands are read from the README itself; the model
+// files they name are mapped to the generated fixtures of those layouts, and the size and
+// steps are lowered so each runs in seconds.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "families/registry.h"
+#include "fixture_files.h"
+#include "run_cli.h"
+#include "stable-diffusion-ext.h"
+#include "test_util.h"
+
+namespace sd {
+namespace {
+
+std::string readme() {
+    std::ifstream in(test::tests_source_dir() + "/../README.md");
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+struct Example {
+    std::string family;  // from "<!-- example: FAMILY -->"
+    std::string command;
+};
+
+void PrintTo(const Example& e, std::ostream* os) {
+    *os << e.family;
+}
+
+// Each "<!-- example: FAMILY -->" followed by a ```sh block: the block's lines, continuation
+// backslashes joined.
+std::vector<Example> readme_examples(const std::string& text) {
+    std::vector<Example> out;
+    const std::string marker = "<!-- example: ";
+    for (size_t at = text.find(marker); at != std::string::npos; at = text.find(marker, at + 1)) {
+        const size_t name_end = text.find(" -->", at);
+        const size_t open = text.find("```sh\n", name_end);
+        const size_t close = text.find("\n```", open + 6);
+        if (name_end == std::string::npos || open == std::string::npos ||
+            close == std::string::npos)
+            break;
+        std::string command = text.substr(open + 6, close - open - 6);
+        for (size_t bs; (bs = command.find("\\\n")) != std::string::npos;)
+            command.replace(bs, 2, " ");
+        out.push_back({text.substr(at + marker.size(), name_end - at - marker.size()), command});
+    }
+    return out;
+}
+
+// The files users download, as the README names them, and the generated fixture of the same
+// layout (random weights, smaller depth where the fixtures README says so).
+const std::map<std::string, std::string>& fixture_for_file() {
+    static const std::map<std::string, std::string> map = {
+        {"v1-5-pruned-emaonly.safetensors", "sd15_f16_seed1.safetensors"},
+        {"v2-1_768-ema-pruned.safetensors", "sd21_f16_seed2.safetensors"},
+        {"sd_xl_base_1.0.safetensors", "sdxl_f16_seed3.safetensors"},
+        {"sd3_medium.safetensors", "sd3/sd3_medium_f16_seed20.safetensors"},
+        {"clip_l.safetensors", "flux/clip_l_f16_seed12.safetensors"},
+        {"clip_g.safetensors", "sd3/clip_g_f16_seed21.safetensors"},
+        {"t5xxl_fp16.safetensors", "flux/t5xxl_l2_f16_seed13.safetensors"},
+        {"flux1-dev.safetensors", "flux/flux_dev_d2s2_bf16_seed10.safetensors"},
+        {"ae.safetensors", "flux/flux_ae_f32_seed11.safetensors"},
+        {"z_image_turbo_bf16.safetensors", "zimage/zimage_turbo_d2_bf16_seed30.safetensors"},
+        {"qwen_3_4b.safetensors", "qwen3/qwen3_4b_bf16_seed31.safetensors"},
+    };
+    return map;
+}
+
+// What a fixture lacks that the real file has: the fixture's SD3 file holds the MMDiT alone,
+// sd3_medium.safetensors also its VAE.
+std::vector<std::string> fixture_extras(const std::string& family) {
+    if (family == "SD3")
+        return {"--vae", test::fixture_file("flux/flux_ae_f32_seed11.safetensors")};
+    return {};
+}
+
+TEST(Readme, FamiliesTableIsTheRegistrys) {
+    const std::string text = readme();
+    const std::string begin = "<!-- families table: the output of sd-cli --list-families";
+    const std::string end = "<!-- end of the families table -->";
+    const size_t at = text.find(begin);
+    ASSERT_NE(at, std::string::npos) << "README.md has no families table marker";
+    const size_t table = text.find('\n', at) + 1;
+    const size_t stop = text.find(end, table);
+    ASSERT_NE(stop, std::string::npos);
+    EXPECT_EQ(text.substr(table, stop - table), std::string(sd_model_families_table()))
+        << "the README's families table is stale: paste the output of sd-cli --list-families";
+}
+
+TEST(Readme, EveryFamilyThatRunsHasAnExample) {
+    std::set<std::string> with_example;
+    for (const Example& e : readme_examples(readme())) with_example.insert(e.family);
+    int runnable = 0;
+    for (const Family* f : families()) {
+        if (!f->assemble) continue;
+        ++runnable;
+        EXPECT_TRUE(with_example.count(f->name)) << f->name << " has no example in README.md";
+    }
+    EXPECT_GE(runnable, 6);
+}
+
+class ReadmeExample : public testing::TestWithParam<Example> {};
+
+TEST_P(ReadmeExample, RunsOnTheFixtures) {
+    const Example& example = GetParam();
+    std::vector<std::string> args = cli::split_args(example.command);
+    ASSERT_FALSE(args.empty());
+    ASSERT_EQ(args[0], "sd-cli") << example.command;
+    args.erase(args.begin());
+    for (std::string& arg : args) {
+        if (arg.find(".safetensors") == std::string::npos && arg.find(".gguf") == std::string::npos)
+            continue;
+        auto it = fixture_for_file().find(arg);
+        ASSERT_NE(it, fixture_for_file().end())
+            << "the README names " << arg << ": add the fixture of its layout to this test";
+        arg = test::fixture_file(it->second);
+    }
+    for (const std::string& extra : fixture_extras(example.family)) args.push_back(extra);
+    const std::filesystem::path out =
+        std::filesystem::temp_directory_path() / ("readme_" + std::to_string(::getpid()) + ".png");
+    // Small and short: what is checked is that the command as written runs the family.
+    for (const char* a : {"-W", "64", "-H", "64", "--steps", "1", "-t", "2"}) args.push_back(a);
+    args.push_back("-o");
+    args.push_back(out.string());
+    // T5's vocabulary is not built in: the fixtures' copy stands for the user's spiece.model.
+    ::setenv("SD_TOKENIZER_DIR", (test::fixtures_dir() + "/tokenizers").c_str(), 1);
+    const cli::RunResult r = cli::run_cli(args);
+    ::unsetenv("SD_TOKENIZER_DIR");
+    EXPECT_EQ(r.exit_code, 0) << example.command << "\n" << r.output;
+    EXPECT_NE(r.output.find("model family: " + example.family), std::string::npos) << r.output;
+    EXPECT_TRUE(std::filesystem::exists(out)) << r.output;
+    std::filesystem::remove(out);
+}
+
+std::string example_name(const testing::TestParamInfo<Example>& info) {
+    std::string name;
+    for (char c : info.param.family) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Readme, ReadmeExample, testing::ValuesIn(readme_examples(readme())),
+                         example_name);
+
+}  // namespace
+}  // namespace sd
