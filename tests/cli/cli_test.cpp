@@ -105,8 +105,17 @@ TEST(CliHelp, WrapsToTheTerminalWidth) {
         }
         EXPECT_GT(lines, 200);
     }
+}
+
+// What the issue of a newcomer's first hour found untrue in -h.
+TEST(CliHelp, SaysWhatTheProgramDoes) {
     const auto entries = help_entries(run_cli({"-h"}).output);
     EXPECT_NE(entries.at("--mmap").find("always"), std::string::npos) << entries.at("--mmap");
+    EXPECT_NE(entries.at("-W").find("64"), std::string::npos) << entries.at("-W");
+    EXPECT_NE(entries.at("-H").find("64"), std::string::npos) << entries.at("-H");
+    for (const char* folder : {"clip/", "t5/", "qwen2/"})
+        EXPECT_NE(entries.at("--tokenizer-dir").find(folder), std::string::npos) << folder;
+    EXPECT_NE(entries.at("--list-families").find("famil"), std::string::npos);
 }
 
 TEST(CliHelp, TableIsConsistent) {
