@@ -1,0 +1,123 @@
+// The Wan 2.1 VAE, as Wan's wan/modules/vae.py (WanVAE_ with its Encoder3d / Decoder3d): a
+// causal video autoencoder, 8x smaller in space and 4x in time (1 + 4k frames <-> 1 + k
+// latent frames), z = 16, RMS norms, one attention block in the middle. A clip is encoded
+// 1 + 4 + 4 ... frames at a time and decoded one latent frame at a time, each chunk reading
+// the last frames of the one before through a CausalConvCache; an image is a one-frame clip.
+// Activations are frames-first, [T, C, H, W]. The per-channel latent normalisation (Wan's
+// mean / std) belongs to the family's latent format, not to this network.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "nn/causal_conv3d.h"
+
+namespace sd {
+
+struct WanVaeConfig {
+    int64_t dim = 96;      // the encoder's first width
+    int64_t dec_dim = 96;  // the decoder's last width
+    int64_t z = 16;
+    std::vector<int64_t> mult = {1, 2, 4, 4};
+    int res_blocks = 2;  // a level's blocks in the encoder (the decoder has one more)
+};
+
+// F.normalize over channels times sqrt(C) and gamma: an RMS norm of each pixel's channels.
+struct WanRmsNorm {
+    Tensor gamma;  // [C]
+    static WanRmsNorm load(const Weights& w, int64_t channels);
+    Tensor forward(const Tensor& x) const;
+};
+
+struct WanResidualBlock {
+    WanRmsNorm norm1, norm2;               // residual.0, residual.3
+    CausalConv3d conv1, conv2;             // residual.2, residual.6
+    std::optional<CausalConv3d> shortcut;  // 1x1x1, when the width changes
+
+    static WanResidualBlock load(const Weights& w, int64_t in, int64_t out);
+    Tensor forward(const Tensor& x, CausalConvCache& cache) const;
+};
+
+// Single-head self-attention over each frame's pixels.
+struct WanAttentionBlock {
+    WanRmsNorm norm;
+    Conv2d to_qkv, proj;
+
+    static WanAttentionBlock load(const Weights& w, int64_t channels);
+    Tensor forward(const Tensor& x) const;
+};
+
+// Wan's Resample: 2x nearest upsampling then a 3x3 conv halving the width, or a 3x3 stride-2
+// conv; the 3-D modes also double (time_conv to 2C channels, interleaved into frames) or
+// halve (stride-2 time_conv) the frames.
+struct WanResample {
+    enum class Mode { Upsample2d, Upsample3d, Downsample2d, Downsample3d };
+    Mode mode;
+    Conv2d resample;                        // resample.1
+    std::optional<CausalConv3d> time_conv;  // the 3-D modes
+
+    static WanResample load(const Weights& w, int64_t dim, Mode mode);
+    Tensor forward(const Tensor& x, CausalConvCache& cache) const;
+};
+
+class WanVaeEncoder {
+  public:
+    static WanVaeEncoder load(const Weights& w, const WanVaeConfig& c);  // w = "encoder."
+    // One chunk: [T, 3, H, W] -> [T', 2z, H/8, W/8].
+    Tensor forward(const Tensor& x, CausalConvCache& cache) const;
+
+  private:
+    struct Level {
+        std::vector<WanResidualBlock> blocks;
+        std::optional<WanResample> downsample;
+    };
+    CausalConv3d conv1, head;
+    std::vector<Level> levels;
+    WanResidualBlock middle0, middle2;
+    WanAttentionBlock middle1;
+    WanRmsNorm head_norm;
+};
+
+class WanVaeDecoder {
+  public:
+    static WanVaeDecoder load(const Weights& w, const WanVaeConfig& c);  // w = "decoder."
+    // One latent frame: [1, z, h, w] -> [1 or 4, 3, 8h, 8w] (the first chunk gives one frame).
+    Tensor forward(const Tensor& x, CausalConvCache& cache) const;
+
+  private:
+    struct Level {
+        std::vector<WanResidualBlock> blocks;
+        std::optional<WanResample> upsample;
+    };
+    CausalConv3d conv1, head;
+    WanResidualBlock middle0, middle2;
+    WanAttentionBlock middle1;
+    std::vector<Level> levels;
+    WanRmsNorm head_norm;
+};
+
+class WanVae {
+  public:
+    // w = the VAE's prefix ("first_stage_model."); the encoder is built only when asked.
+    static WanVae load(const Weights& w, bool with_encoder);
+
+    // Video [T, 3, H, W] in [-1, 1] (T = 1 + 4k; an image is T = 1) -> the posterior's mean
+    // [1 + k, z, H/8, W/8].
+    Tensor encode(const Tensor& video) const;
+    // Latents [T, z, h, w] -> frames [1 + 4 (T - 1), 3, 8h, 8w].
+    Tensor decode(const Tensor& latent) const;
+
+    bool has_encoder() const { return encoder_.has_value(); }
+    const WanVaeConfig& config() const { return config_; }
+    void release_weights() const { pages_.release(); }
+
+  private:
+    WanVaeConfig config_;
+    std::optional<CausalConv3d> conv1_;  // after the encoder: 2z -> 2z
+    CausalConv3d conv2_;                 // before the decoder: z -> z
+    WanVaeDecoder decoder_;
+    std::optional<WanVaeEncoder> encoder_;
+    WeightPages pages_;
+};
+
+}  // namespace sd
