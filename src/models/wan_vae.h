@@ -110,6 +110,7 @@ class WanVae {
     bool has_encoder() const { return encoder_.has_value(); }
     const WanVaeConfig& config() const { return config_; }
     void release_weights() const { pages_.release(); }
+    const WeightPages& weight_pages() const { return pages_; }
 
   private:
     WanVaeConfig config_;
