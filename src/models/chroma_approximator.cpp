@@ -1,5 +1,7 @@
 #include "models/chroma_approximator.h"
 
+#include <algorithm>
+
 #include "base/error.h"
 #include "base/log.h"
 
@@ -13,6 +15,18 @@ constexpr int64_t kIndexEmbedding = 32;  // of the row's index
 constexpr int64_t kInput = 2 * kTimeEmbedding + kIndexEmbedding;
 
 }  // namespace
+
+std::vector<int64_t> chroma_rows_used(int double_blocks, int single_blocks) {
+    std::vector<int64_t> rows;
+    auto add = [&](int64_t first, int64_t count) {
+        for (int64_t r = first; r < first + count; ++r) rows.push_back(r);
+    };
+    for (int i = 0; i < single_blocks; ++i) add(chroma_single_row(i), 3);
+    for (int i = 0; i < double_blocks; ++i) add(chroma_double_img_row(i), 6);
+    for (int i = 0; i < double_blocks; ++i) add(chroma_double_txt_row(i), 6);
+    add(chroma_final_row(), 2);
+    return rows;
+}
 
 Tensor chroma_approximator_input(float timestep, float guidance) {
     const int64_t n = kChromaModulations;
@@ -59,7 +73,19 @@ Tensor ChromaModulationTable::get(const ChromaApproximator& approximator, float 
     std::lock_guard<std::mutex> lock(mutex_);
     if (!table_.defined() || timestep_ != timestep || guidance_ != guidance) {
         table_ = Tensor();  // its memory back before the next one is made
-        table_ = approximator.forward(chroma_approximator_input(timestep, guidance));
+        Tensor ids = Tensor::empty({static_cast<int64_t>(rows_.size())}, DType::I32);
+        for (size_t i = 0; i < rows_.size(); ++i)
+            ids.data<int32_t>()[i] = static_cast<int32_t>(rows_[i]);
+        const Tensor out =
+            approximator.forward(embedding(chroma_approximator_input(timestep, guidance), ids))
+                .contiguous();
+        const int64_t hidden = out.size(1);
+        Tensor table = Tensor::zeros({kChromaModulations, hidden});
+        for (size_t i = 0; i < rows_.size(); ++i) {
+            std::copy_n(out.data<float>() + static_cast<int64_t>(i) * hidden, hidden,
+                        table.data<float>() + rows_[i] * hidden);
+        }
+        table_ = table;
         timestep_ = timestep;
         guidance_ = guidance;
     }

@@ -37,6 +37,10 @@ inline int64_t chroma_final_row() {
     return kChromaModulations - 2;
 }
 
+// The rows a model of `double_blocks` + `single_blocks` reads, in order: all of them for the
+// full model, a few for a shallow one.
+std::vector<int64_t> chroma_rows_used(int double_blocks, int single_blocks);
+
 // The approximator's input rows [kChromaModulations, 64]: each row is the timestep's
 // embedding (16 values: t scaled by 1000 as FLUX's time_in), the guidance's (16), then the
 // row's index's (32, the index scaled by 1000 too), as the reference builds them.
@@ -55,11 +59,15 @@ struct ChromaApproximator {
 
 // The table of modulation vectors [kChromaModulations, hidden] of a timestep and guidance,
 // the last one kept: both sides of guidance share it (the same timestep, guidance 0 on both).
+// Only `rows` are computed (each row is its own: the approximator mixes no rows); the others
+// are 0.
 class ChromaModulationTable {
   public:
+    explicit ChromaModulationTable(std::vector<int64_t> rows) : rows_(std::move(rows)) {}
     Tensor get(const ChromaApproximator& approximator, float timestep, float guidance) const;
 
   private:
+    std::vector<int64_t> rows_;
     mutable std::mutex mutex_;
     mutable float timestep_ = 0.0f, guidance_ = 0.0f;
     mutable Tensor table_;

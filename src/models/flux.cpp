@@ -1,6 +1,7 @@
 #include "models/flux.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "base/error.h"
@@ -74,6 +75,36 @@ MlpEmbedder load_flux_embedder(const Weights& w, int64_t in, int64_t hidden) {
     return {Linear::load(w["in_layer"], in, hidden), Linear::load(w["out_layer"], hidden, hidden)};
 }
 
+struct KeptText {
+    Tensor context, mask;  // mask undefined when all 0
+};
+
+// The text tokens a mask lets through and their mask. A token every query skips (-inf)
+// reaches no other token, and the text's own outputs are dropped at the end: left out, it
+// changes nothing in the image's prediction but the work (Chroma's T5 padding: most of its 512
+// tokens). All of them masked: the text as given.
+KeptText kept_text(const Tensor& context, const Tensor& txt_mask) {
+    const std::vector<float> m = txt_mask.to_vector();
+    const auto n = static_cast<int64_t>(m.size());
+    std::vector<Tensor> runs;
+    std::vector<float> kept;
+    for (int64_t i = 0; i < n;) {
+        if (m[static_cast<size_t>(i)] == -INFINITY) {
+            ++i;
+            continue;
+        }
+        int64_t j = i;
+        while (j < n && m[static_cast<size_t>(j)] != -INFINITY) ++j;
+        runs.push_back(context.narrow(1, i, j - i));
+        kept.insert(kept.end(), m.begin() + i, m.begin() + j);
+        i = j;
+    }
+    if (runs.empty()) return {context, txt_mask};
+    const bool zeros = std::all_of(kept.begin(), kept.end(), [](float v) { return v == 0.0f; });
+    return {runs.size() == 1 ? runs[0] : concat(runs, 1),
+            zeros ? Tensor() : Tensor::from_vector({static_cast<int64_t>(kept.size())}, kept)};
+}
+
 }  // namespace
 
 FluxSelfAttention FluxSelfAttention::load(const Weights& w, int64_t hidden, int64_t head_dim) {
@@ -94,7 +125,8 @@ FluxModel FluxModel::load(const Weights& w) {
     m.txt_in = Linear::load(w["txt_in"], c.context_dim, C);
     if (c.chroma) {
         m.distilled_guidance_layer = ChromaApproximator::load(w["distilled_guidance_layer"], C);
-        m.chroma_table_ = std::make_shared<ChromaModulationTable>();
+        m.chroma_table_ =
+            std::make_shared<ChromaModulationTable>(chroma_rows_used(c.depth, c.depth_single));
     } else {
         m.time_in = load_flux_embedder(w["time_in"], kTimeEmbedding, C);
         m.vector_in = load_flux_embedder(w["vector_in"], c.vec_dim, C);
@@ -232,17 +264,18 @@ Tensor FluxModel::forward(const Tensor& x, const Tensor& timesteps, const Tensor
     }
     Tensor img =
         img_in.forward(image_tokens.size() == 1 ? image_tokens[0] : concat(image_tokens, 1));
-    Tensor txt = txt_in.forward(context);
+    const KeptText text = txt_mask.defined() ? kept_text(context, txt_mask) : KeptText{context, {}};
+    Tensor txt = txt_in.forward(text.context);
     const int64_t lt = txt.size(1);
 
     const Modulation mod = modulation(timesteps, y, guidance);
     const Tensor rope =
         rope_table(flux_positions(lt, h, w, p, refs_hw, ref_index), c.axes_dim, c.theta);
     // The text keys' mask, then the image tokens' zeros, over every query: [1, 1, 1, L].
-    const Tensor mask = txt_mask.defined() ? concat({txt_mask.contiguous().view({1, 1, 1, lt}),
-                                                     Tensor::zeros({1, 1, 1, img.size(1)})},
-                                                    3)
-                                           : Tensor();
+    const Tensor mask = text.mask.defined() ? concat({text.mask.contiguous().view({1, 1, 1, lt}),
+                                                      Tensor::zeros({1, 1, 1, img.size(1)})},
+                                                     3)
+                                            : Tensor();
     for (int i = 0; i < c.depth; ++i) double_block(i, img, txt, mod, rope, mask);
     Tensor tokens = concat({txt, img}, 1);
     for (int i = 0; i < c.depth_single; ++i) tokens = single_block(i, tokens, mod, rope, mask);

@@ -97,6 +97,35 @@ TEST(ChromaModulation, TableMatchesNumpy) {
                        2e-4, 2e-4, "table");
 }
 
+TEST(ChromaModulation, TableComputesTheRowsTheModelReads) {
+    // The full model reads every row; a shallow one its blocks' and the final layer's.
+    std::vector<int64_t> all = chroma_rows_used(kChromaDoubleBlocks, kChromaSingleBlocks);
+    std::sort(all.begin(), all.end());
+    ASSERT_EQ(all.size(), static_cast<size_t>(kChromaModulations));
+    for (int64_t r = 0; r < kChromaModulations; ++r) EXPECT_EQ(all[static_cast<size_t>(r)], r);
+    const std::vector<int64_t> some = chroma_rows_used(1, 1);
+    EXPECT_EQ(some, (std::vector<int64_t>{0, 1, 2, 114, 115, 116, 117, 118, 119, 228, 229, 230, 231,
+                                          232, 233, 342, 343}));
+    // Those rows as the whole table has them, the others 0; kept for the same timestep.
+    const std::string model = test::write_f32_safetensors(tiny_chroma(1, 1, 2), "chroma_rows");
+    ModelFiles files;
+    const ChromaApproximator a =
+        ChromaApproximator::load(dit_weights(files, model)["distilled_guidance_layer"], 128);
+    const ChromaModulationTable table(some);
+    const Tensor got = table.get(a, 0.4f, 0.0f);
+    const std::vector<float> full = a.forward(chroma_approximator_input(0.4f, 0.0f)).to_vector();
+    const std::vector<float> v = got.to_vector();
+    for (int64_t r = 0; r < kChromaModulations; ++r) {
+        const bool used = std::find(some.begin(), some.end(), r) != some.end();
+        for (int64_t j = 0; j < 128; ++j) {
+            const size_t at = static_cast<size_t>(r * 128 + j);
+            EXPECT_NEAR(v[at], used ? full[at] : 0.0f, 1e-5) << r << " " << j;
+        }
+    }
+    EXPECT_EQ(table.get(a, 0.4f, 0.0f).data_ptr(), got.data_ptr());  // kept
+    EXPECT_NE(table.get(a, 0.5f, 0.0f).data_ptr(), nullptr);
+}
+
 TEST(ChromaModel, TinyModelMatchesNumpyWithAndWithoutMask) {
     const std::string model = test::write_f32_safetensors(tiny_chroma(1, 1, 2), "chroma_tiny");
     ModelFiles files;
@@ -117,6 +146,12 @@ TEST(ChromaModel, TinyModelMatchesNumpyWithAndWithoutMask) {
         chroma.forward(in.at("x"), in.at("t"), in.at("context"), {}, 3.5f, {}, {}, mask);
     test::expect_close(masked, numpy_output(model, in, "chroma_tiny", in.at("x").shape(), false),
                        2e-4, 2e-4, "mask");
+    // Finite values other than 0 are added to the scores as given.
+    const Tensor soft = Tensor::from_vector({5}, {0.0f, -1.0f, -INFINITY, 0.5f, 0.0f});
+    in["mask"] = soft;
+    test::expect_close(
+        chroma.forward(in.at("x"), in.at("t"), in.at("context"), {}, 3.5f, {}, {}, soft),
+        numpy_output(model, in, "chroma_tiny", in.at("x").shape(), false), 2e-4, 2e-4, "soft");
     double diff = 0;
     const std::vector<float> a = plain.to_vector(), b = masked.to_vector();
     for (size_t i = 0; i < a.size(); ++i) diff = std::max(diff, std::fabs(double(a[i] - b[i])));
