@@ -4,6 +4,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "nn/weight_patch.h"
 
 namespace sd {
 namespace {
@@ -71,7 +72,8 @@ Tensor ChromaApproximator::forward(const Tensor& x) const {
 Tensor ChromaModulationTable::get(const ChromaApproximator& approximator, float timestep,
                                   float guidance) const {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!table_.defined() || timestep_ != timestep || guidance_ != guidance) {
+    const uint64_t epoch = weight_patches_epoch();
+    if (!table_.defined() || timestep_ != timestep || guidance_ != guidance || epoch_ != epoch) {
         table_ = Tensor();  // its memory back before the next one is made
         Tensor ids = Tensor::empty({static_cast<int64_t>(rows_.size())}, DType::I32);
         for (size_t i = 0; i < rows_.size(); ++i)
@@ -88,6 +90,7 @@ Tensor ChromaModulationTable::get(const ChromaApproximator& approximator, float 
         table_ = table;
         timestep_ = timestep;
         guidance_ = guidance;
+        epoch_ = epoch;
     }
     return table_;
 }

@@ -59,6 +59,7 @@ struct ChromaApproximator {
 
 // The table of modulation vectors [kChromaModulations, hidden] of a timestep and guidance,
 // the last one kept: both sides of guidance share it (the same timestep, guidance 0 on both).
+// A new set of weight patches (a generation's LoRAs) makes a new one.
 // Only `rows` are computed (each row is its own: the approximator mixes no rows); the others
 // are 0.
 class ChromaModulationTable {
@@ -70,6 +71,7 @@ class ChromaModulationTable {
     std::vector<int64_t> rows_;
     mutable std::mutex mutex_;
     mutable float timestep_ = 0.0f, guidance_ = 0.0f;
+    mutable uint64_t epoch_ = 0;  // weight_patches_epoch()
     mutable Tensor table_;
 };
 
