@@ -137,6 +137,7 @@ sd_ctx_t* create(const sd_ctx_params_t& p, const sd_ctx_ext_params_t& ext) {
     options.memory.compute = sd::supported_compute_type(own.compute_type);
     options.memory.threads = threads;
     options.tokenizer_dir = own.tokenizer_dir;
+    options.chroma = placement.chroma;
     for (uint32_t i = 0; i < p.embedding_count && p.embeddings; ++i) {
         SD_CHECK(has(p.embeddings[i].path), "embedding %u has no path", i);
         options.embeddings.push_back(

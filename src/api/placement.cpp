@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <climits>
 #include <cstdlib>
 #include <fstream>
 
@@ -107,33 +108,46 @@ void read_max_vram(const char* spec) {
                      spec);
 }
 
-enum class ArgKind { Bool, Int, ComputeType, Path };
+enum class ArgKind { Bool, Count, ComputeType, Path };
 
 struct ModelArgKey {
     const char* name;
     ArgKind kind;
+    bool ChromaOptions::*flag = nullptr;  // where a Bool goes (none: checked only)
+    int ChromaOptions::*count = nullptr;  // where a Count goes
 };
 
-// The reference's keys (Chroma / Qwen-Image switches: no effect on the families this build
-// runs), then ours.
+// The reference's keys (the Qwen-Image switch: no effect on the families this build runs),
+// then ours.
 constexpr ModelArgKey kModelArgKeys[] = {
-    {"chroma_use_dit_mask", ArgKind::Bool}, {"chroma_use_t5_mask", ArgKind::Bool},
-    {"chroma_t5_mask_pad", ArgKind::Int},   {"qwen_image_zero_cond_t", ArgKind::Bool},
-    {"compute_type", ArgKind::ComputeType}, {"tokenizer_dir", ArgKind::Path},
+    {"chroma_use_dit_mask", ArgKind::Bool, &ChromaOptions::dit_mask},
+    {"chroma_use_t5_mask", ArgKind::Bool, &ChromaOptions::t5_mask},
+    {"chroma_t5_mask_pad", ArgKind::Count, nullptr, &ChromaOptions::t5_mask_pad},
+    {"qwen_image_zero_cond_t", ArgKind::Bool},
+    {"compute_type", ArgKind::ComputeType},
+    {"tokenizer_dir", ArgKind::Path},
 };
+
+// A whole number >= 0 that fits an int (chroma_t5_mask_pad).
+int to_count(const std::string& key, const std::string& v) {
+    errno = 0;
+    char* end = nullptr;
+    const long n = std::strtol(v.c_str(), &end, 10);
+    if (v.empty() || *end != '\0' || errno != 0 || n < 0 || n > INT_MAX)
+        fail("model_args: %s takes a whole number >= 0, not '%s'", key.c_str(), v.c_str());
+    return static_cast<int>(n);
+}
 
 void read_model_arg(const ModelArgKey& key, const std::string& value, Placement& out) {
     switch (key.kind) {
-        case ArgKind::Bool:
-            to_bool(key.name, value);
-            break;
-        case ArgKind::Int: {
-            char* end = nullptr;
-            std::strtol(value.c_str(), &end, 10);
-            if (value.empty() || *end != '\0')
-                fail("model_args: %s takes an integer, not '%s'", key.name, value.c_str());
+        case ArgKind::Bool: {
+            const bool on = to_bool(key.name, value);
+            if (key.flag) out.chroma.*key.flag = on;
             break;
         }
+        case ArgKind::Count:
+            out.chroma.*key.count = to_count(key.name, value);
+            break;
         case ArgKind::ComputeType:
             if (!parse_compute_type(value, &out.compute_type))
                 fail("model_args: compute_type '%s': expected auto, f32 or bf16", value.c_str());

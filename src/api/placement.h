@@ -8,6 +8,7 @@
 
 #include "nn/weights.h"
 #include "ops/compute_type.h"
+#include "pipeline/load_options.h"
 #include "stable-diffusion-ext.h"
 
 namespace sd::api {
@@ -41,6 +42,7 @@ struct Placement {
     // model_args' own keys (engine_options puts sd_ctx_ext_params_t over them).
     ComputeType compute_type = ComputeType::Auto;  // compute_type=auto|f32|bf16
     std::string tokenizer_dir;                     // tokenizer_dir=DIR (no comma)
+    ChromaOptions chroma;  // chroma_use_dit_mask, chroma_use_t5_mask, chroma_t5_mask_pad
 };
 
 // Reads backend, params_backend, max_vram, stream_layers and model_args. Throws sd::Error for

@@ -40,6 +40,42 @@ Tensor apply_token_weights(const Tensor& states, const std::vector<float>& weigh
     return Tensor::from_vector(states.shape(), v);
 }
 
+Tensor t5_window_states(const T5Tokenizer& tokenizer, const T5Encoder& t5,
+                        const std::string& prompt, size_t window, std::vector<float>* keep,
+                        bool mask_t5) {
+    WeightedIds w =
+        weighted_ids(prompt, [&](const std::string& t) { return tokenizer.encode(t); });  // </s>
+    std::vector<float> mask;
+    const std::vector<int32_t> ids = tokenizer.pad_windows(w.ids, window, &w.weights, &mask);
+    std::vector<Tensor> windows;
+    for (size_t at = 0; at + window <= ids.size(); at += window) {
+        std::vector<float> bias;  // 0 or -inf a key
+        if (mask_t5) {
+            for (size_t i = at; i < at + window; ++i)
+                bias.push_back(mask[i] > 0.0f ? 0.0f : -INFINITY);
+        }
+        const std::vector<float> weights(w.weights.begin() + at, w.weights.begin() + at + window);
+        windows.push_back(apply_token_weights(
+            t5.forward(std::span<const int32_t>(ids).subspan(at, window), bias), weights));
+    }
+    if (keep) *keep = std::move(mask);
+    return windows.size() == 1 ? windows[0] : concat(windows, 1);
+}
+
+Tensor t5_key_mask(const std::vector<float>& keep, int attend_pads) {
+    std::vector<float> mask(keep.size(), 0.0f);
+    int opened = 0;
+    for (size_t i = 0; i < keep.size(); ++i) {
+        if (keep[i] > 0.0f) continue;
+        if (opened < attend_pads) {
+            ++opened;
+        } else {
+            mask[i] = -INFINITY;
+        }
+    }
+    return Tensor::from_vector({static_cast<int64_t>(mask.size())}, mask);
+}
+
 std::string first_with(const ModelFiles& files, const std::string& prefix) {
     for (const std::string& n : files.names()) {
         if (n.compare(0, prefix.size(), prefix) == 0) return n;

@@ -13,6 +13,7 @@
 #include "conditioners/clip_text_conditioner.h"
 #include "conditioners/dit_text.h"
 #include "families/latent_rgb.h"
+#include "families/parts/flux_dit.h"
 #include "families/parts/kl_vae.h"
 #include "models/flux.h"
 #include "models/t5_encoder.h"
@@ -49,19 +50,9 @@ class FluxConditioner : public Conditioner {
     Conditioning encode(const ConditionRequest& r) const override {
         const WeightedIds clip =
             weighted_ids(r.prompt, [&](const std::string& t) { return clip_tokenizer_.encode(t); });
-        WeightedIds t5 = weighted_ids(
-            r.prompt, [&](const std::string& t) { return t5_tokenizer_.encode(t); });  // with </s>
         Conditioning out;
         out.vector = pooled(clip.ids);
-        const std::vector<int32_t> ids = t5_tokenizer_.pad_windows(t5.ids, kT5Window, &t5.weights);
-        std::vector<Tensor> windows;
-        for (size_t at = 0; at + kT5Window <= ids.size(); at += kT5Window) {
-            const std::vector<int32_t> window(ids.begin() + at, ids.begin() + at + kT5Window);
-            const std::vector<float> weights(t5.weights.begin() + at,
-                                             t5.weights.begin() + at + kT5Window);
-            windows.push_back(apply_token_weights(t5_.forward(window), weights));
-        }
-        out.context = windows.size() == 1 ? windows[0] : concat(windows, 1);
+        out.context = t5_window_states(t5_tokenizer_, t5_, r.prompt, kT5Window);
         return out;
     }
 
@@ -88,28 +79,6 @@ class FluxConditioner : public Conditioner {
     ClipTextEncoder clip_;
     T5Tokenizer t5_tokenizer_;
     T5Encoder t5_;
-};
-
-class FluxDiffusionModel : public DiffusionModel {
-  public:
-    explicit FluxDiffusionModel(FluxModel flux) : flux_(std::move(flux)) {}
-    using DiffusionModel::forward;
-    Tensor forward(const Tensor& x, const Tensor& timesteps, const Conditioning& c,
-                   const ControlSignal* control) const override {
-        SD_CHECK(!control, "ControlNet is not supported for FLUX models");
-        return flux_.forward(x, timesteps, c.context, c.vector, c.guidance, c.ref_latents,
-                             c.ref_index);
-    }
-    int64_t in_channels() const override {
-        return flux_.config().in_channels / (flux_.config().patch * flux_.config().patch);
-    }
-    // The reference aligns FLUX sizes to the VAE's factor alone; patches are padded inside.
-    int64_t down_factor() const override { return 1; }
-    void release_weights() const override { flux_.release_weights(); }
-    const FluxModel& flux() const { return flux_; }
-
-  private:
-    FluxModel flux_;
 };
 
 // A text encoder given to the wrong option is named with the option it came through.

@@ -1,5 +1,6 @@
 // Families this build recognises but cannot run yet: detected from their block names so a
-// user is told what the file holds (the SDXL refiner: an SDXL UNet of context 1280). Each moves to
+// user is told what the file holds (the SDXL refiner: an SDXL UNet of context 1280;
+// Chroma-Radiance: Chroma's pixel-space variant). Each moves to
 // a file of its own when it is built.
 #include "families/family.h"
 #include "families/parts/unet.h"
@@ -12,9 +13,11 @@ const std::string kDm = "model.diffusion_model.";
 std::string detect_sdxl_refiner(const ModelFiles& f) {
     return unet_has_label_emb(f) && unet_context_dim(f) == 1280 ? "SDXL refiner" : "";
 }
-std::string detect_chroma(const ModelFiles& f) {
-    return f.has_prefix(kDm + "double_blocks.") && f.has_prefix(kDm + "distilled_guidance_layer.")
-               ? "Chroma"
+// Chroma-Radiance: Chroma's DiT on pixel patches (img_in_patch) with a NeRF-style decoder.
+std::string detect_chroma_radiance(const ModelFiles& f) {
+    return f.has_prefix(kDm + "double_blocks.") && (f.has_prefix(kDm + "nerf_final_layer_conv.") ||
+                                                    f.find(kDm + "img_in_patch.weight"))
+               ? "Chroma-Radiance"
                : "";
 }
 std::string detect_wan(const ModelFiles& f) {
@@ -33,8 +36,9 @@ std::string detect_lumina2(const ModelFiles& f) {
 // (and a part no family takes is refused before loading).
 constexpr RoleUse kSdxlRefinerRoles[] = {
     {ModelRole::DiffusionModel, true}, {ModelRole::TextEncoder2, true}, {ModelRole::Vae, true}};
-constexpr RoleUse kChromaRoles[] = {
-    {ModelRole::DiffusionModel, true}, {ModelRole::T5, true}, {ModelRole::Vae, true}};
+// Chroma-Radiance works in pixels: its VAE is optional.
+constexpr RoleUse kChromaRadianceRoles[] = {
+    {ModelRole::DiffusionModel, true}, {ModelRole::T5, true}, {ModelRole::Vae}};
 // Wan: UMT5-XXL as --t5xxl, CLIP vision for image-to-video, Wan2.2's second expert.
 constexpr RoleUse kWanRoles[] = {{ModelRole::DiffusionModel, true},
                                  {ModelRole::HighNoiseDiffusionModel},
@@ -55,9 +59,9 @@ constexpr RoleUse kLumina2Roles[] = {
 extern const Family kSdxlRefinerFamily{
     "SDXL refiner",    detect_sdxl_refiner, {}, {4, 8, 0.13025f, 0.0f, {}}, nullptr, {}, {},
     kSdxlRefinerRoles, "SDXL refiner 1.0"};
-extern const Family kChromaFamily{
-    "Chroma", detect_chroma, {},      {16, 8, 0.3611f, 0.1159f, {}}, nullptr, {},
-    {},       kChromaRoles,  "Chroma"};
+extern const Family kChromaRadianceFamily{
+    "Chroma-Radiance",    detect_chroma_radiance, {}, {3, 1, 1.0f, 0.0f, {}}, nullptr, {}, {},
+    kChromaRadianceRoles, "Chroma1-Radiance"};
 // Wan's and Qwen-Image's VAEs normalise each latent channel by its own mean and std; their
 // latent formats are declared when they are built.
 extern const Family kWanFamily{"Wan", detect_wan, {},        {16, 8, 1.0f, 0.0f, {}}, nullptr,

@@ -1,6 +1,7 @@
 #include "models/flux.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "base/error.h"
@@ -35,7 +36,8 @@ FluxConfig read_config(const Weights& w) {
     c.hidden = dim_of(w, "img_in.weight", 0);
     c.in_channels = dim_of(w, "img_in.weight", 1);
     c.context_dim = dim_of(w, "txt_in.weight", 1);
-    c.vec_dim = dim_of(w, "vector_in.in_layer.weight", 1);
+    c.chroma = w.has("distilled_guidance_layer.in_proj.weight");
+    c.vec_dim = c.chroma ? 0 : dim_of(w, "vector_in.in_layer.weight", 1);
     c.out_channels = dim_of(w, "final_layer.linear.weight", 0);
     c.guidance_embed = w.has("guidance_in.in_layer.weight");
     c.depth = count_blocks(w, "double_blocks", "img_attn.qkv.weight");
@@ -58,6 +60,9 @@ FluxConfig read_config(const Weights& w) {
              "FLUX: img_in takes %lld values and final_layer.linear gives %lld; want equal "
              "multiples of %lld",
              (long long)c.in_channels, (long long)c.out_channels, (long long)(c.patch * c.patch));
+    SD_CHECK(!c.chroma || (c.depth <= kChromaDoubleBlocks && c.depth_single <= kChromaSingleBlocks),
+             "Chroma: %d double and %d single blocks; its modulation table holds %d and %d",
+             c.depth, c.depth_single, kChromaDoubleBlocks, kChromaSingleBlocks);
     return c;
 }
 
@@ -68,6 +73,36 @@ namespace {
 // time_in / guidance_in / vector_in: in_layer -> SiLU -> out_layer.
 MlpEmbedder load_flux_embedder(const Weights& w, int64_t in, int64_t hidden) {
     return {Linear::load(w["in_layer"], in, hidden), Linear::load(w["out_layer"], hidden, hidden)};
+}
+
+struct KeptText {
+    Tensor context, mask;  // mask undefined when all 0
+};
+
+// The text tokens a mask lets through and their mask. A token every query skips (-inf)
+// reaches no other token, and the text's own outputs are dropped at the end: left out, it
+// changes nothing in the image's prediction but the work (Chroma's T5 padding: most of its 512
+// tokens). All of them masked: the text as given.
+KeptText kept_text(const Tensor& context, const Tensor& txt_mask) {
+    const std::vector<float> m = txt_mask.to_vector();
+    const auto n = static_cast<int64_t>(m.size());
+    std::vector<Tensor> runs;
+    std::vector<float> kept;
+    for (int64_t i = 0; i < n;) {
+        if (m[static_cast<size_t>(i)] == -INFINITY) {
+            ++i;
+            continue;
+        }
+        int64_t j = i;
+        while (j < n && m[static_cast<size_t>(j)] != -INFINITY) ++j;
+        runs.push_back(context.narrow(1, i, j - i));
+        kept.insert(kept.end(), m.begin() + i, m.begin() + j);
+        i = j;
+    }
+    if (runs.empty()) return {context, txt_mask};
+    const bool zeros = std::all_of(kept.begin(), kept.end(), [](float v) { return v == 0.0f; });
+    return {runs.size() == 1 ? runs[0] : concat(runs, 1),
+            zeros ? Tensor() : Tensor::from_vector({static_cast<int64_t>(kept.size())}, kept)};
 }
 
 }  // namespace
@@ -88,14 +123,22 @@ FluxModel FluxModel::load(const Weights& w) {
     const int64_t C = c.hidden;
     m.img_in = Linear::load(w["img_in"], c.in_channels, C);
     m.txt_in = Linear::load(w["txt_in"], c.context_dim, C);
-    m.time_in = load_flux_embedder(w["time_in"], kTimeEmbedding, C);
+    if (c.chroma) {
+        m.distilled_guidance_layer = ChromaApproximator::load(w["distilled_guidance_layer"], C);
+        m.chroma_table_ =
+            std::make_shared<ChromaModulationTable>(chroma_rows_used(c.depth, c.depth_single));
+    } else {
+        m.time_in = load_flux_embedder(w["time_in"], kTimeEmbedding, C);
+        m.vector_in = load_flux_embedder(w["vector_in"], c.vec_dim, C);
+    }
     if (c.guidance_embed) m.guidance_in = load_flux_embedder(w["guidance_in"], kTimeEmbedding, C);
-    m.vector_in = load_flux_embedder(w["vector_in"], c.vec_dim, C);
     for (int i = 0; i < c.depth; ++i) {
         const Weights b = w["double_blocks"][i];
         FluxDoubleBlock d;
-        d.img_mod = Linear::load(b["img_mod"]["lin"], C, 6 * C);
-        d.txt_mod = Linear::load(b["txt_mod"]["lin"], C, 6 * C);
+        if (!c.chroma) {
+            d.img_mod = Linear::load(b["img_mod"]["lin"], C, 6 * C);
+            d.txt_mod = Linear::load(b["txt_mod"]["lin"], C, 6 * C);
+        }
         d.img_attn = FluxSelfAttention::load(b["img_attn"], C, c.head_dim);
         d.txt_attn = FluxSelfAttention::load(b["txt_attn"], C, c.head_dim);
         d.img_mlp_0 = Linear::load(b["img_mlp"]["0"], C, c.mlp_hidden);
@@ -109,25 +152,48 @@ FluxModel FluxModel::load(const Weights& w) {
         FluxSingleBlock s;
         s.linear1 = Linear::load(b["linear1"], C, 3 * C + c.mlp_hidden);
         s.linear2 = Linear::load(b["linear2"], C + c.mlp_hidden, C);
-        s.modulation = Linear::load(b["modulation"]["lin"], C, 3 * C);
+        if (!c.chroma) s.modulation = Linear::load(b["modulation"]["lin"], C, 3 * C);
         s.query_scale = b.get("norm.query_norm.scale", {c.head_dim});
         s.key_scale = b.get("norm.key_norm.scale", {c.head_dim});
         m.single_blocks.push_back(std::move(s));
     }
-    m.final_adaln = Linear::load(w["final_layer"]["adaLN_modulation"]["1"], C, 2 * C);
+    if (!c.chroma)
+        m.final_adaln = Linear::load(w["final_layer"]["adaLN_modulation"]["1"], C, 2 * C);
     m.final_linear = Linear::load(w["final_layer"]["linear"], C, c.out_channels);
     w.check("FLUX");
     m.pages_ = w.pages();
     SD_LOG_INFO("FLUX: %d double + %d single blocks, width %lld (%lld heads), %s", c.depth,
                 c.depth_single, (long long)C, (long long)c.heads,
-                c.guidance_embed ? "guidance embedding (dev)" : "no guidance embedding (schnell)");
+                c.chroma           ? "distilled guidance layer (Chroma)"
+                : c.guidance_embed ? "guidance embedding (dev)"
+                                   : "no guidance embedding (schnell)");
     return m;
 }
 
-void FluxModel::double_block(const FluxDoubleBlock& b, Tensor& img, Tensor& txt, const Tensor& vec,
-                             const Tensor& rope) const {
+FluxModel::Modulation FluxModel::modulation(const Tensor& timesteps, const Tensor& y,
+                                            float guidance) const {
+    const FluxConfig& c = config_;
+    // Chroma's approximator reads guidance 0 whatever the request's (the reference's runner
+    // zeroes it): Chroma is guided by real CFG.
+    if (c.chroma) return {{}, chroma_table_->get(distilled_guidance_layer, timesteps.item(), 0.0f)};
+    Tensor vec = time_in.forward(timestep_embedding(timesteps * kTimeFactor, kTimeEmbedding));
+    if (c.guidance_embed) {
+        const Tensor g = Tensor::full({1}, guidance * kTimeFactor);
+        vec = vec + guidance_in.forward(timestep_embedding(g, kTimeEmbedding));
+    }
+    vec = vec + vector_in.forward(y.view({1, c.vec_dim}));
+    return {silu(vec), {}};  // every modulation reads SiLU(vec)
+}
+
+void FluxModel::double_block(int i, Tensor& img, Tensor& txt, const Modulation& mod,
+                             const Tensor& rope, const Tensor& mask) const {
+    const FluxDoubleBlock& b = double_blocks[static_cast<size_t>(i)];
     const int64_t C = config_.hidden, H = config_.heads, D = config_.head_dim;
-    const Tensor im = b.img_mod.forward(vec), tm = b.txt_mod.forward(vec);  // [1, 6C]
+    const bool chroma = mod.table.defined();  // [1, 6C] each
+    const Tensor im =
+        chroma ? chroma_rows(mod.table, chroma_double_img_row(i), 6) : b.img_mod.forward(mod.svec);
+    const Tensor tm =
+        chroma ? chroma_rows(mod.table, chroma_double_txt_row(i), 6) : b.txt_mod.forward(mod.svec);
     const Tensor img_qkv = b.img_attn.qkv.forward(modulated_norm(img, im, 0, C));
     const Tensor txt_qkv = b.txt_attn.qkv.forward(modulated_norm(txt, tm, 0, C));
     // Text tokens first, then the image's, each stream with its own QK norm.
@@ -139,7 +205,7 @@ void FluxModel::double_block(const FluxDoubleBlock& b, Tensor& img, Tensor& txt,
     const Tensor q = normed(0, b.txt_attn.query_scale, b.img_attn.query_scale);
     const Tensor k = normed(1, b.txt_attn.key_scale, b.img_attn.key_scale);
     const Tensor v = concat({head_view(txt_qkv, 2, H, D), head_view(img_qkv, 2, H, D)}, 1);
-    const Tensor attn = dit_attention(q, k, v, rope);
+    const Tensor attn = dit_attention(q, k, v, rope, mask);
     const int64_t lt = txt.size(1), li = img.size(1);
     img = gated(img, b.img_attn.proj.forward(attn.narrow(1, lt, li)), im, 2, C);
     img = gated(img,
@@ -153,21 +219,23 @@ void FluxModel::double_block(const FluxDoubleBlock& b, Tensor& img, Tensor& txt,
                 tm, 5, C);
 }
 
-Tensor FluxModel::single_block(const FluxSingleBlock& b, const Tensor& x, const Tensor& vec,
-                               const Tensor& rope) const {
+Tensor FluxModel::single_block(int i, const Tensor& x, const Modulation& mod, const Tensor& rope,
+                               const Tensor& mask) const {
+    const FluxSingleBlock& b = single_blocks[static_cast<size_t>(i)];
     const int64_t C = config_.hidden, H = config_.heads, D = config_.head_dim;
-    const Tensor mod = b.modulation.forward(vec);                      // [1, 3C]
-    const Tensor h = b.linear1.forward(modulated_norm(x, mod, 0, C));  // [1, L, 3C + mlp]
+    const Tensor m = mod.table.defined() ? chroma_rows(mod.table, chroma_single_row(i), 3)
+                                         : b.modulation.forward(mod.svec);  // [1, 3C]
+    const Tensor h = b.linear1.forward(modulated_norm(x, m, 0, C));         // [1, L, 3C + mlp]
     const Tensor attn = dit_attention(rms_norm(head_view(h, 0, H, D), b.query_scale, kNormEps),
                                       rms_norm(head_view(h, 1, H, D), b.key_scale, kNormEps),
-                                      head_view(h, 2, H, D), rope);
+                                      head_view(h, 2, H, D), rope, mask);
     const Tensor mlp = gelu(h.narrow(2, 3 * C, config_.mlp_hidden), GeluApprox::Tanh);
-    return gated(x, b.linear2.forward(concat({attn, mlp}, 2)), mod, 2, C);
+    return gated(x, b.linear2.forward(concat({attn, mlp}, 2)), m, 2, C);
 }
 
 Tensor FluxModel::forward(const Tensor& x, const Tensor& timesteps, const Tensor& context,
                           const Tensor& y, float guidance, const std::vector<Tensor>& refs,
-                          RefIndexMode ref_index) const {
+                          RefIndexMode ref_index, const Tensor& txt_mask) const {
     const FluxConfig& c = config_;
     const int64_t p = c.patch;
     SD_CHECK(x.dim() == 4 && x.size(0) == 1 && x.size(1) * p * p == c.in_channels,
@@ -176,8 +244,12 @@ Tensor FluxModel::forward(const Tensor& x, const Tensor& timesteps, const Tensor
     SD_CHECK(context.dim() == 3 && context.size(0) == 1 && context.size(2) == c.context_dim,
              "FLUX: text context %s, want [1, L, %lld]", context.describe().c_str(),
              (long long)c.context_dim);
-    SD_CHECK(y.defined() && y.numel() == c.vec_dim, "FLUX: pooled vector %s, want %lld values",
-             y.describe().c_str(), (long long)c.vec_dim);
+    SD_CHECK(c.chroma || (y.defined() && y.numel() == c.vec_dim),
+             "FLUX: pooled vector %s, want %lld values", y.describe().c_str(),
+             (long long)c.vec_dim);
+    SD_CHECK(!txt_mask.defined() || txt_mask.numel() == context.size(1),
+             "FLUX: text mask %s for %lld text tokens", txt_mask.describe().c_str(),
+             (long long)context.size(1));
     const int64_t channels = x.size(1), H = x.size(2), W = x.size(3);
     // Padded to whole patches (the reference's pad_to_patch_size), cropped back at the end.
     const int64_t h = (H + p - 1) / p, w = (W + p - 1) / p;
@@ -192,26 +264,26 @@ Tensor FluxModel::forward(const Tensor& x, const Tensor& timesteps, const Tensor
     }
     Tensor img =
         img_in.forward(image_tokens.size() == 1 ? image_tokens[0] : concat(image_tokens, 1));
-    Tensor txt = txt_in.forward(context);
+    const KeptText text = txt_mask.defined() ? kept_text(context, txt_mask) : KeptText{context, {}};
+    Tensor txt = txt_in.forward(text.context);
     const int64_t lt = txt.size(1);
 
-    Tensor vec = time_in.forward(timestep_embedding(timesteps * kTimeFactor, kTimeEmbedding));
-    if (c.guidance_embed) {
-        const Tensor g = Tensor::full({1}, guidance * kTimeFactor);
-        vec = vec + guidance_in.forward(timestep_embedding(g, kTimeEmbedding));
-    }
-    vec = vec + vector_in.forward(y.view({1, c.vec_dim}));
-    const Tensor svec = silu(vec);  // every modulation reads SiLU(vec)
-
+    const Modulation mod = modulation(timesteps, y, guidance);
     const Tensor rope =
         rope_table(flux_positions(lt, h, w, p, refs_hw, ref_index), c.axes_dim, c.theta);
-    for (const FluxDoubleBlock& b : double_blocks) double_block(b, img, txt, svec, rope);
+    // The text keys' mask, then the image tokens' zeros, over every query: [1, 1, 1, L].
+    const Tensor mask = text.mask.defined() ? concat({text.mask.contiguous().view({1, 1, 1, lt}),
+                                                      Tensor::zeros({1, 1, 1, img.size(1)})},
+                                                     3)
+                                            : Tensor();
+    for (int i = 0; i < c.depth; ++i) double_block(i, img, txt, mod, rope, mask);
     Tensor tokens = concat({txt, img}, 1);
-    for (const FluxSingleBlock& b : single_blocks) tokens = single_block(b, tokens, svec, rope);
+    for (int i = 0; i < c.depth_single; ++i) tokens = single_block(i, tokens, mod, rope, mask);
 
-    const Tensor mod = final_adaln.forward(svec);  // shift, scale
+    const Tensor final_mod = c.chroma ? chroma_rows(mod.table, chroma_final_row(), 2)
+                                      : final_adaln.forward(mod.svec);  // shift, scale
     const Tensor out =
-        final_linear.forward(modulated_norm(tokens.narrow(1, lt, h * w), mod, 0, c.hidden));
+        final_linear.forward(modulated_norm(tokens.narrow(1, lt, h * w), final_mod, 0, c.hidden));
     return unpatchify(out, channels, H, W, p, PatchLayout::ChannelsFirst);
 }
 

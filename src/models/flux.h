@@ -7,10 +7,15 @@
 // Attention uses 3-axis RoPE (axes 16, 56, 56, theta 10000; text ids 0, image ids
 // (index, row, col)) applied inside the attention kernel, and RMS-normed q / k.
 // Widths and depths are read from the weights; dev (guidance_in) and schnell (none) too.
+// Chroma is the schnell layout with `distilled_guidance_layer` (chroma_approximator.h) in place
+// of time_in / vector_in and every block's modulation linear, and an optional attention mask
+// over the text tokens.
 #pragma once
 
+#include <memory>
 #include <vector>
 
+#include "models/chroma_approximator.h"
 #include "nn/dit_blocks.h"
 #include "nn/layers.h"
 #include "nn/rope.h"
@@ -24,11 +29,12 @@ struct FluxConfig {
     int64_t heads = 24;
     int64_t head_dim = 128;
     int64_t context_dim = 4096;  // txt_in's input (T5-XXL)
-    int64_t vec_dim = 768;       // vector_in's input (CLIP-L pooled)
+    int64_t vec_dim = 768;       // vector_in's input (CLIP-L pooled); 0 for Chroma
     int64_t mlp_hidden = 12288;
     int depth = 19;
     int depth_single = 38;
     bool guidance_embed = true;  // dev; schnell has no guidance_in
+    bool chroma = false;         // distilled_guidance_layer: Chroma
     int64_t patch = 2;
     float theta = 10000.0f;
     std::vector<int> axes_dim = {16, 56, 56};
@@ -41,15 +47,15 @@ struct FluxSelfAttention {  // qkv, QK RMS norm scales, proj
 };
 
 struct FluxDoubleBlock {
-    Linear img_mod, txt_mod;  // 6 x hidden: shift, scale, gate for attention, then MLP
+    Linear img_mod, txt_mod;  // 6 x hidden: shift, scale, gate for attention, then MLP (not Chroma)
     FluxSelfAttention img_attn, txt_attn;
     Linear img_mlp_0, img_mlp_2, txt_mlp_0, txt_mlp_2;
 };
 
 struct FluxSingleBlock {
-    Linear linear1;  // qkv and the MLP's input side by side
-    Linear linear2;  // attention output and MLP activation side by side
-    Linear modulation;
+    Linear linear1;     // qkv and the MLP's input side by side
+    Linear linear2;     // attention output and MLP activation side by side
+    Linear modulation;  // not Chroma
     Tensor query_scale, key_scale;
 };
 
@@ -60,12 +66,13 @@ class FluxModel {
 
     // x: [1, C, H, W] latent (H, W padded to the patch size inside), timesteps: f32 [1] in
     // [0, 1] (scaled by 1000 inside, as the reference's time_factor), context: [1, Lt,
-    // context_dim], y: [1, vec_dim], guidance: the distilled guidance (dev only), refs:
-    // Kontext reference latents [1, C, h, w] (any size), numbered by `ref_index` from 1
-    // (flux_positions). Returns the velocity [1, C, H, W].
+    // context_dim], y: [1, vec_dim] (none for Chroma), guidance: the distilled guidance (dev
+    // only), refs: Kontext reference latents [1, C, h, w] (any size), numbered by `ref_index`
+    // from 1 (flux_positions), txt_mask: undefined, or f32 [Lt] added to the scores of the text
+    // keys (-inf skips one; Chroma's padding mask). Returns the velocity [1, C, H, W].
     Tensor forward(const Tensor& x, const Tensor& timesteps, const Tensor& context, const Tensor& y,
                    float guidance, const std::vector<Tensor>& refs = {},
-                   RefIndexMode ref_index = RefIndexMode::Fixed) const;
+                   RefIndexMode ref_index = RefIndexMode::Fixed, const Tensor& txt_mask = {}) const;
 
     const FluxConfig& config() const { return config_; }
     void release_weights() const { pages_.release(); }
@@ -74,14 +81,22 @@ class FluxModel {
   private:
     Tensor attention(const Tensor& qkv, const FluxSelfAttention* a, const Tensor& q_scale,
                      const Tensor& k_scale, const Tensor& rope) const;
-    void double_block(const FluxDoubleBlock& b, Tensor& img, Tensor& txt, const Tensor& vec,
-                      const Tensor& rope) const;
-    Tensor single_block(const FluxSingleBlock& b, const Tensor& x, const Tensor& vec,
-                        const Tensor& rope) const;
+    // Each block's modulation vectors: FLUX's from SiLU(vec) through the block's linear,
+    // Chroma's rows of the approximator's table.
+    struct Modulation {
+        Tensor svec, table;
+    };
+    Modulation modulation(const Tensor& timesteps, const Tensor& y, float guidance) const;
+    void double_block(int i, Tensor& img, Tensor& txt, const Modulation& mod, const Tensor& rope,
+                      const Tensor& mask) const;
+    Tensor single_block(int i, const Tensor& x, const Modulation& mod, const Tensor& rope,
+                        const Tensor& mask) const;
 
     FluxConfig config_;
     Linear img_in, txt_in;
     MlpEmbedder time_in, guidance_in, vector_in;
+    ChromaApproximator distilled_guidance_layer;
+    std::shared_ptr<ChromaModulationTable> chroma_table_;
     std::vector<FluxDoubleBlock> double_blocks;
     std::vector<FluxSingleBlock> single_blocks;
     Linear final_adaln, final_linear;

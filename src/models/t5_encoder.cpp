@@ -103,7 +103,7 @@ T5Encoder T5Encoder::load(const Weights& w) {
     return m;
 }
 
-Tensor T5Encoder::position_bias(int64_t n) const {
+Tensor T5Encoder::position_bias(int64_t n, std::span<const float> key_mask) const {
     const int64_t h = config_.heads;
     Tensor bias = Tensor::empty({1, h, n, n});
     float* out = bias.data<float>();
@@ -112,8 +112,9 @@ Tensor T5Encoder::position_bias(int64_t n) const {
         for (int64_t j = 0; j < n; ++j) {
             const int32_t bucket =
                 t5_relative_position_bucket(j - i, config_.buckets, config_.max_distance);
+            const float m = key_mask.empty() ? 0.0f : key_mask[static_cast<size_t>(j)];
             for (int64_t head = 0; head < h; ++head)
-                out[(head * n + i) * n + j] = table[bucket * h + head];
+                out[(head * n + i) * n + j] = table[bucket * h + head] + m;
         }
     }
     return bias;
@@ -137,13 +138,15 @@ Tensor T5Encoder::block(const T5Block& b, const Tensor& x, const Tensor& bias) c
     return r + b.wo.forward(gated);
 }
 
-Tensor T5Encoder::forward(std::span<const int32_t> ids) const {
+Tensor T5Encoder::forward(std::span<const int32_t> ids, std::span<const float> key_mask) const {
     SD_CHECK(!ids.empty(), "T5 encoder: no token ids");
+    SD_CHECK(key_mask.empty() || key_mask.size() == ids.size(),
+             "T5 encoder: a mask of %zu values for %zu ids", key_mask.size(), ids.size());
     const auto n = static_cast<int64_t>(ids.size());
     Tensor tokens = Tensor::empty({1, n}, DType::I32);
     std::copy(ids.begin(), ids.end(), tokens.data<int32_t>());
     Tensor x = embedding(shared_, tokens);  // [1, n, width]
-    const Tensor bias = position_bias(n);
+    const Tensor bias = position_bias(n, key_mask);
     for (const T5Block& b : blocks_) x = block(b, x, bias);
     return rms_norm(x, final_norm_, config_.eps);
 }

@@ -45,8 +45,10 @@ class T5Encoder {
     static T5Encoder load(const Weights& w);
 
     // ids: token ids (as T5Tokenizer gives, padded or not) -> f32 [1, n, width], after the
-    // final norm. Attention spans all n ids, padding included (no mask), as for FLUX.
-    Tensor forward(std::span<const int32_t> ids) const;
+    // final norm. Attention spans all n ids, padding included, as for FLUX; `key_mask` (empty,
+    // or n values added to the scores of each key: 0, or -inf to skip it) masks some out, as
+    // Chroma's chroma_use_t5_mask.
+    Tensor forward(std::span<const int32_t> ids, std::span<const float> key_mask = {}) const;
 
     int64_t width() const { return config_.width; }
     const T5Config& config() const { return config_; }
@@ -56,7 +58,8 @@ class T5Encoder {
     const WeightPages& weight_pages() const { return pages_; }
 
   private:
-    Tensor position_bias(int64_t n) const;  // f32 [1, heads, n, n]
+    // f32 [1, heads, n, n], plus key_mask[j] on key j's column when given.
+    Tensor position_bias(int64_t n, std::span<const float> key_mask) const;
     Tensor block(const T5Block& b, const Tensor& x, const Tensor& bias) const;
 
     T5Config config_;

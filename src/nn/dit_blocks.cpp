@@ -45,12 +45,13 @@ Tensor head_view(const Tensor& qkv, int i, int64_t heads, int64_t head_dim) {
                           qkv.offset() + i * heads * head_dim);
 }
 
-Tensor dit_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& rope) {
+Tensor dit_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& rope,
+                     const Tensor& mask) {
     AttentionOptions options;
     options.rope = rope;
     const std::vector<int> heads_first = {0, 2, 1, 3};
     Tensor out = scaled_dot_product_attention(q.permute(heads_first), k.permute(heads_first),
-                                              v.permute(heads_first), {}, options);
+                                              v.permute(heads_first), mask, options);
     return permute_copy(out, heads_first).view({1, q.size(1), q.size(2) * q.size(3)});
 }
 

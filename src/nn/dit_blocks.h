@@ -40,7 +40,9 @@ Tensor gated(const Tensor& x, const Tensor& y, const Tensor& mod, int64_t i, int
 Tensor head_view(const Tensor& qkv, int i, int64_t heads, int64_t head_dim);
 
 // Attention of q, k, v [1, L, H, D] -> [1, Lq, H D]; `rope` (undefined, or FLUX's table,
-// AttentionOptions::rope) is applied as q and k load.
-Tensor dit_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& rope = {});
+// AttentionOptions::rope) is applied as q and k load; `mask` (undefined, or f32 added to the
+// scores, broadcast to [1, H, Lq, Lk]: -inf skips a key).
+Tensor dit_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& rope = {},
+                     const Tensor& mask = {});
 
 }  // namespace sd

@@ -1,11 +1,15 @@
 #include "nn/weight_patch.h"
 
+#include <atomic>
+
 #include "ops/ops.h"
 
 namespace sd {
 namespace {
 
 thread_local const WeightPatches* active_set = nullptr;
+std::atomic<uint64_t> epochs{0};
+thread_local uint64_t active_epoch = 0;
 
 // x of any leading shape [..., in] -> [..., out] through a low-rank pair.
 Tensor low_rank_linear(const LowRankTerm& t, const Tensor& x) {
@@ -39,12 +43,18 @@ const LayerPatch* active_patch(const std::string& name) {
     return it == set->end() ? nullptr : &it->second;
 }
 
+uint64_t weight_patches_epoch() {
+    return active_epoch;
+}
+
 ScopedWeightPatches::ScopedWeightPatches(const WeightPatches* patches) : previous_(active_set) {
     active_set = patches;
+    active_epoch = ++epochs;
 }
 
 ScopedWeightPatches::~ScopedWeightPatches() {
     active_set = previous_;
+    active_epoch = ++epochs;
 }
 
 Tensor patched_linear(const LayerPatch& patch, const Tensor& x, const Tensor& weight,

@@ -36,6 +36,11 @@ using WeightPatches = std::unordered_map<std::string, LayerPatch>;
 // The patch for the weight `name` in the calling thread's active set, or nullptr.
 const LayerPatch* active_patch(const std::string& name);
 
+// A number that changes whenever the calling thread's active set does (a ScopedWeightPatches
+// made or ended), for what caches a layer's output across calls: equal numbers, the same
+// weights.
+uint64_t weight_patches_epoch();
+
 // Makes `patches` the calling thread's active set until destroyed (restoring the one before).
 // `patches` must outlive it.
 class ScopedWeightPatches {

@@ -24,8 +24,11 @@ namespace sd {
 
 // What a diffusion model is conditioned on. Each family fills the parts it has.
 struct Conditioning {
-    Tensor context;         // cross-attention states [1, L, D]
-    Tensor vector;          // the pooled / ADM vector [1, N] (SDXL's y: pooled text + size/crop)
+    Tensor context;  // cross-attention states [1, L, D]
+    Tensor vector;   // the pooled / ADM vector [1, N] (SDXL's y: pooled text + size/crop)
+    // Added to the attention scores of the context's tokens as keys, f32 [L]: 0, or -inf to
+    // skip one (Chroma's T5 padding); undefined: none.
+    Tensor context_mask;
     float guidance = 0.0f;  // distilled guidance (FLUX.1-dev's guidance_in; set by the loop)
     // Reference images' latents (edit models: FLUX Kontext, ...), in the model's latent space,
     // and how their tokens are numbered (set by the loop, pipeline/ref_images.h).

@@ -16,6 +16,13 @@ struct EmbeddingFile {
     std::string path;  // .safetensors, .gguf, .pt, .ckpt, .bin
 };
 
+// Chroma's switches (--model-args chroma_*), with the reference's defaults.
+struct ChromaOptions {
+    bool dit_mask = true;  // chroma_use_dit_mask: the DiT's attention skips T5's <pad>s
+    bool t5_mask = false;  // chroma_use_t5_mask: so does T5's own attention
+    int t5_mask_pad = 1;   // chroma_t5_mask_pad: how many <pad>s the DiT still attends to
+};
+
 // How the program was asked to load a model.
 struct LoadOptions {
     std::string tokenizer_dir;                 // --tokenizer-dir
@@ -24,6 +31,7 @@ struct LoadOptions {
     Prediction prediction = PREDICTION_COUNT;  // PREDICTION_COUNT: the model's own
     bool with_vae_encoder = true;              // img2img / inpaint need it
     MemoryPolicy memory;
+    ChromaOptions chroma;
 };
 
 }  // namespace sd

@@ -400,7 +400,8 @@ std::vector<int32_t> T5Tokenizer::encode(std::string_view text) const {
 }
 
 std::vector<int32_t> T5Tokenizer::pad_windows(const std::vector<int32_t>& ids, size_t max_length,
-                                              std::vector<float>* weights) const {
+                                              std::vector<float>* weights,
+                                              std::vector<float>* mask) const {
     if (max_length < 2)
         fail("T5 tokenizer: a window of %zu ids cannot hold an id and </s>", max_length);
     if (weights && weights->size() != ids.size())
@@ -412,16 +413,22 @@ std::vector<int32_t> T5Tokenizer::pad_windows(const std::vector<int32_t>& ids, s
     std::vector<int32_t> out;
     std::vector<float> out_weights;
     out.reserve(windows * max_length);
+    if (mask) mask->clear();
     for (size_t w = 0; w < windows; ++w) {
         const size_t begin = w * chunk, end = std::min(body, begin + chunk);
         out.insert(out.end(), ids.begin() + begin, ids.begin() + end);
         out.push_back(impl_->eos);
+        if (mask) {
+            mask->resize(w * max_length, 0.0f);  // the previous window's <pad>s
+            mask->resize(w * max_length + (end - begin) + 1, 1.0f);
+        }
         if (weights) {
             out_weights.insert(out_weights.end(), weights->begin() + begin, weights->begin() + end);
             out_weights.push_back(1.0f);
         }
     }
     out.resize(windows * max_length, impl_->pad);
+    if (mask) mask->resize(windows * max_length, 0.0f);
     if (weights) {
         out_weights.resize(windows * max_length, 1.0f);
         *weights = std::move(out_weights);

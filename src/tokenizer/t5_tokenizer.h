@@ -43,9 +43,12 @@ class T5Tokenizer {
     // stable-diffusion.cpp's T5 padding (FLUX: max_length 256): `ids` (as encode() gives, a
     // trailing </s> is dropped first) cut into windows of max_length - 1 ids each closed by
     // </s>; the last window is filled up to max_length with <pad>. At least one window. With
-    // `weights` (one per id), the weights follow the ids; inserted ids get weight 1.
+    // `weights` (one per id), the weights follow the ids; inserted ids get weight 1. `mask`
+    // (when given) gets the reference's attention mask of the result: 1 for each window's ids
+    // and its </s>, 0 for the <pad>s.
     std::vector<int32_t> pad_windows(const std::vector<int32_t>& ids, size_t max_length,
-                                     std::vector<float>* weights = nullptr) const;
+                                     std::vector<float>* weights = nullptr,
+                                     std::vector<float>* mask = nullptr) const;
 
     // The piece of an id ("▁cat", "</s>"); throws sd::Error when out of range.
     const std::string& piece(int32_t id) const;

@@ -5,6 +5,7 @@
 
 #include "api/placement.h"
 #include "base/error.h"
+#include "io/io_test_util.h"
 #include "stable-diffusion.h"
 
 namespace sd::api {
@@ -91,6 +92,34 @@ TEST(Placement, ModelArgsCarryTheComputeType) {
     EXPECT_THROW(read_placement(params(nullptr, nullptr, nullptr, "compute_type=fp8")), Error);
     EXPECT_THROW(read_placement(params(nullptr, nullptr, nullptr, "bogus=1")), Error);
     EXPECT_THROW(read_placement(params(nullptr, nullptr, nullptr, "compute_type")), Error);
+}
+
+// Chroma's three keys reach the loader; without them, the reference's defaults (DiT mask on,
+// T5 mask off, one padding token attended); a bad value is refused naming its key.
+TEST(Placement, ModelArgsCarryChromasSwitches) {
+    const ChromaOptions defaults = read_placement(params(nullptr, nullptr, nullptr)).chroma;
+    EXPECT_TRUE(defaults.dit_mask);
+    EXPECT_FALSE(defaults.t5_mask);
+    EXPECT_EQ(defaults.t5_mask_pad, 1);
+    const ChromaOptions set =
+        read_placement(
+            params(nullptr, nullptr, nullptr,
+                   "chroma_use_dit_mask=false, chroma_use_t5_mask=1,chroma_t5_mask_pad=3"))
+            .chroma;
+    EXPECT_FALSE(set.dit_mask);
+    EXPECT_TRUE(set.t5_mask);
+    EXPECT_EQ(set.t5_mask_pad, 3);
+    EXPECT_EQ(read_placement(params(nullptr, nullptr, nullptr, "chroma_t5_mask_pad=0"))
+                  .chroma.t5_mask_pad,
+              0);
+    for (const char* bad :
+         {"chroma_use_dit_mask=maybe", "chroma_use_t5_mask=", "chroma_t5_mask_pad=-1",
+          "chroma_t5_mask_pad=1.5", "chroma_t5_mask_pad=99999999999", "chroma_t5_mask_pad=x"}) {
+        const std::string key = std::string(bad).substr(0, std::string(bad).find('='));
+        const std::string error =
+            test::error_of([&] { read_placement(params(nullptr, nullptr, nullptr, bad)); });
+        EXPECT_NE(error.find(key), std::string::npos) << bad << ": " << error;
+    }
 }
 
 // sd_ctx_ext_params_t's fields, when set, win over the same model_args keys.

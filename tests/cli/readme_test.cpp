@@ -73,6 +73,7 @@ const std::map<std::string, std::string>& fixture_for_file() {
         {"clip_g.safetensors", "sd3/clip_g_f16_seed21.safetensors"},
         {"t5xxl_fp16.safetensors", "flux/t5xxl_l2_f16_seed13.safetensors"},
         {"flux1-dev.safetensors", "flux/flux_dev_d2s2_bf16_seed10.safetensors"},
+        {"Chroma1-HD.safetensors", "chroma/chroma_d2s2_bf16_seed70.safetensors"},
         {"ae.safetensors", "flux/flux_ae_f32_seed11.safetensors"},
         {"z_image_turbo_bf16.safetensors", "zimage/zimage_turbo_d2_bf16_seed30.safetensors"},
         {"qwen_3_4b.safetensors", "qwen3/qwen3_4b_bf16_seed31.safetensors"},

@@ -56,13 +56,14 @@ TEST(FamilyRegistry, UnknownLayoutNamesTheFamiliesTried) {
 
 TEST(FamilyRegistry, FamilyNotBuiltIsNamed) {
     ModelFiles files;
-    // FLUX's blocks with a distilled guidance layer: Chroma.
-    files.add(
-        sparse("flux_dev_d2s2", "chroma_not_built",
-               "--rename guidance_in.in_layer.weight=distilled_guidance_layer.in_proj.weight"),
-        ModelRole::DiffusionModel);
+    // Chroma's blocks on pixel patches with a NeRF decoder: Chroma-Radiance.
+    files.add(sparse("chroma_d2s2", "chroma_radiance_not_built",
+                     "--rename img_in.weight=img_in_patch.weight "
+                     "--rename final_layer.linear.weight=nerf_final_layer_conv.conv.weight"),
+              ModelRole::DiffusionModel);
     std::string error = test::error_of([&] { load_model(files, options()); });
-    EXPECT_NE(error.find("Chroma model, which this program cannot run yet"), std::string::npos)
+    EXPECT_NE(error.find("Chroma-Radiance model, which this program cannot run yet"),
+              std::string::npos)
         << error;
 }
 

@@ -72,9 +72,11 @@ def apply_rope(x, pe):  # x [H, L, D]
     return (pe[..., 0] * xr[..., 0] + pe[..., 1] * xr[..., 1]).reshape(x.shape)
 
 
-def attention(q, k, v, pe):  # [H, L, D] each -> [L, H * D]
+def attention(q, k, v, pe, mask=None):  # [H, L, D] each -> [L, H * D]; mask: [L] on the keys
     q, k = apply_rope(q, pe), apply_rope(k, pe)
     s = q @ k.transpose(0, 2, 1) / np.sqrt(q.shape[-1])
+    if mask is not None:
+        s = s + mask
     s = np.exp(s - s.max(-1, keepdims=True))
     s /= s.sum(-1, keepdims=True)
     o = s @ v
@@ -115,13 +117,38 @@ def reference_ids(refs, mode):
     return out
 
 
-def forward(W, x, t, ctx, y, g, refs=(), mode=0):
+def flux_modulation(W, t, y, g):
+    """FLUX's modulation vectors: mod(kind, i) for kind "img" / "txt" (double block i, 6
+    rows), "single" (3 rows) and "final" (shift, scale), each from SiLU(vec) through the
+    block's linear."""
     def linear(name, v):
         return v @ W[name + ".weight"].T + W[name + ".bias"]
 
     def embedder(name, v):
         return linear(name + ".out_layer", silu(linear(name + ".in_layer", v)))
 
+    hidden = W["img_in.weight"].shape[0]
+    vec = embedder("time_in", timestep_embedding(t[0]))
+    if "guidance_in.in_layer.weight" in W:
+        vec = vec + embedder("guidance_in", timestep_embedding(g[0]))
+    vec = vec + embedder("vector_in", y[0])
+    svec = silu(vec)
+    names = {"img": "double_blocks.%d.img_mod.lin", "txt": "double_blocks.%d.txt_mod.lin",
+             "single": "single_blocks.%d.modulation.lin", "final": "final_layer.adaLN_modulation.1"}
+
+    def mod(kind, i=0):
+        name = names[kind] % i if "%" in names[kind] else names[kind]
+        return linear(name, svec).reshape(-1, hidden)
+    return mod
+
+
+def forward(W, x, t, ctx, y, g, refs=(), mode=0, mod=None, mask=None):
+    """mod: the modulation vectors (flux_modulation's form; FLUX's when None); mask: [Lt]
+    added to the text keys' scores, or None."""
+    def linear(name, v):
+        return v @ W[name + ".weight"].T + W[name + ".bias"]
+
+    mod = mod or flux_modulation(W, t, y, g)
     hidden = W["img_in.weight"].shape[0]
     head_dim = W["double_blocks.0.img_attn.norm.query_norm.scale"].shape[0]
     heads = hidden // head_dim
@@ -134,15 +161,11 @@ def forward(W, x, t, ctx, y, g, refs=(), mode=0):
     tokens = np.concatenate([tokens] + [patches(r[0])[0] for r in refs])
     img = linear("img_in", tokens)
     txt = linear("txt_in", ctx[0])
-    vec = embedder("time_in", timestep_embedding(t[0]))
-    if "guidance_in.in_layer.weight" in W:
-        vec = vec + embedder("guidance_in", timestep_embedding(g[0]))
-    vec = vec + embedder("vector_in", y[0])
-    svec = silu(vec)
 
     lt = txt.shape[0]
     ids = np.concatenate([np.zeros((lt, 3)), grid_ids(h, w, 0, 0, 0)] + reference_ids(refs, mode))
     pe = np.concatenate([rope(ids[:, a], d, 10000.0) for a, d in enumerate([16, 56, 56])], axis=1)
+    keys = None if mask is None else np.concatenate([mask, np.zeros(len(img))])
 
     def heads_of(v, name):  # [L, 3 hidden] -> normed q, k and v, each [H, L, D]
         q, k, vv = v.reshape(len(v), 3, heads, head_dim).transpose(1, 2, 0, 3)
@@ -150,11 +173,10 @@ def forward(W, x, t, ctx, y, g, refs=(), mode=0):
 
     for i in range(depth):
         b = "double_blocks.%d." % i
-        im = linear(b + "img_mod.lin", svec).reshape(6, hidden)
-        tm = linear(b + "txt_mod.lin", svec).reshape(6, hidden)
+        im, tm = mod("img", i), mod("txt", i)
         iq, ik, iv = heads_of(linear(b + "img_attn.qkv", (1 + im[1]) * layer_norm(img) + im[0]), b + "img_attn.norm")
         tq, tk, tv = heads_of(linear(b + "txt_attn.qkv", (1 + tm[1]) * layer_norm(txt) + tm[0]), b + "txt_attn.norm")
-        a = attention(np.concatenate([tq, iq], 1), np.concatenate([tk, ik], 1), np.concatenate([tv, iv], 1), pe)
+        a = attention(np.concatenate([tq, iq], 1), np.concatenate([tk, ik], 1), np.concatenate([tv, iv], 1), pe, keys)
         img = img + im[2] * linear(b + "img_attn.proj", a[lt:])
         img = img + im[5] * linear(b + "img_mlp.2", gelu_tanh(linear(b + "img_mlp.0", (1 + im[4]) * layer_norm(img) + im[3])))
         txt = txt + tm[2] * linear(b + "txt_attn.proj", a[:lt])
@@ -163,14 +185,14 @@ def forward(W, x, t, ctx, y, g, refs=(), mode=0):
     xx = np.concatenate([txt, img])
     for i in range(single):
         b = "single_blocks.%d." % i
-        mod = linear(b + "modulation.lin", svec).reshape(3, hidden)
-        h1 = linear(b + "linear1", (1 + mod[1]) * layer_norm(xx) + mod[0])
+        m = mod("single", i)
+        h1 = linear(b + "linear1", (1 + m[1]) * layer_norm(xx) + m[0])
         q, k, v = heads_of(h1[:, : 3 * hidden], b + "norm")
-        a = attention(q, k, v, pe)
-        xx = xx + mod[2] * linear(b + "linear2", np.concatenate([a, gelu_tanh(h1[:, 3 * hidden:])], 1))
+        a = attention(q, k, v, pe, keys)
+        xx = xx + m[2] * linear(b + "linear2", np.concatenate([a, gelu_tanh(h1[:, 3 * hidden:])], 1))
 
-    mod = linear("final_layer.adaLN_modulation.1", svec).reshape(2, hidden)  # shift, scale
-    out = linear("final_layer.linear", (1 + mod[1]) * layer_norm(xx[lt:lt + h * w]) + mod[0])
+    m = mod("final")  # shift, scale
+    out = linear("final_layer.linear", (1 + m[1]) * layer_norm(xx[lt:lt + h * w]) + m[0])
     out = out.reshape(h, w, C, p, p).transpose(2, 0, 3, 1, 4).reshape(C, h * p, w * p)
     return out[:, :H, :Wd][None]
 

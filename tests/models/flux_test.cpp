@@ -17,63 +17,16 @@
 #include "io/io_test_util.h"
 #include "nn/rope.h"
 #include "test_util.h"
+#include "tiny_flux.h"
 
 namespace sd {
 namespace {
 
-using Params = std::map<std::string, Tensor>;
+using test::Params;
+using test::tiny_flux;
 
 std::string write_params(const Params& p, const std::string& name) {
     return test::write_f32_safetensors(p, name);
-}
-
-// A FLUX of width 128 (one head of 128), MLP 256, `depth` double and `single` single
-// blocks, text width 32, pooled width 16, with random weights.
-Params tiny_flux(int depth, int single, bool guidance) {
-    Params p;
-    uint32_t seed = 100;
-    const int64_t C = 128, mlp = 256, D = 128;
-    auto linear = [&](const std::string& name, int64_t in, int64_t out) {
-        const float bound = 1.0f / std::sqrt(static_cast<float>(in));
-        p[name + ".weight"] = test::random_tensor({out, in}, seed++, -bound, bound);
-        p[name + ".bias"] = test::random_tensor({out}, seed++, -0.1f, 0.1f);
-    };
-    auto scale = [&](const std::string& name) {
-        p[name + ".scale"] = test::random_tensor({D}, seed++, 0.5f, 1.5f);
-    };
-    auto embedder = [&](const std::string& name, int64_t in) {
-        linear(name + ".in_layer", in, C);
-        linear(name + ".out_layer", C, C);
-    };
-    linear("img_in", 64, C);
-    linear("txt_in", 32, C);
-    embedder("time_in", 256);
-    if (guidance) embedder("guidance_in", 256);
-    embedder("vector_in", 16);
-    for (int i = 0; i < depth; ++i) {
-        const std::string b = "double_blocks." + std::to_string(i) + ".";
-        for (const char* s : {"img", "txt"}) {
-            const std::string x = b + s;
-            linear(x + "_mod.lin", C, 6 * C);
-            linear(x + "_attn.qkv", C, 3 * C);
-            linear(x + "_attn.proj", C, C);
-            scale(x + "_attn.norm.query_norm");
-            scale(x + "_attn.norm.key_norm");
-            linear(x + "_mlp.0", C, mlp);
-            linear(x + "_mlp.2", mlp, C);
-        }
-    }
-    for (int i = 0; i < single; ++i) {
-        const std::string b = "single_blocks." + std::to_string(i) + ".";
-        linear(b + "linear1", C, 3 * C + mlp);
-        linear(b + "linear2", C + mlp, C);
-        linear(b + "modulation.lin", C, 3 * C);
-        scale(b + "norm.query_norm");
-        scale(b + "norm.key_norm");
-    }
-    linear("final_layer.adaLN_modulation.1", C, 2 * C);
-    linear("final_layer.linear", C, 64);
-    return p;
 }
 
 FluxModel load_flux(const std::string& path) {

@@ -5,7 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
+#include <span>
 #include <vector>
 
 #include "fixture_files.h"
@@ -74,6 +77,22 @@ TEST(T5Encoder, SingleFileNamesInACheckpoint) {
     expect_matches_reference(load("t5_tiny_llama.safetensors", ModelRole::T5));
     // The embedding under its tied name alone.
     expect_matches_reference(load("t5_tiny_tied.safetensors", ModelRole::T5));
+}
+
+TEST(T5Encoder, MaskedTrailingKeysAreAsIfAbsent) {
+    // Keys masked with -inf (Chroma's chroma_use_t5_mask on its <pad>s) take no part: with
+    // the last 15 ids masked, the first 25 states are those of the 25 ids alone (relative
+    // positions among them are unchanged).
+    const T5Encoder t5 = load("t5_tiny.safetensors", ModelRole::T5);
+    const auto ids = read_raw<int32_t>(reference_dir() + "/ids.bin");
+    std::vector<float> mask(ids.size(), 0.0f);
+    std::fill(mask.begin() + 25, mask.end(), -INFINITY);
+    const Tensor masked = t5.forward(ids, mask).narrow(1, 0, 25).contiguous();
+    const Tensor alone = t5.forward(std::span<const int32_t>(ids).first(25));
+    test::expect_close(masked, alone, 1e-5, 1e-5, "masked");
+    const Tensor plain = t5.forward(ids).narrow(1, 0, 25).contiguous();
+    EXPECT_GT(test::compare(plain, alone, 1e-2).max_abs, 1e-4) << "the padding changes nothing";
+    EXPECT_THROW(t5.forward(ids, std::vector<float>(3, 0.0f)), Error);  // not one per id
 }
 
 TEST(T5Encoder, ReleasedWeightsComeBack) {

@@ -109,5 +109,20 @@ TEST(WeightPatch, ConvForwardAddAppliesThePatchBeforeTheResidual) {
     EXPECT_LT(max_diff(c.forward_add(x, residual), expected(c.weight + delta)), 1e-4f);
 }
 
+TEST(WeightPatch, EpochChangesWithTheActiveSet) {
+    // What caches a layer's output keys it on the epoch: a set made active, or ended, moves it.
+    const uint64_t before = weight_patches_epoch();
+    uint64_t inside = 0;
+    {
+        const WeightPatches none;
+        const ScopedWeightPatches active(&none);
+        inside = weight_patches_epoch();
+        EXPECT_NE(inside, before);
+        EXPECT_EQ(weight_patches_epoch(), inside);  // steady while the set is
+    }
+    EXPECT_NE(weight_patches_epoch(), inside);
+    EXPECT_NE(weight_patches_epoch(), before);
+}
+
 }  // namespace
 }  // namespace sd

@@ -170,6 +170,20 @@ TEST(T5Tokenizer, PadWindowsAsTheReferenceProgram) {
     EXPECT_NE(error_of([&] { t.pad_windows(ids, 1); }).find("window"), std::string::npos);
 }
 
+TEST(T5Tokenizer, PadWindowsMaskAsTheReferenceProgram) {
+    // The reference's attention mask: 1 for each window's ids and its </s>, 0 for the <pad>s.
+    const T5Tokenizer& t = from_spiece();
+    std::vector<float> mask = {7.0f};  // replaced, not appended to
+    const std::vector<int32_t> body = {4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 1};
+    EXPECT_EQ(t.pad_windows(body, 4, nullptr, &mask),
+              (std::vector<int32_t>{4, 5, 6, 1, 7, 8, 9, 1, 10, 11, 12, 1, 13, 1, 0, 0}));
+    EXPECT_EQ(mask, (std::vector<float>{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}));
+    t.pad_windows({}, 3, nullptr, &mask);  // an empty prompt: </s> alone
+    EXPECT_EQ(mask, (std::vector<float>{1, 0, 0}));
+    t.pad_windows({5, 6, 1}, 6, nullptr, &mask);
+    EXPECT_EQ(mask, (std::vector<float>{1, 1, 1, 0, 0, 0}));
+}
+
 std::string one_line_error(const std::function<void()>& fn) {
     const std::string msg = error_of(fn);
     EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;

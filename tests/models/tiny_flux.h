@@ -1,0 +1,99 @@
+// Tiny random FLUX-layout weights for the model tests: width 128 (one head of 128), MLP 256,
+// 64 patch values in and out, text width 32, with BFL's names (no model.diffusion_model.
+// prefix). tiny_flux: FLUX.1 with pooled width 16 (dev with guidance_in); tiny_chroma: the
+// same blocks without their modulation linears, and Chroma's distilled guidance layer of
+// inner width 32.
+#pragma once
+
+#include <cmath>
+#include <map>
+#include <string>
+
+#include "test_util.h"
+
+namespace sd::test {
+
+using Params = std::map<std::string, Tensor>;
+
+class TinyFluxWriter {
+  public:
+    explicit TinyFluxWriter(uint32_t seed) : seed_(seed) {}
+
+    void linear(const std::string& name, int64_t in, int64_t out) {
+        const float bound = 1.0f / std::sqrt(static_cast<float>(in));
+        p[name + ".weight"] = random_tensor({out, in}, seed_++, -bound, bound);
+        p[name + ".bias"] = random_tensor({out}, seed_++, -0.1f, 0.1f);
+    }
+    void scale(const std::string& name, int64_t n) {
+        p[name] = random_tensor({n}, seed_++, 0.5f, 1.5f);
+    }
+    void inputs() {
+        linear("img_in", 64, kC);
+        linear("txt_in", 32, kC);
+    }
+    // The blocks and final_layer.linear; each block's modulation linear and the final adaLN
+    // when `modulation`.
+    void blocks(int depth, int single, bool modulation) {
+        for (int i = 0; i < depth; ++i) {
+            for (const char* s : {"img", "txt"}) {
+                const std::string x = "double_blocks." + std::to_string(i) + "." + s;
+                if (modulation) linear(x + "_mod.lin", kC, 6 * kC);
+                linear(x + "_attn.qkv", kC, 3 * kC);
+                linear(x + "_attn.proj", kC, kC);
+                scale(x + "_attn.norm.query_norm.scale", kC);
+                scale(x + "_attn.norm.key_norm.scale", kC);
+                linear(x + "_mlp.0", kC, kMlp);
+                linear(x + "_mlp.2", kMlp, kC);
+            }
+        }
+        for (int i = 0; i < single; ++i) {
+            const std::string b = "single_blocks." + std::to_string(i) + ".";
+            linear(b + "linear1", kC, 3 * kC + kMlp);
+            linear(b + "linear2", kC + kMlp, kC);
+            if (modulation) linear(b + "modulation.lin", kC, 3 * kC);
+            scale(b + "norm.query_norm.scale", kC);
+            scale(b + "norm.key_norm.scale", kC);
+        }
+        if (modulation) linear("final_layer.adaLN_modulation.1", kC, 2 * kC);
+        linear("final_layer.linear", kC, 64);
+    }
+
+    Params p;
+    static constexpr int64_t kC = 128, kMlp = 256;
+
+  private:
+    uint32_t seed_;
+};
+
+inline Params tiny_flux(int depth, int single, bool guidance) {
+    TinyFluxWriter w(100);
+    w.inputs();
+    auto embedder = [&](const std::string& name, int64_t in) {
+        w.linear(name + ".in_layer", in, TinyFluxWriter::kC);
+        w.linear(name + ".out_layer", TinyFluxWriter::kC, TinyFluxWriter::kC);
+    };
+    embedder("time_in", 256);
+    if (guidance) embedder("guidance_in", 256);
+    embedder("vector_in", 16);
+    w.blocks(depth, single, true);
+    return w.p;
+}
+
+inline Params tiny_chroma(int depth, int single, int approximator_layers) {
+    TinyFluxWriter w(300);
+    const std::string a = "distilled_guidance_layer.";
+    const int64_t inner = 32;
+    w.linear(a + "in_proj", 64, inner);
+    for (int i = 0; i < approximator_layers; ++i) {
+        const std::string n = std::to_string(i);
+        w.linear(a + "layers." + n + ".in_layer", inner, inner);
+        w.linear(a + "layers." + n + ".out_layer", inner, inner);
+        w.scale(a + "norms." + n + ".scale", inner);
+    }
+    w.linear(a + "out_proj", inner, TinyFluxWriter::kC);
+    w.inputs();
+    w.blocks(depth, single, false);
+    return w.p;
+}
+
+}  // namespace sd::test
