@@ -5,6 +5,7 @@
 
 #include "api/c_images.h"
 #include "api/c_message.h"
+#include "api/cache_request.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "pipeline/image_size.h"
@@ -111,7 +112,6 @@ void reject_unbuilt(const sd_img_gen_params_t& p) {
     if (has(p.pulid_params.id_embedding_path))
         fail("PuLID (--pulid-id-embedding) is not supported by this build yet");
     if (p.circular_x || p.circular_y) fail("--circular padding is not supported yet");
-    if (p.cache.mode != SD_CACHE_DISABLED) fail("--cache-mode is not supported by this build yet");
     // Options that would otherwise be taken and not acted on: refused, naming them.
     const sd_sample_params_t& s = p.sample_params;
     if (s.shifted_timestep > 0)
@@ -188,6 +188,7 @@ ImageRequest to_request(const RequestContext& ctx, const sd_img_gen_params_t& p)
              "skip-layer guidance (--slg-scale %g) needs a model whose blocks can be skipped "
              "(SD3); %s has none",
              r.slg.scale, m.family_name.c_str());
+    r.cache = to_step_cache(p.cache);
     return r;
 }
 

@@ -153,6 +153,7 @@ class Sd3DiffusionModel : public DiffusionModel {
     int64_t in_channels() const override { return mmdit_.config().in_channels; }
     int64_t down_factor() const override { return mmdit_.config().patch; }
     void release_weights() const override { mmdit_.release_weights(); }
+    CacheTarget cache_target() const override { return CacheTarget::DiT; }
     size_t weight_bytes() const override { return mmdit_.weight_pages().bytes(); }
     bool can_skip_layers() const override { return true; }
 

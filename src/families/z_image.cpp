@@ -48,6 +48,7 @@ class ZImageDiffusionModel : public DiffusionModel {
     // The reference aligns sizes to the VAE's factor alone; patches are padded inside.
     int64_t down_factor() const override { return 1; }
     void release_weights() const override { model_.release_weights(); }
+    CacheTarget cache_target() const override { return CacheTarget::DiT; }
     size_t weight_bytes() const override { return model_.weight_pages().bytes(); }
     const ZImageModel& model() const { return model_; }
 

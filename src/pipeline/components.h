@@ -15,6 +15,7 @@
 #include "nn/weights.h"
 #include "ops/compute_type.h"
 #include "pipeline/latent_format.h"
+#include "sampling/cache_params.h"
 #include "sampling/denoiser.h"
 #include "sampling/rng.h"
 #include "sampling/schedulers.h"
@@ -89,6 +90,8 @@ class DiffusionModel {
     virtual size_t weight_bytes() const { return 0; }
     // Whether Conditioning::skip_layers is acted on (skip-layer guidance).
     virtual bool can_skip_layers() const { return false; }
+    // The kind of network, for the step caches (--cache-mode): which modes apply to it.
+    virtual CacheTarget cache_target() const { return CacheTarget::Unknown; }
 };
 
 // A network that steers the diffusion model from a hint image (ControlNet). It follows the

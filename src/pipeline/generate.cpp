@@ -15,6 +15,7 @@
 #include "pipeline/ref_images.h"
 #include "pipeline/run_scope.h"
 #include "sampling/guidance.h"
+#include "sampling/step_cache.h"
 #include "tensor/caching_allocator.h"
 
 namespace sd {
@@ -233,50 +234,75 @@ Conditions prepare(const ModelComponents& m, const Denoiser& d, const ImageReque
     return c;
 }
 
+// A denoised value with the init latent kept outside the denoise mask.
+Tensor keep_unmasked(const Conditions& c, Tensor d) {
+    if (!c.denoise_mask.defined()) return d;
+    Tensor keep = add_scalar(c.denoise_mask * -1.0f, 1.0f);
+    return c.init_latent * keep + d * c.denoise_mask;
+}
+
+// A call the step cache forecasts (spectrum): no network runs.
+Denoised forecast(const Conditions& c, const Tensor& x, const DenoiseCall& call,
+                  const LatentTap& tap, StepCache& cache) {
+    Denoised result;
+    result.pred = keep_unmasked(c, cache.forecast(x.shape()));
+    if (call.need_uncond) result.pred_uncond = result.pred;
+    if (tap.wants(call.step, /*is_noisy=*/false)) tap.fn(call.step, result.pred, false);
+    cache.end_call(result.pred);
+    return result;
+}
+
 // The x0 prediction for one evaluation: guidance on the raw model outputs, then the
-// denoiser's scalings; a denoise mask keeps the init latent outside it.
+// denoiser's scalings; a denoise mask keeps the init latent outside it. The step cache may
+// answer for a side of guidance (keyed by that side's conditioning) or for the whole call.
 Denoised denoise(const ModelComponents& m, const Denoiser& d, const ImageRequest& r,
                  const Conditions& c, const Tensor& x, const DenoiseCall& call,
-                 const LatentTap& tap) {
+                 const LatentTap& tap, StepCache& cache) {
+    cache.begin_call(call.step, call.sigma);
+    if (cache.should_forecast()) return forecast(c, x, call, tap, cache);
     const Scalings s = d.scalings(call.sigma);
     Tensor t = Tensor::full({1}, d.sigma_to_t(call.sigma));
     const Tensor input = x * s.c_in;
     if (tap.wants(call.step, /*is_noisy=*/true)) tap.fn(call.step, input, true);
     const Tensor model_input = c.concat.defined() ? concat({input, c.concat}, 1) : input;
     // A control model runs for each side of guidance with that side's conditioning.
-    auto run = [&](const Conditioning& cond) {
+    auto network = [&](const Conditioning& cond) {
         if (!c.control_hint.defined()) return m.diffusion->forward(model_input, t, cond);
         const ControlSignal control{m.control->forward(input, t, cond, c.control_hint),
                                     r.control_strength};
         return m.diffusion->forward(model_input, t, cond, &control);
     };
-    Tensor out_cond = run(c.cond);
+    auto run = [&](const Conditioning& cond, const Conditioning& key) {
+        Tensor out;
+        if (cache.before_condition(&key, input, &out)) return out;
+        out = network(cond);
+        cache.after_condition(&key, input, out);
+        return out;
+    };
+    Tensor out_cond = run(c.cond, c.cond);
     Tensor out = out_cond, out_uncond;
     if (c.uncond.context.defined()) {
         cancellation_point();  // between the two passes of guidance
-        out_uncond = run(c.uncond);
+        out_uncond = run(c.uncond, c.uncond);
         out = classifier_free_guidance(out_cond, out_uncond, r.cfg_scale);
     }
     const int sigma_count = static_cast<int>(c.sigmas.size());
     if (r.slg.active() && call.step > static_cast<int>(r.slg.start * sigma_count) &&
-        call.step < static_cast<int>(r.slg.end * sigma_count)) {
+        call.step < static_cast<int>(r.slg.end * sigma_count) && !cache.step_skipped()) {
         cancellation_point();
         Conditioning skipped = c.cond;
         skipped.skip_layers = r.slg.layers;
-        out = skip_layer_guidance(out, out_cond, run(skipped), r.slg.scale);
+        // The reference keys this pass as the positive side too.
+        out = skip_layer_guidance(out, out_cond, run(skipped, c.cond), r.slg.scale);
     }
-    auto to_x0 = [&](const Tensor& o) {
-        Tensor d = o * s.c_out + x * s.c_skip;
-        if (c.denoise_mask.defined()) {
-            Tensor keep = add_scalar(c.denoise_mask * -1.0f, 1.0f);
-            d = c.init_latent * keep + d * c.denoise_mask;
-        }
-        return d;
-    };
+    auto to_x0 = [&](const Tensor& o) { return o * s.c_out + x * s.c_skip; };
     Denoised result;
-    result.pred = to_x0(out);
-    if (call.need_uncond) result.pred_uncond = to_x0(out_uncond.defined() ? out_uncond : out_cond);
+    const Tensor raw = to_x0(out);
+    result.pred = keep_unmasked(c, raw);
+    if (call.need_uncond)
+        result.pred_uncond = keep_unmasked(c, to_x0(out_uncond.defined() ? out_uncond : out_cond));
     if (tap.wants(call.step, /*is_noisy=*/false)) tap.fn(call.step, result.pred, false);
+    cache.end_call(raw);  // spectrum's history takes it before the mask, as the reference
     return result;
 }
 
@@ -295,11 +321,13 @@ image::Image generate_one(const ModelComponents& m, const Denoiser& d, const Ima
             hooks.progress(info.step, info.steps, static_cast<float>(now_seconds() - start));
         return !(hooks.cancel && hooks.cancel->cancelled());
     };
+    StepCache step_cache(r.cache, d.schedule(), c.sigmas);
     DenoiseFn fn = [&](const Tensor& xt, const DenoiseCall& call) {
-        return denoise(m, d, r, c, xt, call, hooks.preview);
+        return denoise(m, d, r, c, xt, call, hooks.preview, step_cache);
     };
     cache.set(cache_bytes_for(m, /*decoding=*/false));
     x = sample(r.method, fn, x, c.sigmas, rngs.sampler(), options);
+    step_cache.log_summary();
     x = d.inverse_noise_scaling(c.sigmas.back(), x);
     SD_LOG_INFO("sampling done in %.2f s", now_seconds() - start);
     if (r.hires.enabled) {  // no mask here (check_request): the whole latent is repainted
@@ -309,13 +337,17 @@ image::Image generate_one(const ModelComponents& m, const Denoiser& d, const Ima
         if (c.control_hint.defined())
             hires_c.control_hint =
                 encode_control_hint(m, r, r.hires.target_width, r.hires.target_height);
-        DenoiseFn hires_fn = [&](const Tensor& xt, const DenoiseCall& call) {
-            return denoise(m, d, r, hires_c, xt, call, hooks.preview);
+        auto hires_sample = [&](const Tensor& xt, const std::vector<float>& s, Rng& g) {
+            StepCache hires_cache(r.cache, d.schedule(), s);
+            DenoiseFn hires_fn = [&](const Tensor& xh, const DenoiseCall& call) {
+                return denoise(m, d, r, hires_c, xh, call, hooks.preview, hires_cache);
+            };
+            Tensor out = sample(r.method, hires_fn, xt, s, g, options);
+            hires_cache.log_summary();
+            return out;
         };
         x = hires_pass(m, d, r.hires, r.scheduler, r.steps, r.rng, r.sampler_rng, seed, x,
-                       r.vae_tiling, [&](const Tensor& xt, const std::vector<float>& s, Rng& g) {
-                           return sample(r.method, hires_fn, xt, s, g, options);
-                       });
+                       r.vae_tiling, hires_sample);
     }
     Tensor z = to_codec_latent(m.latent, x);
     cancellation_point();
@@ -382,6 +414,7 @@ ImageRequest settle_request(const ModelComponents& m, const ImageRequest& reques
              "pipeline/image_size.h)",
              r.width, r.height, m.family_name.c_str(), (long long)multiple);
     check_ref_images(m, r);
+    check_step_cache(r.cache, m.diffusion->cache_target(), m.family_name);
     const std::string what = "a " + std::to_string(r.width) + "x" + std::to_string(r.height) +
                              " image" + (r.hires.enabled ? " (with its hires pass)" : "");
     const MemoryInputs in = memory_inputs(m, r);

@@ -11,6 +11,7 @@
 #include "image/image_io.h"
 #include "pipeline/components.h"
 #include "pipeline/hires.h"
+#include "sampling/cache_params.h"
 #include "sampling/samplers.h"
 
 namespace sd {
@@ -59,6 +60,8 @@ struct ImageRequest {
         float start = 0.01f, end = 0.2f, scale = 0.0f;
         bool active() const { return scale != 0.0f && !layers.empty(); }
     } slg;
+    // The step cache (--cache-mode, sampling/step_cache.h); each sampling run starts afresh.
+    StepCacheParams cache;
 };
 
 constexpr size_t kMaxPromptBytesPerToken = 32;

@@ -90,8 +90,8 @@ json defaults_json(const cli::CliParams& p) {
 }
 
 // What this engine generates today: img2img and inpainting, VAE tiling, ControlNet (with the
-// server's --control-net), reference images (edit models: FLUX Kontext); IP-Adapter, LoRA,
-// hires fix and step caches come later.
+// server's --control-net), reference images (edit models: FLUX Kontext), step caches
+// (--cache-mode); IP-Adapter, LoRA and the hires fix come later.
 json features_json() {
     return {{"init_image", true},
             {"mask_image", true},
@@ -101,7 +101,7 @@ json features_json() {
             {"lora", false},
             {"vae_tiling", true},
             {"hires", false},
-            {"cache", false},
+            {"cache", true},
             {"cancel_queued", true},
             {"cancel_generating", true},
             {"preview", true}};

@@ -23,6 +23,7 @@ class UNetDiffusionModel : public DiffusionModel {
     int64_t in_channels() const override { return unet_.config().in_channels; }
     int64_t down_factor() const override { return 8; }
     void release_weights() const override { unet_.release_weights(); }
+    CacheTarget cache_target() const override { return CacheTarget::UNet; }
     size_t weight_bytes() const override { return unet_.weight_pages().bytes(); }
     const UNet& unet() const { return unet_; }
 
