@@ -6,18 +6,11 @@
 
 #include <vector>
 
+#include "pipeline/fake_components.h"
 #include "pipeline/generate.h"
 
 namespace sd {
 namespace {
-
-class ConstantConditioner : public Conditioner {
-  public:
-    Conditioning encode(const ConditionRequest& r) const override {
-        return {Tensor::full({1, 1, 8}, r.negative ? 0.0f : 1.0f), {}};
-    }
-    void release_weights() const override {}
-};
 
 // Outputs 0 everywhere; records each call's skipped layers and whether it was the
 // negative side (context 0).
@@ -35,25 +28,13 @@ class RecordingModel : public DiffusionModel {
     mutable std::vector<std::vector<int>> calls;
 };
 
-class BlankCodec : public LatentCodec {
-  public:
-    Tensor encode(const Tensor& image01, Rng&) const override {
-        return Tensor::zeros({1, 4, image01.size(2) / 8, image01.size(3) / 8});
-    }
-    Tensor decode(const Tensor& latent, const VaeTiling&) const override {
-        return Tensor::zeros({1, 3, latent.size(2) * 8, latent.size(3) * 8});
-    }
-    bool has_encoder() const override { return true; }
-    void release_weights() const override {}
-};
-
 TEST(SkipLayerGuidance, ThirdPassOnTheStepsOfItsWindow) {
     ModelComponents m;
-    m.conditioner = std::make_unique<ConstantConditioner>();
+    m.conditioner = std::make_unique<test::ConstantConditioner>();
     auto model = std::make_unique<RecordingModel>();
     const RecordingModel* recorder = model.get();
     m.diffusion = std::move(model);
-    m.codec = std::make_unique<BlankCodec>();
+    m.codec = std::make_unique<test::BlankCodec>();
     m.denoiser = make_denoiser(FLOW_PRED);
     ImageRequest r;
     r.width = r.height = 64;

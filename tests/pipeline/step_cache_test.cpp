@@ -5,18 +5,11 @@
 #include <string>
 
 #include "base/error.h"
+#include "pipeline/fake_components.h"
 #include "pipeline/generate.h"
 
 namespace sd {
 namespace {
-
-class ConstantConditioner : public Conditioner {
-  public:
-    Conditioning encode(const ConditionRequest& r) const override {
-        return {Tensor::full({1, 1, 8}, r.negative ? 0.0f : 1.0f), {}};
-    }
-    void release_weights() const override {}
-};
 
 // Answers 0 (a flow model's x then stays put: every input is the same); counts its calls.
 class CountingModel : public DiffusionModel {
@@ -37,26 +30,14 @@ class CountingModel : public DiffusionModel {
     CacheTarget target_;
 };
 
-class BlankCodec : public LatentCodec {
-  public:
-    Tensor encode(const Tensor& image01, Rng&) const override {
-        return Tensor::zeros({1, 4, image01.size(2) / 8, image01.size(3) / 8});
-    }
-    Tensor decode(const Tensor& latent, const VaeTiling&) const override {
-        return Tensor::zeros({1, 3, latent.size(2) * 8, latent.size(3) * 8});
-    }
-    bool has_encoder() const override { return true; }
-    void release_weights() const override {}
-};
-
 ModelComponents components(CacheTarget target, const CountingModel** model) {
     ModelComponents m;
     m.family_name = target == CacheTarget::UNet ? "SD 1.x" : "FLUX.1";
-    m.conditioner = std::make_unique<ConstantConditioner>();
+    m.conditioner = std::make_unique<test::ConstantConditioner>();
     auto net = std::make_unique<CountingModel>(target);
     *model = net.get();
     m.diffusion = std::move(net);
-    m.codec = std::make_unique<BlankCodec>();
+    m.codec = std::make_unique<test::BlankCodec>();
     m.denoiser = make_denoiser(FLOW_PRED);
     return m;
 }
