@@ -689,8 +689,8 @@ std::vector<OptionSpec> tiling_and_cache_options() {
         text("", "--extra-tiling-args", G, &CliParams::extra_tiling_args, "none",
              "VAE tiling options key=value,..."),
         make("", "--cache-mode", G, Arg::Choice, choice_hint(cache_modes), "none",
-             "step caching: easycache (DiT), ucache (UNet), dbcache / taylorseer / cache-dit "
-             "(DiT blocks), spectrum",
+             "step caching: ucache (UNet), easycache / dbcache / taylorseer / cache-dit (DiT), "
+             "spectrum (UNet and DiT)",
              [cache_modes](CliParams& p, const std::string& v) {
                  p.cache_mode = from_list(v, cache_modes);
              }),
