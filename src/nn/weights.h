@@ -63,6 +63,12 @@ class Weights {
 
     bool has(const std::string& name) const;
     std::optional<Shape> shape_of(const std::string& name) const;
+    // Size `d` of the tensor `name`; throws naming `model`, the tensor and this scope when it is
+    // missing or has fewer dimensions (for reading a configuration from the weights).
+    int64_t dim_of(const std::string& name, int d, const char* model) const;
+    // How many numbered children `kind`.0, `kind`.1, ... have the tensor `tensor` (a model's
+    // depth from its block names).
+    int count_numbered(const std::string& kind, const std::string& tensor) const;
 
     // The tensor `prefix + name`, which must have `shape`. Weight matrices keep the file's
     // dtype (the kernels read any); 1-D parameters (biases, norm scales) come as f32. A

@@ -36,7 +36,6 @@ struct ReferenceCase {
 // other folder runs: a new family's cases run as soon as its folder appears.
 const std::vector<std::pair<const char*, const char*>> kNotBuiltYet = {
     {"cache", "issue 26: step caches (--cache-mode)"},
-    {"flux2", "issue 30: FLUX.2"},
     {"qwen_image", "issue 24: Qwen-Image"},
     {"wan", "issue 25: Wan video"},
 };
