@@ -98,6 +98,7 @@ ModelComponents assemble(const ModelFiles& files, const LoadOptions& options) {
     check_vae(files, m.codec.get());
     m.denoiser = make_denoiser(resolve_prediction(options.prediction, FLUX_FLOW_PRED), 1.0f);
     m.ref_images = {true, "flux2", 16};
+    m.shift_from_tokens = true;
     return m;
 }
 

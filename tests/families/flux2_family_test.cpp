@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "families/family_test_util.h"
+#include "families/parts/kl_vae.h"
 #include "families/registry.h"
 #include "fixture_files.h"
 #include "io/io_test_util.h"
@@ -76,6 +77,43 @@ TEST(Flux2Family, AssemblesWithTheReferenceDefaults) {
     // The template alone: "<|im_start|>user\n" + "<|im_end|>\n<|im_start|>assistant\n<think>
     // \n\n</think>\n\n" (the padding to 512 is not counted).
     EXPECT_EQ(m.components.conditioner->count_tokens(""), 12u);
+}
+
+// The VAE's 2x2 patches folded into channels c * 4 + i * 2 + j, each normalised as
+// (z - mean) / std, by hand; and back.
+TEST(Flux2Family, LatentPatchesAndStatistics) {
+    ModelFiles files;
+    files.add(files_once().dit, ModelRole::DiffusionModel);
+    const LatentFormat& f = detect_family(files).family->latent;
+    std::vector<float> z(32 * 2 * 4);  // [1, 32, 2, 4]: two patches side by side
+    for (size_t k = 0; k < z.size(); ++k) z[k] = 0.01f * static_cast<float>(k) - 1.0f;
+    const Tensor codec = Tensor::from_vector({1, 32, 2, 4}, z);
+    const Tensor model = to_model_latent(f, codec);
+    ASSERT_EQ(model.shape(), (Shape{1, 128, 1, 2}));
+    const std::vector<float> got = model.to_vector();
+    for (int c : {0, 5, 31}) {
+        for (int i = 0; i < 2; ++i) {
+            for (int j = 0; j < 2; ++j) {
+                for (int px = 0; px < 2; ++px) {  // patch column
+                    const int ch = c * 4 + i * 2 + j;
+                    const float v = z[static_cast<size_t>((c * 2 + i) * 4 + px * 2 + j)];
+                    EXPECT_NEAR(got[static_cast<size_t>(ch * 2 + px)], (v - f.mean[ch]) / f.std[ch],
+                                1e-6)
+                        << c << " " << i << " " << j << " " << px;
+                }
+            }
+        }
+    }
+    test::expect_close(to_codec_latent(f, model), codec, 1e-6, 1e-6, "round trip");
+}
+
+TEST(Flux2Family, VaeQuantConvsAreRead) {
+    LoadedModel m =
+        load_model(flux2_files(files_once().dit, files_once().vae), test::family_test_options());
+    const auto* vae = dynamic_cast<const KlVaeCodec*>(m.components.codec.get());
+    ASSERT_NE(vae, nullptr);
+    EXPECT_EQ(vae->vae().config().z_channels, 32);
+    EXPECT_TRUE(vae->vae().config().has_quant_conv);  // encoder.quant_conv, decoder.post_quant_conv
 }
 
 TEST(Flux2Family, DevIsRefusedByName) {
