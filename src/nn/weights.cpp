@@ -110,6 +110,10 @@ Tensor Weights::get_optional(const std::string& name, const Shape& shape) const 
     return get(name, shape);
 }
 
+void Weights::skip(const std::string& name) const {
+    if (has(name)) report_->used.insert(prefix_ + name);
+}
+
 void Weights::check(const std::string& model_name) const {
     size_t unused = 0;
     for (const std::string& name : files_->names()) {

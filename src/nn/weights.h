@@ -78,6 +78,10 @@ class Weights {
     // Same, but an absent tensor is no problem: returns an undefined tensor.
     Tensor get_optional(const std::string& name, const Shape& shape) const;
 
+    // Marks `name`, when the files have it, as knowingly left unread: check() does not count
+    // it as unused.
+    void skip(const std::string& name) const;
+
     // Throws one sd::Error listing every problem recorded under this scope's root; logs
     // how many of the prefix's tensors went unused (names at debug level).
     void check(const std::string& model_name) const;
