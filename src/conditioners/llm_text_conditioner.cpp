@@ -1,5 +1,7 @@
 #include "conditioners/llm_text_conditioner.h"
 
+#include <algorithm>
+
 #include "base/error.h"
 #include "conditioners/dit_text.h"
 
@@ -37,7 +39,17 @@ Conditioning LlmTextConditioner::encode(const ConditionRequest& r) const {
     SD_CHECK(static_cast<int64_t>(ids.size()) > template_.drop_front,
              "the prompt template gave %zu tokens; want more than the %d it drops", ids.size(),
              template_.drop_front);
-    Tensor states = apply_token_weights(llm_.forward(ids, template_.out_layers), weights);
+    std::vector<float> key_mask;
+    const size_t pad_to = static_cast<size_t>(std::max(template_.pad_to, 0));
+    if (ids.size() < pad_to) {
+        key_mask.assign(ids.size(), 1.0f);
+        key_mask.resize(pad_to, 0.0f);
+        ids.resize(pad_to, tokenizer_.pad_id());
+        weights.resize(pad_to, 1.0f);
+    }
+    LlmInput input;
+    input.key_mask = key_mask;
+    Tensor states = apply_token_weights(llm_.forward(ids, template_.out_layers, input), weights);
     if (template_.drop_front > 0) {
         states = states.narrow(1, template_.drop_front, states.size(1) - template_.drop_front)
                      .contiguous();
@@ -69,7 +81,20 @@ Qwen2Tokenizer find_llm_vocabulary(const ModelFiles& files, const LoadOptions& o
             search.model_file = &f;
         }
     }
-    return find_qwen2_tokenizer(search);
+    try {
+        return find_qwen2_tokenizer(search);
+    } catch (const Error& e) {
+        fail("--llm %s: %s", search.llm_path.c_str(), e.what());
+    }
+}
+
+Llm load_llm_encoder(const ModelFiles& files, const LoadOptions& options,
+                     const std::string& llm_prefix) {
+    try {
+        return Llm::load(Weights(files, llm_prefix, options.memory.residency), llm_options(files));
+    } catch (const Error& e) {
+        fail("--llm %s: %s", files.source_of(first_with(files, llm_prefix)).c_str(), e.what());
+    }
 }
 
 }  // namespace sd

@@ -21,6 +21,9 @@ struct LlmPromptTemplate {
     std::string suffix;           // after it
     std::vector<int> out_layers;  // the hidden states taken (Llm::forward's numbering)
     int drop_front = 0;           // template tokens dropped from the states' front
+    // When > 0, the ids are padded to this many with the vocabulary's pad id (FLUX.2-klein:
+    // 512) and the padding is masked out of the keys (the reference's max_length).
+    int pad_to = 0;
 };
 
 class LlmTextConditioner : public Conditioner {
@@ -31,7 +34,8 @@ class LlmTextConditioner : public Conditioner {
     size_t count_tokens(const std::string& prompt) const override;
     void release_weights() const override { llm_.release_weights(); }
 
-    // The template's token ids and weights for `prompt` (what encode() runs the LLM on).
+    // The template's token ids and weights for `prompt` (what encode() runs the LLM on,
+    // before any padding).
     void tokenize(const std::string& prompt, std::vector<int32_t>& ids,
                   std::vector<float>& weights) const;
     const Llm& llm() const { return llm_; }
@@ -43,8 +47,12 @@ class LlmTextConditioner : public Conditioner {
 };
 
 // The Qwen2 vocabulary of the LLM in `files` under `llm_prefix` (--tokenizer-dir, the LLM's
-// folder, its GGUF metadata, the model's).
+// folder, its GGUF metadata, the model's); an error names the LLM's file with --llm.
 Qwen2Tokenizer find_llm_vocabulary(const ModelFiles& files, const LoadOptions& options,
                                    const std::string& llm_prefix);
+
+// The LLM under `llm_prefix` (which the files must have); an error names its file with --llm.
+Llm load_llm_encoder(const ModelFiles& files, const LoadOptions& options,
+                     const std::string& llm_prefix);
 
 }  // namespace sd

@@ -13,6 +13,7 @@ extern const Family kSd1Family;
 extern const Family kSd3Family;
 extern const Family kFluxFamily;
 extern const Family kChromaRadianceFamily;
+extern const Family kFlux2Family;
 extern const Family kChromaFamily;
 extern const Family kWanFamily;
 extern const Family kQwenImageFamily;
@@ -22,11 +23,13 @@ extern const Family kLumina2Family;
 std::span<const Family* const> families() {
     // UNet families by their context width and label_emb, then the DiT layouts by their
     // block names (Chroma-Radiance, then Chroma, before FLUX: each has the next one's blocks
-    // and more; Z-Image before Lumina 2: both are NextDiTs).
-    static const Family* const table[] = {&kSd1Family,       &kSd2Family,    &kSdxlRefinerFamily,
-                                          &kSdxlFamily,      &kSd3Family,    &kChromaRadianceFamily,
-                                          &kChromaFamily,    &kFluxFamily,   &kWanFamily,
-                                          &kQwenImageFamily, &kZImageFamily, &kLumina2Family};
+    // and more; FLUX.2 before them: it has FLUX's blocks and shared modulations; Z-Image before
+    // Lumina 2: both are NextDiTs).
+    static const Family* const table[] = {
+        &kSd1Family,    &kSd2Family,   &kSdxlRefinerFamily,    &kSdxlFamily,
+        &kSd3Family,    &kFlux2Family, &kChromaRadianceFamily, &kChromaFamily,
+        &kFluxFamily,   &kWanFamily,   &kQwenImageFamily,      &kZImageFamily,
+        &kLumina2Family};
     return table;
 }
 

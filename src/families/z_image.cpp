@@ -71,20 +71,7 @@ void check_llm(const ModelFiles& files, const LlmConfig& llm, int64_t cap_dim) {
 
 Llm load_llm(const ModelFiles& files, const LoadOptions& options) {
     if (!files.has_prefix(kLlm)) fail_missing_role(files, kZImageFamily, ModelRole::Llm);
-    const std::string file = files.source_of(first_with(files, kLlm));
-    try {
-        return Llm::load(Weights(files, kLlm, options.memory.residency), llm_options(files));
-    } catch (const Error& e) {
-        fail("--llm %s: %s", file.c_str(), e.what());
-    }
-}
-
-Qwen2Tokenizer find_vocabulary(const ModelFiles& files, const LoadOptions& options) {
-    try {
-        return find_llm_vocabulary(files, options, kLlm);
-    } catch (const Error& e) {
-        fail("--llm %s: %s", files.source_of(first_with(files, kLlm)).c_str(), e.what());
-    }
+    return load_llm_encoder(files, options, kLlm);
 }
 
 ModelComponents assemble(const ModelFiles& files, const LoadOptions& options) {
@@ -94,7 +81,7 @@ ModelComponents assemble(const ModelFiles& files, const LoadOptions& options) {
     Llm llm = load_llm(files, options);
     check_llm(files, llm.config(), dit->model().config().cap_dim);
     ModelComponents m;
-    m.conditioner = std::make_unique<LlmTextConditioner>(find_vocabulary(files, options),
+    m.conditioner = std::make_unique<LlmTextConditioner>(find_llm_vocabulary(files, options, kLlm),
                                                          std::move(llm), kZImagePrompt);
     m.diffusion = std::move(dit);
     m.codec = load_kl_vae(files, options);

@@ -95,6 +95,9 @@ std::string vae_diffusers_to_ldm_impl(const std::string& name, int n_up_blocks) 
         side = "decoder.";
     else
         return name;
+    // FLUX.2's ae.safetensors keeps the quant convs inside its encoder / decoder.
+    if (side == "encoder." && starts_with(s, "quant_conv.")) return str(s);
+    if (side == "decoder." && starts_with(s, "post_quant_conv.")) return str(s);
     int i = 0, j = 0;
     std::string_view rest = s;
     if (consume(rest, "down_blocks.") && consume_index(rest, i)) {

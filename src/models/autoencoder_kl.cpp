@@ -170,6 +170,10 @@ AutoencoderKL AutoencoderKL::load(const Weights& w, bool with_encoder) {
         if (with_encoder)
             vae.quant_conv = Conv2d::load(w["quant_conv"], 2 * c.z_channels, 2 * c.z_channels, 1);
     }
+    // FLUX.2's file carries BatchNorm statistics of its patched latents that the reference
+    // does not read (it normalises by fixed tables, the family's latent format).
+    for (const char* name : {"bn.running_mean", "bn.running_var", "bn.num_batches_tracked"})
+        w.skip(name);
     vae.decoder_ = VaeDecoder::load(w["decoder"], c);
     if (with_encoder) vae.encoder_ = VaeEncoder::load(w["encoder"], c);
     // Unused-tensor warnings only make sense when the encoder is built too.

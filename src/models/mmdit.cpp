@@ -15,10 +15,7 @@ constexpr float kNormEps = 1e-6f;
 constexpr int64_t kTimeEmbedding = 256;
 
 int64_t dim_of(const Weights& w, const std::string& name, int d) {
-    auto s = w.shape_of(name);
-    SD_CHECK(s && static_cast<int>(s->size()) > d, "MMDiT under '%s': '%s' is missing or not %d-D",
-             w.prefix().c_str(), name.c_str(), d + 1);
-    return (*s)[d];
+    return w.dim_of(name, d, "MMDiT");
 }
 
 MMDiTConfig read_config(const Weights& w) {

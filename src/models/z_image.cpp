@@ -17,17 +17,11 @@ constexpr float kQkNormEps = 1e-6f;      // q_norm / k_norm (the reference's RMS
 constexpr float kFinalNormEps = 1e-6f;
 
 int count_blocks(const Weights& w, const std::string& kind) {
-    int n = 0;
-    while (w.has(kind + "." + std::to_string(n) + ".attention.qkv.weight")) ++n;
-    return n;
+    return w.count_numbered(kind, "attention.qkv.weight");
 }
 
 int64_t dim_of(const Weights& w, const std::string& name, int d) {
-    auto s = w.shape_of(name);
-    SD_CHECK(s && static_cast<int>(s->size()) > d,
-             "Z-Image under '%s': '%s' is missing or not %d-D", w.prefix().c_str(), name.c_str(),
-             d + 1);
-    return (*s)[d];
+    return w.dim_of(name, d, "Z-Image");
 }
 
 int64_t padding_to(int64_t n, int64_t multiple) {

@@ -39,6 +39,20 @@ Tensor gated(const Tensor& x, const Tensor& y, const Tensor& mod, int64_t i, int
     return x + y * mod.narrow(1, i * hidden, hidden).view({1, 1, hidden});
 }
 
+Tensor silu_gated(const Tensor& x) {
+    const int64_t n = x.size(-1) / 2;
+    const int last = x.dim() - 1;
+    return silu(x.narrow(last, 0, n)) * x.narrow(last, n, n);
+}
+
+Tensor joint_heads(const Tensor& a_qkv, const Tensor& b_qkv, int i, int64_t heads, int64_t head_dim,
+                   const Tensor& a_scale, const Tensor& b_scale) {
+    Tensor a = head_view(a_qkv, i, heads, head_dim), b = head_view(b_qkv, i, heads, head_dim);
+    if (a_scale.defined()) a = rms_norm(a, a_scale, kNormEps);
+    if (b_scale.defined()) b = rms_norm(b, b_scale, kNormEps);
+    return concat({a, b}, 1);
+}
+
 Tensor head_view(const Tensor& qkv, int i, int64_t heads, int64_t head_dim) {
     const int64_t L = qkv.size(1), row = qkv.stride(1);
     return qkv.as_strided({1, L, heads, head_dim}, {L * row, row, head_dim, 1},

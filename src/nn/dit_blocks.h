@@ -32,12 +32,22 @@ Tensor unpatchify(const Tensor& tokens, int64_t channels, int64_t H, int64_t W, 
 // chunks i, i + 1 of `mod` [1, k hidden]: one layer norm with that weight and bias.
 Tensor modulated_norm(const Tensor& x, const Tensor& mod, int64_t i, int64_t hidden);
 
+// SiLU-gated halves of the last dimension: silu(first half) * second half (the reference's
+// silu_act with the gate first; FLUX.2's MLPs, whose input projection is twice as wide).
+Tensor silu_gated(const Tensor& x);
+
 // x + gate * y with gate = chunk i of `mod` [1, k hidden].
 Tensor gated(const Tensor& x, const Tensor& y, const Tensor& mod, int64_t i, int64_t hidden);
 
 // The heads of part `i` (0 q, 1 k, 2 v) of a fused projection [1, L, >= 3 hidden]: a
 // [1, L, H, D] view.
 Tensor head_view(const Tensor& qkv, int i, int64_t heads, int64_t head_dim);
+
+// Part `i` (0 q, 1 k, 2 v) of two streams' fused projections joined on the token axis, `a`'s
+// tokens first: [1, La + Lb, H, D], each stream's heads RMS-normed by its own scale (eps
+// 1e-6) where the scales are given (FLUX's double blocks: text, then image).
+Tensor joint_heads(const Tensor& a_qkv, const Tensor& b_qkv, int i, int64_t heads, int64_t head_dim,
+                   const Tensor& a_scale = {}, const Tensor& b_scale = {});
 
 // Attention of q, k, v [1, L, H, D] -> [1, Lq, H D]; `rope` (undefined, or FLUX's table,
 // AttentionOptions::rope) is applied as q and k load; `mask` (undefined, or f32 added to the

@@ -72,6 +72,20 @@ std::optional<Shape> Weights::shape_of(const std::string& name) const {
     return r->shape;
 }
 
+int64_t Weights::dim_of(const std::string& name, int d, const char* model) const {
+    const std::optional<Shape> s = shape_of(name);
+    SD_CHECK(s && d >= 0 && static_cast<int>(s->size()) > d,
+             "%s under '%s': '%s' is missing or not %d-D", model, prefix_.c_str(), name.c_str(),
+             d + 1);
+    return (*s)[d];
+}
+
+int Weights::count_numbered(const std::string& kind, const std::string& tensor) const {
+    int n = 0;
+    while (has(kind + "." + std::to_string(n) + "." + tensor)) ++n;
+    return n;
+}
+
 Tensor Weights::get(const std::string& name, const Shape& shape) const {
     const std::string full = prefix_ + name;
     const TensorRecord* r = files_->find(full);
@@ -94,6 +108,10 @@ Tensor Weights::get(const std::string& name, const Shape& shape) const {
 Tensor Weights::get_optional(const std::string& name, const Shape& shape) const {
     if (!has(name)) return {};
     return get(name, shape);
+}
+
+void Weights::skip(const std::string& name) const {
+    if (has(name)) report_->used.insert(prefix_ + name);
 }
 
 void Weights::check(const std::string& model_name) const {

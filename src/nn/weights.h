@@ -63,6 +63,12 @@ class Weights {
 
     bool has(const std::string& name) const;
     std::optional<Shape> shape_of(const std::string& name) const;
+    // Size `d` of the tensor `name`; throws naming `model`, the tensor and this scope when it is
+    // missing or has fewer dimensions (for reading a configuration from the weights).
+    int64_t dim_of(const std::string& name, int d, const char* model) const;
+    // How many numbered children `kind`.0, `kind`.1, ... have the tensor `tensor` (a model's
+    // depth from its block names).
+    int count_numbered(const std::string& kind, const std::string& tensor) const;
 
     // The tensor `prefix + name`, which must have `shape`. Weight matrices keep the file's
     // dtype (the kernels read any); 1-D parameters (biases, norm scales) come as f32. A
@@ -71,6 +77,10 @@ class Weights {
     Tensor get(const std::string& name, const Shape& shape) const;
     // Same, but an absent tensor is no problem: returns an undefined tensor.
     Tensor get_optional(const std::string& name, const Shape& shape) const;
+
+    // Marks `name`, when the files have it, as knowingly left unread: check() does not count
+    // it as unused.
+    void skip(const std::string& name) const;
 
     // Throws one sd::Error listing every problem recorded under this scope's root; logs
     // how many of the prefix's tensors went unused (names at debug level).

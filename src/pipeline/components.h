@@ -172,6 +172,9 @@ struct ModelComponents {
     // Inpaint checkpoints take [mask, masked-image latent] as extra input channels.
     bool inpaint = false;
     RefImageSupport ref_images;  // none unless the family sets it
+    // The flow shift follows the request (FLUX.2's Flux2FlowDenoiser): every scheduler reads a
+    // FluxFlowSchedule shifted by flux2_empirical_mu(image tokens, steps).
+    bool shift_from_tokens = false;
     AysTable ays_table = AysTable::Sd15;
     ActivationFootprint footprint;  // the family's (set by load_model)
     MemoryPolicy memory;            // the context's (set by load_model)

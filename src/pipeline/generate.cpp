@@ -11,6 +11,7 @@
 #include "pipeline/decode_tiling.h"
 #include "pipeline/image_size.h"
 #include "pipeline/memory_estimate.h"
+#include "pipeline/model_sigmas.h"
 #include "pipeline/prompt_length.h"
 #include "pipeline/ref_images.h"
 #include "pipeline/run_scope.h"
@@ -74,10 +75,7 @@ std::vector<float> sigma_schedule(const ModelComponents& m, const Denoiser& d,
                                   const ImageRequest& r) {
     if (!r.custom_sigmas.empty())
         return custom_sigmas(r.custom_sigmas.data(), static_cast<int>(r.custom_sigmas.size()));
-    SchedulerOptions options;
-    options.ays_table = m.ays_table;
-    options.image_tokens = latent_tokens(m.latent, r.width, r.height);
-    return scheduler_sigmas(r.scheduler, r.steps, d.schedule(), options);
+    return model_sigmas(m, d, r.scheduler, r.steps, r.width, r.height, std::isfinite(r.flow_shift));
 }
 
 // img2img starts part-way: the last t_enc + 1 sigmas, as the reference cuts them.

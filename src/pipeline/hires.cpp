@@ -7,9 +7,10 @@
 #include "base/log.h"
 #include "ops/ops.h"
 #include "pipeline/decode_tiling.h"
-#include "sampling/samplers.h"
 #include "pipeline/image_size.h"
+#include "pipeline/model_sigmas.h"
 #include "pipeline/upscaler.h"
+#include "sampling/samplers.h"
 #include "tensor/caching_allocator.h"
 
 namespace sd {
@@ -90,10 +91,8 @@ std::vector<float> hires_sigmas(const ModelComponents& m, const Denoiser& d, con
     const int steps = std::max(1, h.steps > 0 ? h.steps : first_steps);
     const int total =
         std::max(1, static_cast<int>(static_cast<float>(steps) / h.denoising_strength));
-    SchedulerOptions options;
-    options.ays_table = m.ays_table;
-    options.image_tokens = latent_tokens(m.latent, h.target_width, h.target_height);
-    const std::vector<float> sigmas = scheduler_sigmas(scheduler, total, d.schedule(), options);
+    const std::vector<float> sigmas =
+        model_sigmas(m, d, scheduler, total, h.target_width, h.target_height);
     int t_enc = static_cast<int>(static_cast<float>(total) * h.denoising_strength);
     t_enc = std::min(t_enc, total - 1);
     return std::vector<float>(sigmas.begin() + (total - t_enc - 1), sigmas.end());

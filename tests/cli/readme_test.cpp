@@ -77,6 +77,8 @@ const std::map<std::string, std::string>& fixture_for_file() {
         {"ae.safetensors", "flux/flux_ae_f32_seed11.safetensors"},
         {"z_image_turbo_bf16.safetensors", "zimage/zimage_turbo_d2_bf16_seed30.safetensors"},
         {"qwen_3_4b.safetensors", "qwen3/qwen3_4b_bf16_seed31.safetensors"},
+        {"flux-2-klein-4b.safetensors", "flux2/flux2_klein_4b_d2s2_bf16_seed50.safetensors"},
+        {"flux2-vae.safetensors", "flux2/flux2_ae_f32_seed52.safetensors"},
     };
     return map;
 }

@@ -35,7 +35,6 @@ struct ReferenceCase {
 // Folders whose feature this build does not have yet, with the issue that builds it. Every
 // other folder runs: a new family's cases run as soon as its folder appears.
 const std::vector<std::pair<const char*, const char*>> kNotBuiltYet = {
-    {"flux2", "issue 30: FLUX.2"},
     {"qwen_image", "issue 24: Qwen-Image"},
     {"wan", "issue 25: Wan video"},
 };

@@ -15,6 +15,7 @@
 
 #include "fixture_files.h"
 #include "io/io_test_util.h"
+#include "models/numpy_reference.h"
 #include "nn/rope.h"
 #include "test_util.h"
 #include "tiny_flux.h"
@@ -123,17 +124,7 @@ TEST(FluxRope, AttentionRotatesOnLoad) {
 
 // The numpy forward of `model` on `in` (flux_reference.py), shaped like in["x"].
 Tensor numpy_forward(const std::string& model, const Params& in, const std::string& name) {
-    const std::string inputs = write_params(in, name + "_inputs");
-    const std::string out_path = testing::TempDir() + "/" + name + "_out.f32";
-    const std::string cmd = "/usr/bin/python3 " + test::tests_source_dir() +
-                            "/models/flux_reference.py " + model + " " + inputs + " " + out_path;
-    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-    std::ifstream f(out_path, std::ios::binary);
-    std::vector<float> want(static_cast<size_t>(in.at("x").numel()));
-    f.read(reinterpret_cast<char*>(want.data()), static_cast<std::streamsize>(want.size() * 4));
-    EXPECT_TRUE(f.good()) << out_path;
-    std::remove(out_path.c_str());
-    return Tensor::from_vector(in.at("x").shape(), want);
+    return test::numpy_reference("flux_reference.py", model, in, in.at("x").shape(), name);
 }
 
 Params tiny_inputs(int64_t h, int64_t w) {

@@ -15,7 +15,7 @@ import sys
 
 import numpy as np
 
-SIZES = {"f32": ("F32", 4), "f16": ("F16", 2), "bf16": ("BF16", 2)}
+SIZES = {"f32": ("F32", 4), "f16": ("F16", 2), "bf16": ("BF16", 2), "i64": ("I64", 8)}
 
 
 def main(argv):

@@ -9,6 +9,7 @@ namespace sd {
 
 Tensor KlVaeCodec::encode(const Tensor& image01, Rng& rng) const {
     auto [mean, logvar] = vae_.encode(image01 * 2.0f + -1.0f);
+    if (!sample_posterior_) return mean;
     std::vector<float> noise = rng.randn(static_cast<size_t>(mean.numel()));
     Tensor out = Tensor::empty(mean.shape());
     const float* mu = mean.data<float>();
@@ -26,9 +27,12 @@ Tensor KlVaeCodec::decode(const Tensor& latent, const VaeTiling& tiling) const {
                           : vae_.decode(latent);
 }
 
-std::unique_ptr<KlVaeCodec> load_kl_vae(const ModelFiles& files, const LoadOptions& options) {
-    return std::make_unique<KlVaeCodec>(AutoencoderKL::load(
-        Weights(files, "first_stage_model.", options.memory.residency), options.with_vae_encoder));
+std::unique_ptr<KlVaeCodec> load_kl_vae(const ModelFiles& files, const LoadOptions& options,
+                                        bool sample_posterior) {
+    return std::make_unique<KlVaeCodec>(
+        AutoencoderKL::load(Weights(files, "first_stage_model.", options.memory.residency),
+                            options.with_vae_encoder),
+        sample_posterior);
 }
 
 }  // namespace sd

@@ -1,0 +1,149 @@
+// FLUX.2: the token positions against values by hand, a tiny random FLUX.2 (1 double + 1
+// single block with the shared modulations, width 128, SiLU-gated MLPs, no biases) against the
+// independent numpy forward in flux2_reference.py (also with reference latents), the
+// configuration read from the weights, and inputs or tensors that do not fit named.
+#include "models/flux2.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+
+#include "fixture_files.h"
+#include "io/io_test_util.h"
+#include "models/numpy_reference.h"
+#include "test_util.h"
+
+namespace sd {
+namespace {
+
+using Params = std::map<std::string, Tensor>;
+constexpr int64_t kWidth = 128, kMlp = 96, kContext = 24, kChannels = 8;
+
+// A FLUX.2 of width 128 (one head of 128), gated MLP 96, text width 24, 8 latent channels.
+Params tiny_flux2(int depth, int single) {
+    Params p;
+    uint32_t seed = 300;
+    const int64_t C = kWidth;
+    auto linear = [&](const std::string& name, int64_t in, int64_t out) {
+        const float bound = 1.0f / std::sqrt(static_cast<float>(in));
+        p[name + ".weight"] = test::random_tensor({out, in}, seed++, -bound, bound);
+    };
+    auto qk_norm = [&](const std::string& name) {
+        p[name + ".query_norm.scale"] = test::random_tensor({128}, seed++, 0.5f, 1.5f);
+        p[name + ".key_norm.scale"] = test::random_tensor({128}, seed++, 0.5f, 1.5f);
+    };
+    linear("img_in", kChannels, C);
+    linear("txt_in", kContext, C);
+    linear("time_in.in_layer", 256, C);
+    linear("time_in.out_layer", C, C);
+    linear("double_stream_modulation_img.lin", C, 6 * C);
+    linear("double_stream_modulation_txt.lin", C, 6 * C);
+    linear("single_stream_modulation.lin", C, 3 * C);
+    for (int i = 0; i < depth; ++i) {
+        const std::string b = "double_blocks." + std::to_string(i) + ".";
+        for (const char* s : {"img", "txt"}) {
+            linear(b + s + "_attn.qkv", C, 3 * C);
+            linear(b + s + "_attn.proj", C, C);
+            qk_norm(b + s + "_attn.norm");
+            linear(b + s + "_mlp.0", C, 2 * kMlp);
+            linear(b + s + "_mlp.2", kMlp, C);
+        }
+    }
+    for (int i = 0; i < single; ++i) {
+        const std::string b = "single_blocks." + std::to_string(i) + ".";
+        linear(b + "linear1", C, 3 * C + 2 * kMlp);
+        linear(b + "linear2", C + kMlp, C);
+        qk_norm(b + "norm");
+    }
+    linear("final_layer.adaLN_modulation.1", C, 2 * C);
+    linear("final_layer.linear", C, kChannels);
+    return p;
+}
+
+Flux2Model load_flux2(const std::string& path) {
+    ModelFiles files;
+    files.add(path, ModelRole::DiffusionModel);
+    return Flux2Model::load(Weights(files, "model.diffusion_model."));
+}
+
+// The numpy forward of `model` on `in` (flux2_reference.py), shaped like in["x"].
+Tensor numpy_forward(const std::string& model, const Params& in, const std::string& name) {
+    return test::numpy_reference("flux2_reference.py", model, in, in.at("x").shape(), name);
+}
+
+Params tiny_inputs() {
+    Params in;
+    in["x"] = test::random_tensor({1, kChannels, 3, 4}, 31);
+    in["t"] = Tensor::from_vector({1}, {0.6f});
+    in["context"] = test::random_tensor({1, 5, kContext}, 32);
+    return in;
+}
+
+TEST(Flux2Positions, TextOnTheLastAxisImageAndReferencesOnTheGrid) {
+    // 2 text tokens, a 1x2 image, a 2x1 reference at index 10.
+    const std::vector<float> ids = flux2_positions(2, 1, 2, {{2, 1}}, 10.0f);
+    const std::vector<float> want = {0,  0, 0, 0, 0,  0, 0, 1,   // text
+                                     0,  0, 0, 0, 0,  0, 1, 0,   // image
+                                     10, 0, 0, 0, 10, 1, 0, 0};  // reference
+    EXPECT_EQ(ids, want);
+    // A second reference is numbered on: index 20.
+    const std::vector<float> two = flux2_positions(0, 0, 0, {{1, 1}, {1, 1}}, 10.0f);
+    EXPECT_EQ(two, (std::vector<float>{10, 0, 0, 0, 20, 0, 0, 0}));
+}
+
+TEST(Flux2Model, ConfigurationComesFromTheWeights) {
+    const Flux2Model m = load_flux2(test::write_f32_safetensors(tiny_flux2(2, 3), "flux2_cfg"));
+    EXPECT_EQ(m.config().depth, 2);
+    EXPECT_EQ(m.config().depth_single, 3);
+    EXPECT_EQ(m.config().heads, 1);
+    EXPECT_EQ(m.config().mlp_hidden, kMlp);
+    EXPECT_EQ(m.config().context_dim, kContext);
+    EXPECT_EQ(m.config().in_channels, kChannels);
+    EXPECT_FALSE(m.config().guidance_embed);
+}
+
+TEST(Flux2Model, TinyModelMatchesNumpy) {
+    const std::string model = test::write_f32_safetensors(tiny_flux2(1, 1), "flux2_tiny");
+    const Flux2Model m = load_flux2(model);
+    const Params in = tiny_inputs();
+    const Tensor got = m.forward(in.at("x"), in.at("t"), in.at("context"), 0.0f);
+    test::expect_close(got, numpy_forward(model, in, "flux2_tiny"), 2e-4, 2e-4, "FLUX.2");
+}
+
+TEST(Flux2Model, ReferenceTokensMatchNumpy) {
+    const std::string model = test::write_f32_safetensors(tiny_flux2(1, 1), "flux2_tiny_refs");
+    const Flux2Model m = load_flux2(model);
+    Params in = tiny_inputs();
+    const std::vector<Tensor> refs = {test::random_tensor({1, kChannels, 2, 3}, 41),
+                                      test::random_tensor({1, kChannels, 3, 2}, 42)};
+    in["ref0"] = refs[0];
+    in["ref1"] = refs[1];
+    const Tensor got = m.forward(in.at("x"), in.at("t"), in.at("context"), 0.0f, refs);
+    test::expect_close(got, numpy_forward(model, in, "flux2_tiny_refs"), 2e-4, 2e-4, "refs");
+}
+
+TEST(Flux2Model, InputsThatDoNotFitAreErrors) {
+    const Flux2Model m = load_flux2(test::write_f32_safetensors(tiny_flux2(1, 1), "flux2_fit"));
+    const Tensor t = Tensor::full({1}, 0.5f);
+    EXPECT_THROW(m.forward(Tensor::zeros({1, 4, 2, 2}), t, Tensor::zeros({1, 3, kContext}), 0.0f),
+                 Error);
+    EXPECT_THROW(m.forward(Tensor::zeros({1, kChannels, 2, 2}), t, Tensor::zeros({1, 3, 7}), 0.0f),
+                 Error);
+    EXPECT_THROW(m.forward(Tensor::zeros({1, kChannels, 2, 2}), t, Tensor::zeros({1, 3, kContext}),
+                           0.0f, {Tensor::zeros({1, 3, 2, 2})}),
+                 Error);
+}
+
+TEST(Flux2Model, MisShapedTensorIsNamed) {
+    Params p = tiny_flux2(1, 1);
+    p["double_blocks.0.txt_mlp.2.weight"] = Tensor::zeros({kWidth, 64});
+    const std::string path = test::write_f32_safetensors(p, "flux2_bad");
+    const std::string error = test::error_of([&] { load_flux2(path); });
+    EXPECT_NE(error.find("double_blocks.0.txt_mlp.2.weight"), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace sd
