@@ -51,6 +51,7 @@ class Flux2DiffusionModel : public DiffusionModel {
     int64_t in_channels() const override { return model_.config().in_channels; }
     // Sizes align to the latent factor (16) alone.
     int64_t down_factor() const override { return 1; }
+    CacheTarget cache_target() const override { return CacheTarget::DiT; }
     void release_weights() const override { model_.release_weights(); }
     size_t weight_bytes() const override { return model_.weight_pages().bytes(); }
     const Flux2Model& model() const { return model_; }

@@ -536,11 +536,11 @@ std::vector<OptionSpec> size_and_batch_options() {
         integer(
             "-W", "--width", G, &CliParams::width, "512 (or the init image's)",
             "image width in pixels, rounded up to what the model takes (64 for SD 1.x/2.x/XL, 16 "
-            "for SD3, 8 for FLUX.1, Chroma and Z-Image)"),
+            "for SD3 and FLUX.2, 8 for FLUX.1, Chroma and Z-Image)"),
         integer(
             "-H", "--height", G, &CliParams::height, "512 (or the init image's)",
             "image height in pixels, rounded up to what the model takes (64 for SD 1.x/2.x/XL, 16 "
-            "for SD3, 8 for FLUX.1, Chroma and Z-Image)"),
+            "for SD3 and FLUX.2, 8 for FLUX.1, Chroma and Z-Image)"),
         int_field("", "--steps", G, "20", "number of sampling steps",
                   [](CliParams& p) -> int& { return p.sample_params.sample_steps; }),
         int_field("", "--high-noise-steps", G, "-1 (auto)", "(high noise) number of sampling steps",
