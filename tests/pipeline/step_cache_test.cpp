@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
+#include "base/cancel.h"
 #include "base/error.h"
 #include "pipeline/fake_components.h"
 #include "pipeline/generate.h"
@@ -80,6 +82,28 @@ TEST(StepCacheLoop, SpectrumForecastsWholeCalls) {
     // Defaults over 10 steps: C C C C F C F C F C (the last from 90% on).
     generate_images(m, request(CacheMode::Spectrum, 1.0f), {});
     EXPECT_EQ(net->calls, 7);
+}
+
+// Reused and forecast steps still report progress (the previews hang on it) and a cancel
+// during them stops the run, as without a cache.
+TEST(StepCacheLoop, ProgressAndCancelKeepWorking) {
+    const CountingModel* net = nullptr;
+    ModelComponents m = components(CacheTarget::DiT, &net);
+    std::vector<int> steps_seen;
+    GenerationHooks hooks;
+    hooks.progress = [&](int step, int, float) { steps_seen.push_back(step); };
+    generate_images(m, request(CacheMode::DbCache, 5.0f), hooks);
+    EXPECT_EQ(steps_seen.size(), 10u);  // every step, reused or not
+    CancelToken cancel;
+    hooks.cancel = &cancel;
+    steps_seen.clear();
+    // Step 4 is a reused one (see DbCacheReusesTheStepsOfItsWindow).
+    hooks.progress = [&](int step, int, float) {
+        steps_seen.push_back(step);
+        if (step == 4) cancel.cancel();
+    };
+    EXPECT_THROW(generate_images(m, request(CacheMode::DbCache, 5.0f), hooks), Cancelled);
+    EXPECT_EQ(steps_seen.size(), 4u);
 }
 
 }  // namespace
