@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 BUILD=${FUZZ_BUILD:-build-fuzz}
-ALL_TARGETS=(safetensors gguf torch_checkpoint pickle tokenizer image)
+ALL_TARGETS=(safetensors gguf torch_checkpoint pickle tokenizer image t5_tokenizer qwen2_tokenizer options)
 
 build() {
     CC=${CC:-clang-14} CXX=${CXX:-clang++-14} cmake -S fuzz -B "$BUILD" -G Ninja >/dev/null
@@ -26,6 +26,7 @@ seeds() {
     local out
     out=$(mktemp -d)
     "$BUILD/make_seeds" "$out"
+    /usr/bin/python3 fuzz/make_text_seeds.py "$out"
     mkdir -p "$out/torch_checkpoint" "$out/pickle"
     local w=tests/io/write_torch_checkpoint.py s=$out/safetensors t=$out/torch_checkpoint
     /usr/bin/python3 $w "$s/plain.safetensors" "$t/plain.ckpt"
@@ -51,7 +52,8 @@ open(sys.argv[2], "wb").write(z.read(name))' "$f" "$out/pickle/$(basename "$f" .
 
 max_len() {
     case $1 in
-        tokenizer | gguf) echo 16384 ;;
+        tokenizer | gguf | t5_tokenizer | qwen2_tokenizer) echo 16384 ;;
+        options) echo 4096 ;;
         *) echo 8192 ;;
     esac
 }

@@ -108,7 +108,8 @@ LoraFit lora_fit(const std::string& path, const ModelFiles& model) {
     }
     LoraFit fit;
     fit.tensors = file.tensors.size();
-    for (const auto& [key, parts] : modules) {
+    for (const auto& [key, module_parts] : modules) {
+        const auto& parts = module_parts;  // clang 14 (the fuzz build) cannot capture a binding
         const LoraKind kind = lora_kind([&](const std::string& p) { return parts.count(p) > 0; });
         const TensorRecord* target =
             kind == LoraKind::Incomplete ? nullptr : find_lora_target(model, key);
