@@ -45,7 +45,7 @@ QwenImageConfig read_config(const Weights& w) {
     return c;
 }
 
-// One stream of block `b`: `side` "img" or "txt"; the attention's names differ per side.
+// One stream of block `b`: the image's or the text's; the attention's names differ per side.
 QwenImageStream load_stream(const Weights& b, const QwenImageConfig& c, bool image) {
     const int64_t C = c.hidden, D = c.head_dim;
     const Weights a = b["attn"];
@@ -73,9 +73,10 @@ Tensor feed_forward(const QwenImageStream& s, const Tensor& x) {
 
 }  // namespace
 
-QwenImageModel QwenImageModel::load(const Weights& w) {
+QwenImageModel QwenImageModel::load(const Weights& w, bool zero_cond_t) {
     QwenImageModel m;
     m.config_ = read_config(w);
+    m.config_.zero_cond_t = m.config_.zero_cond_t || zero_cond_t;
     const QwenImageConfig& c = m.config_;
     const int64_t C = c.hidden, pp = c.patch * c.patch;
     m.img_in = Linear::load(w["img_in"], c.in_channels * pp, C);

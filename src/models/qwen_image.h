@@ -60,7 +60,9 @@ struct QwenImageBlock {
 class QwenImageModel {
   public:
     // w: the diffusion model's prefix; throws listing every missing or mis-shaped tensor.
-    static QwenImageModel load(const Weights& w);
+    // zero_cond_t: Edit-2511's switch forced on (the reference's --model-args
+    // qwen_image_zero_cond_t=true); the marker tensor turns it on too.
+    static QwenImageModel load(const Weights& w, bool zero_cond_t = false);
 
     // x: [1, C, H, W] latent (padded to whole patches inside), timesteps: f32 [1], the flow
     // denoiser's t = sigma * 1000 (the network embeds it as given), context: the text
@@ -103,7 +105,10 @@ class QwenImageModel {
 // gen_qwen_image_ids: `txt` text tokens at (s, s, s) for s = linspace(m, m + txt, txt) (in
 // float; m = max(h, w)), the h x w image patches at (0, row - h / 2, col - w / 2) (centred,
 // "scale_rope"), then the reference latents' patches (append_reference_positions, centred when
-// increase_ref_index).
+// increase_ref_index). This is the newest rope.hpp; older versions built the image's and the
+// references' grids with gen_img_ids, from (0, 0) without centring. The text's fractional
+// step and its start at max(h, w) are the reference program's own: diffusers' QwenEmbedRope
+// numbers the text max(h / 2, w / 2), + 1, + 2, ...; we follow the reference program.
 std::vector<float> qwen_image_positions(int64_t txt, int64_t h, int64_t w, int64_t patch,
                                         const std::vector<std::pair<int64_t, int64_t>>& refs_hw,
                                         bool increase_ref_index);
