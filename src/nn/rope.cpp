@@ -1,5 +1,6 @@
 #include "nn/rope.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "base/error.h"
@@ -40,6 +41,40 @@ Tensor rope_table(const std::vector<float>& positions, const std::vector<int>& a
         }
     }
     return out;
+}
+
+void append_grid_positions(std::vector<float>& ids, int64_t rows, int64_t cols, float index,
+                           int64_t dy, int64_t dx) {
+    for (int64_t i = 0; i < rows; ++i) {
+        for (int64_t j = 0; j < cols; ++j) {
+            ids.insert(ids.end(), {index, static_cast<float>(i + dy), static_cast<float>(j + dx)});
+        }
+    }
+}
+
+void append_reference_positions(std::vector<float>& ids,
+                                const std::vector<std::pair<int64_t, int64_t>>& refs_hw,
+                                int64_t patch, RefIndexMode mode, bool centred) {
+    int64_t cur_h = 0, cur_w = 0, index = 1;
+    for (const auto& [rh, rw] : refs_hw) {
+        const int64_t rows = (rh + patch / 2) / patch, cols = (rw + patch / 2) / patch;
+        int64_t dy = 0, dx = 0;
+        if (mode == RefIndexMode::Fixed) {
+            if (rh + cur_h > rw + cur_w) {
+                dx = cur_w;
+            } else {
+                dy = cur_h;
+            }
+        } else if (mode == RefIndexMode::Decrease) {
+            --index;
+        }
+        const bool centre = centred && mode != RefIndexMode::Fixed;
+        append_grid_positions(ids, rows, cols, static_cast<float>(index),
+                              dy - (centre ? rows / 2 : 0), dx - (centre ? cols / 2 : 0));
+        if (mode == RefIndexMode::Increase) ++index;
+        cur_h = std::max(cur_h, rh + dy);
+        cur_w = std::max(cur_w, rw + dx);
+    }
 }
 
 }  // namespace sd
