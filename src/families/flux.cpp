@@ -170,6 +170,6 @@ extern const Family kFluxFamily{"FLUX",
                                 {},
                                 kFluxConvertKeeps,
                                 kFluxRoles,
-                                "FLUX.1 dev, schnell, Kontext dev, Fill dev, Canny dev, Depth dev"};
+                                "FLUX.1 dev, schnell, Kontext dev"};
 
 }  // namespace sd

@@ -50,7 +50,8 @@ void check_hires(const ModelComponents& m, const ImageRequest& r) {
                         std::any_of(r.mask_image->pixels.begin(), r.mask_image->pixels.end(),
                                     [](uint8_t v) { return v < 128; });
     SD_CHECK(!r.hires.enabled || (!masked && m.extra_input == ExtraInput::None),
-             "the hires fix does not work with inpainting (a mask or an inpaint model) yet");
+             "the hires fix does not work with inpainting (a mask or an inpaint model) or a "
+             "model conditioned on a control image's latent (FLUX.1 Canny / Depth) yet");
 }
 
 // Reference images only where the family takes them; their options are read once here so
