@@ -1,4 +1,5 @@
-// FLUX.1 (dev, schnell; Kontext's reference images through Conditioning::ref_latents), as
+// FLUX.1 (dev, schnell; Kontext's reference images through Conditioning::ref_latents; Fill
+// and Canny / Depth dev with their extra input channels, ModelComponents::extra_input), as
 // stable-diffusion.cpp runs it:
 //   text: CLIP-L's pooled output (the first 77-token window, every layer, final norm, the
 //         end token's state; no projection) as the vector, and T5-XXL's states of 256-token
@@ -31,10 +32,31 @@ const std::string kT5 = "text_encoders.t5xxl.transformer.";
 constexpr size_t kClipWindow = 77;
 constexpr size_t kT5Window = 256;
 
+// img_in's input width: 64 (the latent's 2x2 patches), Fill's 384 (+ masked-image latent and
+// the 8x8 mask cells), Canny / Depth's 128 (+ the control image's latent), Flex.2's 196.
+int64_t img_in_width(const ModelFiles& f) {
+    const TensorRecord* img_in = f.find(kDm + "img_in.weight");
+    return img_in && img_in->shape.size() == 2 ? img_in->shape[1] : 0;
+}
+
+ExtraInput extra_input_of(int64_t img_in_width) {
+    if (img_in_width == 384) return ExtraInput::MaskedLatentAndPixelMask;
+    if (img_in_width == 128) return ExtraInput::ControlLatent;
+    return ExtraInput::None;
+}
+
 std::string detect(const ModelFiles& f) {
     if (!f.has_prefix(kDm + "double_blocks.")) return "";
-    const TensorRecord* img_in = f.find(kDm + "img_in.weight");
-    if (img_in && img_in->shape.size() == 2 && img_in->shape[1] == 384) return "FLUX fill";
+    switch (img_in_width(f)) {
+        case 384:
+            return "FLUX.1 Fill";
+        case 128:
+            return "FLUX.1 Canny/Depth";
+        case 196:
+            return "Flex.2";
+        default:
+            break;
+    }
     return f.find(kDm + "guidance_in.in_layer.weight") ? "FLUX.1-dev" : "FLUX.1-schnell";
 }
 
@@ -102,9 +124,7 @@ void check_text_encoders(const ModelFiles& files) {
 }
 
 ModelComponents assemble(const ModelFiles& files, const LoadOptions& options) {
-    const TensorRecord* img_in = files.find(kDm + "img_in.weight");
-    if (img_in && img_in->shape.size() == 2 && img_in->shape[1] == 384)
-        fail("FLUX fill (inpaint) models are not supported by this build yet");
+    if (img_in_width(files) == 196) fail("Flex.2 models are not supported by this build yet");
     check_text_encoders(files);
     ModelComponents m;
     m.conditioner = std::make_unique<FluxConditioner>(
@@ -115,6 +135,7 @@ ModelComponents assemble(const ModelFiles& files, const LoadOptions& options) {
     auto flux =
         std::make_unique<FluxDiffusionModel>(FluxModel::load(Weights(files, kDm, residency)));
     const bool dev = flux->flux().config().guidance_embed;
+    m.extra_input = extra_input_of(flux->flux().config().in_channels);
     m.diffusion = std::move(flux);
     m.codec = load_kl_vae(files, options);
     const auto* vae = dynamic_cast<const KlVaeCodec*>(m.codec.get());

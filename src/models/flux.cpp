@@ -56,9 +56,11 @@ FluxConfig read_config(const Weights& w) {
     const int axes = std::accumulate(c.axes_dim.begin(), c.axes_dim.end(), 0);
     SD_CHECK(axes == c.head_dim, "FLUX: heads of %lld channels, but RoPE axes cover %d",
              (long long)c.head_dim, axes);
-    SD_CHECK(c.in_channels % (c.patch * c.patch) == 0 && c.in_channels == c.out_channels,
-             "FLUX: img_in takes %lld values and final_layer.linear gives %lld; want equal "
-             "multiples of %lld",
+    // Fill and Canny / Depth take extra channels beside the latent's (in > out).
+    SD_CHECK(c.in_channels % (c.patch * c.patch) == 0 &&
+                 c.out_channels % (c.patch * c.patch) == 0 && c.in_channels >= c.out_channels,
+             "FLUX: img_in takes %lld values and final_layer.linear gives %lld; want multiples "
+             "of %lld, no fewer in than out",
              (long long)c.in_channels, (long long)c.out_channels, (long long)(c.patch * c.patch));
     SD_CHECK(!c.chroma || (c.depth <= kChromaDoubleBlocks && c.depth_single <= kChromaSingleBlocks),
              "Chroma: %d double and %d single blocks; its modulation table holds %d and %d",
@@ -239,7 +241,8 @@ Tensor FluxModel::forward(const Tensor& x, const Tensor& timesteps, const Tensor
     const FluxConfig& c = config_;
     const int64_t p = c.patch;
     SD_CHECK(x.dim() == 4 && x.size(0) == 1 && x.size(1) * p * p == c.in_channels,
-             "FLUX: latent %s does not fit img_in (%lld inputs = channels * %lld)",
+             "FLUX: latent %s (with any extra input channels) does not fit img_in (%lld "
+             "inputs = channels * %lld)",
              x.describe().c_str(), (long long)c.in_channels, (long long)(p * p));
     SD_CHECK(context.dim() == 3 && context.size(0) == 1 && context.size(2) == c.context_dim,
              "FLUX: text context %s, want [1, L, %lld]", context.describe().c_str(),
@@ -250,7 +253,8 @@ Tensor FluxModel::forward(const Tensor& x, const Tensor& timesteps, const Tensor
     SD_CHECK(!txt_mask.defined() || txt_mask.numel() == context.size(1),
              "FLUX: text mask %s for %lld text tokens", txt_mask.describe().c_str(),
              (long long)context.size(1));
-    const int64_t channels = x.size(1), H = x.size(2), W = x.size(3);
+    // The latent's channels; an extra input's follow them and are patchified with them.
+    const int64_t channels = c.out_channels / (p * p), H = x.size(2), W = x.size(3);
     // Padded to whole patches (the reference's pad_to_patch_size), cropped back at the end.
     const int64_t h = (H + p - 1) / p, w = (W + p - 1) / p;
     std::vector<Tensor> image_tokens = {patchify(x, p, PatchLayout::ChannelsFirst)};

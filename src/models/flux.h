@@ -6,7 +6,9 @@
 //   -> single_blocks.N (one stream: attention and MLP side by side) -> final_layer.
 // Attention uses 3-axis RoPE (axes 16, 56, 56, theta 10000; text ids 0, image ids
 // (index, row, col)) applied inside the attention kernel, and RMS-normed q / k.
-// Widths and depths are read from the weights; dev (guidance_in) and schnell (none) too.
+// Widths and depths are read from the weights; dev (guidance_in) and schnell (none) too; Fill
+// (384 inputs: latent, masked-image latent, 8x8 mask cells) and Canny / Depth (128: latent,
+// control latent) read their extra channels patchified beside the latent's.
 // Chroma is the schnell layout with `distilled_guidance_layer` (chroma_approximator.h) in place
 // of time_in / vector_in and every block's modulation linear, and an optional attention mask
 // over the text tokens.
@@ -23,7 +25,8 @@
 namespace sd {
 
 struct FluxConfig {
-    int64_t in_channels = 64;  // img_in's input: latent channels * patch^2
+    int64_t in_channels = 64;  // img_in's input: (latent + extra) channels * patch^2 (Fill 384,
+                               // Canny / Depth 128)
     int64_t out_channels = 64;
     int64_t hidden = 3072;
     int64_t heads = 24;
@@ -64,12 +67,14 @@ class FluxModel {
     // w = "model.diffusion_model."; throws listing every missing or mis-shaped tensor.
     static FluxModel load(const Weights& w);
 
-    // x: [1, C, H, W] latent (H, W padded to the patch size inside), timesteps: f32 [1] in
+    // x: [1, C, H, W] latent (H, W padded to the patch size inside), with Fill's or Canny /
+    // Depth's extra input channels appended (in_channels / 4 in all), timesteps: f32 [1] in
     // [0, 1] (scaled by 1000 inside, as the reference's time_factor), context: [1, Lt,
     // context_dim], y: [1, vec_dim] (none for Chroma), guidance: the distilled guidance (dev
     // only), refs: Kontext reference latents [1, C, h, w] (any size), numbered by `ref_index`
     // from 1 (flux_positions), txt_mask: undefined, or f32 [Lt] added to the scores of the text
-    // keys (-inf skips one; Chroma's padding mask). Returns the velocity [1, C, H, W].
+    // keys (-inf skips one; Chroma's padding mask). Returns the velocity [1, out_channels / 4,
+    // H, W].
     Tensor forward(const Tensor& x, const Tensor& timesteps, const Tensor& context, const Tensor& y,
                    float guidance, const std::vector<Tensor>& refs = {},
                    RefIndexMode ref_index = RefIndexMode::Fixed, const Tensor& txt_mask = {}) const;

@@ -160,6 +160,15 @@ struct RefImageSupport {
     bool vlm = false;  // its text encoder reads the references too (pass_to_vlm)
 };
 
+// What a diffusion model reads beside the noisy latent: channels the loop appends to it (the
+// reference's c_concat), built from the request by pipeline/extra_input.h.
+enum class ExtraInput {
+    None,
+    MaskAndMaskedLatent,       // SD inpaint models: [latent-size mask, masked-image latent]
+    MaskedLatentAndPixelMask,  // FLUX.1 Fill: [masked-image latent, the mask's 8x8 cells as 64]
+    ControlLatent,             // FLUX.1 Canny / Depth: the control image's latent
+};
+
 // A loaded model: what the generation loop needs, built by a family.
 struct ModelComponents {
     std::string family_name;  // "SD 1.x inpaint", "SDXL", ... (set by load_model)
@@ -168,10 +177,9 @@ struct ModelComponents {
     std::unique_ptr<DiffusionModel> diffusion;
     std::unique_ptr<LatentCodec> codec;
     std::unique_ptr<Denoiser> denoiser;
-    std::unique_ptr<ControlModel> control;  // a ControlNet, when one is loaded
-    // Inpaint checkpoints take [mask, masked-image latent] as extra input channels.
-    bool inpaint = false;
-    RefImageSupport ref_images;  // none unless the family sets it
+    std::unique_ptr<ControlModel> control;      // a ControlNet, when one is loaded
+    ExtraInput extra_input = ExtraInput::None;  // inpaint and control-latent models' channels
+    RefImageSupport ref_images;                 // none unless the family sets it
     // The flow shift follows the request (FLUX.2's Flux2FlowDenoiser): every scheduler reads a
     // FluxFlowSchedule shifted by flux2_empirical_mu(image tokens, steps).
     bool shift_from_tokens = false;

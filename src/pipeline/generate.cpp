@@ -9,6 +9,7 @@
 #include "image/image_resize.h"
 #include "ops/ops.h"
 #include "pipeline/decode_tiling.h"
+#include "pipeline/extra_input.h"
 #include "pipeline/image_size.h"
 #include "pipeline/memory_estimate.h"
 #include "pipeline/model_sigmas.h"
@@ -48,8 +49,9 @@ void check_hires(const ModelComponents& m, const ImageRequest& r) {
     const bool masked = r.init_image && r.mask_image &&
                         std::any_of(r.mask_image->pixels.begin(), r.mask_image->pixels.end(),
                                     [](uint8_t v) { return v < 128; });
-    SD_CHECK(!r.hires.enabled || (!masked && !m.inpaint),
-             "the hires fix does not work with inpainting (a mask or an inpaint model) yet");
+    SD_CHECK(!r.hires.enabled || (!masked && m.extra_input == ExtraInput::None),
+             "the hires fix does not work with inpainting (a mask or an inpaint model) or a "
+             "model conditioned on a control image's latent (FLUX.1 Canny / Depth) yet");
 }
 
 // Reference images only where the family takes them; their options are read once here so
@@ -127,7 +129,7 @@ namespace {
 struct Conditions {
     Conditioning cond, uncond;  // uncond.context undefined: no guidance
     Tensor control_hint;        // the control model's encoded hint (undefined: no control)
-    Tensor concat;              // inpaint models: [mask, masked-image latent], else undefined
+    Tensor concat;              // the model's extra input channels (pipeline/extra_input.h)
     Tensor init_latent;         // zeros for txt2img
     Tensor denoise_mask;        // where the sampler may change the latent (undefined: everywhere)
     std::vector<float> sigmas;
@@ -135,7 +137,7 @@ struct Conditions {
 
 // The control image as RGB in [0, 1] fitted to width x height, encoded by the control model.
 Tensor encode_control_hint(const ModelComponents& m, const ImageRequest& r, int width, int height) {
-    if (!r.control_image) return {};
+    if (!r.control_image || m.extra_input == ExtraInput::ControlLatent) return {};
     if (!m.control) {
         SD_LOG_WARN("a control image was given but no ControlNet is loaded: it is not used");
         return {};
@@ -175,6 +177,27 @@ std::vector<image::Image> vlm_images(const ModelComponents& m, const ImageReques
     return r.ref_images;
 }
 
+// With an init image: the denoise mask and an inpaint model's extra input (the masked
+// picture's latent with the mask, pipeline/extra_input.h).
+void attach_inpaint(const ModelComponents& m, const ImageRequest& r, const Tensor& image, Rng& rng,
+                    Conditions& c) {
+    const LatentFormat& f = m.latent;
+    const Tensor mask = r.mask_image ? mask_to_tensor(*r.mask_image)
+                                     : Tensor::full({1, 1, r.height, r.width}, 1.0f);
+    const Tensor small_mask = latent_mask(mask, f.factor);
+    if (m.extra_input != ExtraInput::MaskAndMaskedLatent &&
+        m.extra_input != ExtraInput::MaskedLatentAndPixelMask) {
+        if (r.mask_image) c.denoise_mask = small_mask;
+        return;
+    }
+    ExtraInputParts parts;
+    parts.mask = mask;
+    parts.latent_mask = small_mask;
+    parts.masked_latent = to_model_latent(f, m.codec->encode(masked_image(image, mask), rng));
+    c.concat = assemble_extra_input(m.extra_input, parts, f.factor);
+    if (r.mask_image) c.denoise_mask = dilate(small_mask);
+}
+
 Conditions prepare(const ModelComponents& m, const Denoiser& d, const ImageRequest& r) {
     const double start = now_seconds();
     Conditions c;
@@ -205,28 +228,21 @@ Conditions prepare(const ModelComponents& m, const Denoiser& d, const ImageReque
         c.init_latent = to_model_latent(f, m.codec->encode(image, rngs.noise()));
     }
     attach_ref_latents(m, r, rngs.noise(), c);
-    if (!r.init_image) {
+    if (r.init_image) {
+        attach_inpaint(m, r, image, rngs.noise(), c);
+    } else {
         c.init_latent = Tensor::zeros({1, f.channels, lh, lw});
-        if (m.inpaint) {
+        if (m.extra_input == ExtraInput::MaskAndMaskedLatent) {
             // No picture to keep: the whole mask is set and the masked image is zero.
             c.concat = concat(
                 {Tensor::full({1, 1, lh, lw}, 1.0f), Tensor::zeros({1, f.channels, lh, lw})}, 1);
         }
-        release_encoder(m);
-        return c;
     }
-    Tensor mask = r.mask_image ? mask_to_tensor(*r.mask_image)
-                               : Tensor::full({1, 1, r.height, r.width}, 1.0f);
-    Tensor small_mask = latent_mask(mask, f.factor);
-    if (m.inpaint) {
-        // The masked image: the kept part of the picture, grey (0.5) where it is repainted.
-        Tensor keep = add_scalar(mask * -1.0f, 1.0f);
-        Tensor masked = add_scalar(keep * add_scalar(image, -0.5f), 0.5f);
-        Tensor masked_latent = to_model_latent(f, m.codec->encode(masked, rngs.noise()));
-        c.concat = concat({small_mask, masked_latent}, 1);
-        if (r.mask_image) c.denoise_mask = dilate(small_mask);
-    } else if (r.mask_image) {
-        c.denoise_mask = small_mask;
+    if (m.extra_input == ExtraInput::ControlLatent) {
+        ExtraInputParts parts;
+        parts.control_latent = to_model_latent(
+            f, m.codec->encode(rgb_image_to_tensor(*r.control_image), rngs.noise()));
+        c.concat = assemble_extra_input(m.extra_input, parts, f.factor);
     }
     release_encoder(m);
     return c;
@@ -421,6 +437,7 @@ ImageRequest settle_request(const ModelComponents& m, const ImageRequest& reques
     fit_to_request(r.mask_image, r, "mask image");
     fit_to_request(r.control_image, r, "control image");
     check_hires(m, r);
+    check_extra_input(m, r);
     return r;
 }
 

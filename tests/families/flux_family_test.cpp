@@ -1,5 +1,6 @@
 // The FLUX family on full-size layouts whose data is a hole (sparse files from the fixture
-// manifests): dev and schnell told apart by guidance_in, and text encoders given to the
+// manifests): dev and schnell told apart by guidance_in, Fill and Canny / Depth by img_in's
+// width, and text encoders given to the
 // wrong option (an SD CLIP as --t5xxl, a T5 as --clip_l) named in the error.
 #include <gtest/gtest.h>
 
@@ -42,18 +43,30 @@ TEST(FluxFamily, DefaultsAreEulerOnTheFluxSchedule) {
     EXPECT_EQ(latent_tokens(m.latent, 320, 256), 1280);
 }
 
-TEST(FluxFamily, FillModelsAreRefusedByName) {
-    // FLUX.1 Fill: img_in takes 384 channels (latent, masked-image latent and mask patches).
-    const std::string fill = sparse("flux_dev_d2s2", "flux_fill", "--shape img_in.weight=3072,384");
+TEST(FluxFamily, FillAndControlModelsFromImgInWidth) {
+    // img_in's input width, as the reference's model detection: Fill 384 (latent, masked-image
+    // latent and 8x8 mask cells as 2x2 patches), Canny / Depth 128 (latent and control latent).
+    auto variant = [](const char* name, const char* width) {
+        ModelFiles files;
+        files.add(sparse("flux_dev_d2s2", name, std::string("--shape img_in.weight=3072,") + width),
+                  ModelRole::DiffusionModel);
+        return detect_family(files).variant;
+    };
+    EXPECT_EQ(variant("flux_fill", "384"), "FLUX.1 Fill");
+    EXPECT_EQ(variant("flux_canny", "128"), "FLUX.1 Canny/Depth");
+    EXPECT_EQ(variant("flux_flex2", "196"), "Flex.2");
+    EXPECT_EQ(variant("flux_plain", "64"), "FLUX.1-dev");
+}
+
+TEST(FluxFamily, Flex2IsRefusedByName) {
     ModelFiles files;
-    files.add(fill, ModelRole::DiffusionModel);
-    EXPECT_EQ(detect_family(files).variant, "FLUX fill");
-    files.add(sparse("flux_ae", "flux_ae_for_fill"), ModelRole::Vae);
-    files.add(sparse("clip_l", "clip_l_for_fill"), ModelRole::TextEncoder);
-    files.add(sparse("t5xxl_l2", "t5_for_fill"), ModelRole::T5);
+    files.add(sparse("flux_dev_d2s2", "flux_flex2_load", "--shape img_in.weight=3072,196"),
+              ModelRole::DiffusionModel);
+    files.add(sparse("flux_ae", "flux_ae_for_flex2"), ModelRole::Vae);
+    files.add(sparse("clip_l", "clip_l_for_flex2"), ModelRole::TextEncoder);
+    files.add(sparse("t5xxl_l2", "t5_for_flex2"), ModelRole::T5);
     const std::string error = test::error_of([&] { load_model(files, options()); });
-    EXPECT_NE(error.find("FLUX fill (inpaint) models are not supported"), std::string::npos)
-        << error;
+    EXPECT_NE(error.find("Flex.2 models are not supported"), std::string::npos) << error;
 }
 
 TEST(FluxFamily, TextEncoderUnderTheWrongOptionIsNamed) {

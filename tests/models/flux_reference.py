@@ -12,7 +12,12 @@ Reference tokens follow the image's through img_in and every block; their positi
 (index, row + dy, col + dx): fixed mode gives all index 1 and places each reference beside
 the ones before it (dx = the width so far when that keeps the layout squarer, else dy = the
 height so far, in latent pixels), increase numbers them 1, 2, ... and decrease 0, -1, ...,
-both at the origin."""
+both at the origin.
+
+INPUTS may hold `concat` [1, E, H, W], the extra input of FLUX.1 Fill (img_in of 384: the
+masked-image latent's C channels then the 64 channels of the folded mask, each part
+patchified on its own) or Canny / Depth (img_in of 128: the control latent); their patches
+follow the latent's in each image token, as stable-diffusion.cpp's forward_flux_chroma."""
 import json
 import struct
 import sys
@@ -142,7 +147,15 @@ def flux_modulation(W, t, y, g):
     return mod
 
 
-def forward(W, x, t, ctx, y, g, refs=(), mode=0, mod=None, mask=None):
+def extra_patches(W, C, concat):  # the extra input's patches, [h * w, E * 4] each part
+    if concat is None:
+        return []
+    if W["img_in.weight"].shape[1] == 384:  # Fill: masked-image latent, then the mask cells
+        return [patches(concat[0][:C])[0], patches(concat[0][C:])[0]]
+    return [patches(concat[0])[0]]  # Canny / Depth: the control latent
+
+
+def forward(W, x, t, ctx, y, g, refs=(), mode=0, mod=None, mask=None, concat=None):
     """mod: the modulation vectors (flux_modulation's form; FLUX's when None); mask: [Lt]
     added to the text keys' scores, or None."""
     def linear(name, v):
@@ -158,6 +171,7 @@ def forward(W, x, t, ctx, y, g, refs=(), mode=0, mod=None, mask=None):
     C, H, Wd = x.shape[1:]
     p = 2
     tokens, h, w = patches(x[0])
+    tokens = np.concatenate([tokens] + extra_patches(W, C, concat), axis=1)
     tokens = np.concatenate([tokens] + [patches(r[0])[0] for r in refs])
     img = linear("img_in", tokens)
     txt = linear("txt_in", ctx[0])
@@ -202,7 +216,8 @@ def main():
     i = load(sys.argv[2])
     refs = [i["ref%d" % n] for n in range(len([k for k in i if k.startswith("ref") and k[3:].isdigit()]))]
     mode = int(i["ref_index_mode"][0]) if "ref_index_mode" in i else 0
-    out = forward(W, i["x"], i["t"], i["context"], i["y"], i["guidance"], refs, mode)
+    out = forward(W, i["x"], i["t"], i["context"], i["y"], i["guidance"], refs, mode,
+                  concat=i.get("concat"))
     out.astype("<f4").tofile(sys.argv[3])
 
 

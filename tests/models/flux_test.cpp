@@ -1,7 +1,8 @@
 // FLUX.1: the RoPE table against values worked out by hand, attention with RoPE fused into
 // its loads against the reference kernel on rotated copies, a tiny random FLUX (1 double +
 // 1 single block, width 128) against the independent numpy implementation in
-// flux_reference.py (also with Kontext reference latents in each index mode), dev / schnell
+// flux_reference.py (also with Kontext reference latents in each index mode, and with Fill's and
+// Canny / Depth's extra input channels), dev / schnell
 // read from the weights, and a mis-shaped tensor named.
 #include "models/flux.h"
 
@@ -179,6 +180,28 @@ TEST(FluxModel, ReferenceTokensMatchNumpy) {
     EXPECT_THROW(flux.forward(in.at("x"), in.at("t"), in.at("context"), in.at("y"), 3.5f,
                               {Tensor::zeros({1, 4, 4, 4})}),
                  Error);
+}
+
+// FLUX.1 Fill (img_in of 384: masked-image latent and 8x8 mask cells) and Canny / Depth (128:
+// control latent): their extra channels appended to the latent's, against the numpy forward,
+// which patchifies each part on its own as the reference; the output has the latent's
+// channels, and a latent without the extra channels is an error.
+TEST(FluxModel, ExtraInputChannelsMatchNumpy) {
+    for (const auto& [width, extra] : {std::pair<int64_t, int64_t>{384, 80}, {128, 16}}) {
+        const std::string name = "flux_tiny_in" + std::to_string(width);
+        const std::string model = write_params(tiny_flux(1, 1, true, width), name);
+        const FluxModel flux = load_flux(model);
+        EXPECT_EQ(flux.config().in_channels, width);
+        EXPECT_EQ(flux.config().out_channels, 64);
+        Params in = tiny_inputs(6, 5);
+        in["concat"] = test::random_tensor({1, extra, 6, 5}, 31);
+        const Tensor x = concat({in.at("x"), in.at("concat")}, 1);
+        const Tensor got = flux.forward(x, in.at("t"), in.at("context"), in.at("y"), 3.5f);
+        ASSERT_EQ(got.shape(), (Shape{1, 16, 6, 5}));
+        test::expect_close(got, numpy_forward(model, in, name), 1e-4, 1e-4, name);
+        EXPECT_THROW(flux.forward(in.at("x"), in.at("t"), in.at("context"), in.at("y"), 3.5f),
+                     Error);
+    }
 }
 
 TEST(FluxModel, SchnellHasNoGuidanceAndDepthComesFromNames) {

@@ -1,6 +1,7 @@
 // Tiny random FLUX-layout weights for the model tests: width 128 (one head of 128), MLP 256,
 // 64 patch values in and out, text width 32, with BFL's names (no model.diffusion_model.
-// prefix). tiny_flux: FLUX.1 with pooled width 16 (dev with guidance_in); tiny_chroma: the
+// prefix). tiny_flux: FLUX.1 with pooled width 16 (dev with guidance_in; img_in of 384 for
+// Fill, 128 for Canny / Depth); tiny_chroma: the
 // same blocks without their modulation linears, and Chroma's distilled guidance layer of
 // inner width 32.
 #pragma once
@@ -27,9 +28,10 @@ class TinyFluxWriter {
     void scale(const std::string& name, int64_t n) {
         p[name] = random_tensor({n}, seed_++, 0.5f, 1.5f);
     }
-    void inputs() {
-        linear("img_in", 64, kC);
-        linear("txt_in", 32, kC);
+    // img_in of `img_in` inputs: 64, or Fill's 384 / Canny and Depth's 128; txt_in of `text`.
+    void inputs(int64_t img_in = 64, int64_t text = 32) {
+        linear("img_in", img_in, kC);
+        linear("txt_in", text, kC);
     }
     // The blocks and final_layer.linear; each block's modulation linear and the final adaLN
     // when `modulation`.
@@ -65,16 +67,19 @@ class TinyFluxWriter {
     uint32_t seed_;
 };
 
-inline Params tiny_flux(int depth, int single, bool guidance) {
+// text, pooled: the context's and the pooled vector's widths (T5-XXL's 4096 and CLIP-L's 768
+// to run with the real text encoders).
+inline Params tiny_flux(int depth, int single, bool guidance, int64_t img_in = 64,
+                        int64_t text = 32, int64_t pooled = 16) {
     TinyFluxWriter w(100);
-    w.inputs();
+    w.inputs(img_in, text);
     auto embedder = [&](const std::string& name, int64_t in) {
         w.linear(name + ".in_layer", in, TinyFluxWriter::kC);
         w.linear(name + ".out_layer", TinyFluxWriter::kC, TinyFluxWriter::kC);
     };
     embedder("time_in", 256);
     if (guidance) embedder("guidance_in", 256);
-    embedder("vector_in", 16);
+    embedder("vector_in", pooled);
     w.blocks(depth, single, true);
     return w.p;
 }

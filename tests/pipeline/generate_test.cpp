@@ -111,8 +111,7 @@ TEST_F(Sd15Pipeline, ReferenceImagesAreRefusedForAFamilyWithoutThem) {
         generate_images(*models_, r);
         FAIL() << "a reference image was accepted by SD 1.x";
     } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("--ref-image: SD 1.x"), std::string::npos)
-            << e.what();
+        EXPECT_NE(std::string(e.what()).find("--ref-image: SD 1.x"), std::string::npos) << e.what();
     }
 }
 
@@ -275,7 +274,7 @@ TEST(Sd15InpaintPipeline, RunsTxt2ImgAndInpaint) {
         ModelFiles files;
         std::unique_ptr<LoadedModel> loaded = load(path, files);
         EXPECT_EQ(loaded->components.family_name, "SD 1.x inpaint");
-        EXPECT_TRUE(loaded->components.inpaint);
+        EXPECT_EQ(loaded->components.extra_input, ExtraInput::MaskAndMaskedLatent);
         const ModelComponents* m = &loaded->components;
         ImageRequest r;
         r.prompt = "a cat";

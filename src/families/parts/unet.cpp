@@ -79,7 +79,7 @@ void add_unet_and_vae(ModelComponents& m, std::unique_ptr<UNetDiffusionModel> un
                       const ModelFiles& files, const LoadOptions& options, const char* family) {
     const int64_t in = unet->in_channels();
     if (in == 8) fail("%s instruct-pix2pix models are not supported by this build yet", family);
-    m.inpaint = in == 9;
+    m.extra_input = in == 9 ? ExtraInput::MaskAndMaskedLatent : ExtraInput::None;
     m.diffusion = std::move(unet);
     m.codec = load_kl_vae(files, options);
 }
