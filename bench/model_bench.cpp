@@ -118,7 +118,10 @@ int run_model_bench(const ModelBenchOptions& o, double peak) {
     const LatentFormat& f = model.latent;
     const Shape latent{1, f.channels, o.height / f.factor, o.width / f.factor};
     Tensor x = Tensor::full(latent, 0.1f);
-    if (model.inpaint) x = concat({x, Tensor::zeros({1, 1 + f.channels, latent[2], latent[3]})}, 1);
+    // Inpaint / Fill / Canny-Depth models read extra channels beside the latent.
+    const int64_t extra = model.diffusion->in_channels() - f.channels;
+    if (model.extra_input != ExtraInput::None && extra > 0)
+        x = concat({x, Tensor::zeros({1, extra, latent[2], latent[3]})}, 1);
     Tensor t = Tensor::full({1}, model.denoiser->is_flow() ? 0.5f : 500.0f);
     model.diffusion->forward(x, t, cond);
     reset_flop_counter();

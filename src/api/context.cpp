@@ -138,6 +138,7 @@ sd_ctx_t* create(const sd_ctx_params_t& p, const sd_ctx_ext_params_t& ext) {
     options.memory.threads = threads;
     options.tokenizer_dir = own.tokenizer_dir;
     options.chroma = placement.chroma;
+    options.qwen_image_zero_cond_t = placement.qwen_image_zero_cond_t;
     for (uint32_t i = 0; i < p.embedding_count && p.embeddings; ++i) {
         SD_CHECK(has(p.embeddings[i].path), "embedding %u has no path", i);
         options.embeddings.push_back(

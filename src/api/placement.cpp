@@ -108,7 +108,7 @@ void read_max_vram(const char* spec) {
                      spec);
 }
 
-enum class ArgKind { Bool, Count, ComputeType, Path };
+enum class ArgKind { Bool, Count, ComputeType, Path, QwenZeroCondT };
 
 struct ModelArgKey {
     const char* name;
@@ -117,13 +117,12 @@ struct ModelArgKey {
     int ChromaOptions::*count = nullptr;  // where a Count goes
 };
 
-// The reference's keys (the Qwen-Image switch: no effect on the families this build runs),
-// then ours.
+// The reference's keys, then ours.
 constexpr ModelArgKey kModelArgKeys[] = {
     {"chroma_use_dit_mask", ArgKind::Bool, &ChromaOptions::dit_mask},
     {"chroma_use_t5_mask", ArgKind::Bool, &ChromaOptions::t5_mask},
     {"chroma_t5_mask_pad", ArgKind::Count, nullptr, &ChromaOptions::t5_mask_pad},
-    {"qwen_image_zero_cond_t", ArgKind::Bool},
+    {"qwen_image_zero_cond_t", ArgKind::QwenZeroCondT},
     {"compute_type", ArgKind::ComputeType},
     {"tokenizer_dir", ArgKind::Path},
 };
@@ -147,6 +146,9 @@ void read_model_arg(const ModelArgKey& key, const std::string& value, Placement&
         }
         case ArgKind::Count:
             out.chroma.*key.count = to_count(key.name, value);
+            break;
+        case ArgKind::QwenZeroCondT:
+            out.qwen_image_zero_cond_t = to_bool(key.name, value);
             break;
         case ArgKind::ComputeType:
             if (!parse_compute_type(value, &out.compute_type))

@@ -43,6 +43,7 @@ struct Placement {
     ComputeType compute_type = ComputeType::Auto;  // compute_type=auto|f32|bf16
     std::string tokenizer_dir;                     // tokenizer_dir=DIR (no comma)
     ChromaOptions chroma;  // chroma_use_dit_mask, chroma_use_t5_mask, chroma_t5_mask_pad
+    bool qwen_image_zero_cond_t = false;  // qwen_image_zero_cond_t: Edit-2511's switch
 };
 
 // Reads backend, params_backend, max_vram, stream_layers and model_args. Throws sd::Error for

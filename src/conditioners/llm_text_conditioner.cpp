@@ -91,7 +91,9 @@ Qwen2Tokenizer find_llm_vocabulary(const ModelFiles& files, const LoadOptions& o
 Llm load_llm_encoder(const ModelFiles& files, const LoadOptions& options,
                      const std::string& llm_prefix) {
     try {
-        return Llm::load(Weights(files, llm_prefix, options.memory.residency), llm_options(files));
+        const Weights w(files, llm_prefix, options.memory.residency);
+        w.skip_all("visual.");  // a VL model's vision tower: its own part, not the text model's
+        return Llm::load(w, llm_options(files));
     } catch (const Error& e) {
         fail("--llm %s: %s", files.source_of(first_with(files, llm_prefix)).c_str(), e.what());
     }

@@ -170,6 +170,6 @@ extern const Family kFluxFamily{"FLUX",
                                 {},
                                 kFluxConvertKeeps,
                                 kFluxRoles,
-                                "FLUX.1 dev, schnell, Kontext dev"};
+                                "FLUX.1 dev, schnell, Kontext dev, Fill dev, Canny dev, Depth dev"};
 
 }  // namespace sd

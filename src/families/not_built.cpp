@@ -25,9 +25,6 @@ std::string detect_wan(const ModelFiles& f) {
                ? "Wan"
                : "";
 }
-std::string detect_qwen_image(const ModelFiles& f) {
-    return f.has_prefix(kDm + "transformer_blocks.0.img_mod.") ? "Qwen-Image" : "";
-}
 std::string detect_lumina2(const ModelFiles& f) {
     return f.has_prefix(kDm + "layers.0.attention.") ? "Lumina 2" : "";
 }
@@ -45,11 +42,6 @@ constexpr RoleUse kWanRoles[] = {{ModelRole::DiffusionModel, true},
                                  {ModelRole::T5, true},
                                  {ModelRole::ClipVision},
                                  {ModelRole::Vae, true}};
-// Qwen-Image: Qwen2.5-VL as the LLM, its vision tower for the edit models.
-constexpr RoleUse kQwenImageRoles[] = {{ModelRole::DiffusionModel, true},
-                                       {ModelRole::Llm, true},
-                                       {ModelRole::LlmVision},
-                                       {ModelRole::Vae, true}};
 // Lumina 2: Gemma 2 as the LLM.
 constexpr RoleUse kLumina2Roles[] = {
     {ModelRole::DiffusionModel, true}, {ModelRole::Llm, true}, {ModelRole::Vae, true}};
@@ -62,19 +54,10 @@ extern const Family kSdxlRefinerFamily{
 extern const Family kChromaRadianceFamily{
     "Chroma-Radiance",    detect_chroma_radiance, {}, {3, 1, 1.0f, 0.0f, {}}, nullptr, {}, {},
     kChromaRadianceRoles, "Chroma1-Radiance"};
-// Wan's and Qwen-Image's VAEs normalise each latent channel by its own mean and std; their
-// latent formats are declared when they are built.
+// Wan's VAE normalises each latent channel by its own mean and std (as Qwen-Image's); its
+// latent format is declared when it is built.
 extern const Family kWanFamily{"Wan", detect_wan, {},        {16, 8, 1.0f, 0.0f, {}}, nullptr,
                                {},    {},         kWanRoles, "Wan 2.1, Wan 2.2"};
-extern const Family kQwenImageFamily{"Qwen-Image",
-                                     detect_qwen_image,
-                                     {},
-                                     {16, 8, 1.0f, 0.0f, {}},
-                                     nullptr,
-                                     {},
-                                     {},
-                                     kQwenImageRoles,
-                                     "Qwen-Image, Qwen-Image-Edit"};
 extern const Family kLumina2Family{
     "Lumina 2",    detect_lumina2,    {}, {16, 8, 0.3611f, 0.1159f, {}}, nullptr, {}, {},
     kLumina2Roles, "Lumina Image 2.0"};

@@ -114,6 +114,12 @@ void Weights::skip(const std::string& name) const {
     if (has(name)) report_->used.insert(prefix_ + name);
 }
 
+void Weights::skip_all(const std::string& sub) const {
+    const std::string start = prefix_ + sub;
+    for (const std::string& name : files_->names())
+        if (name.compare(0, start.size(), start) == 0) report_->used.insert(name);
+}
+
 void Weights::check(const std::string& model_name) const {
     size_t unused = 0;
     for (const std::string& name : files_->names()) {

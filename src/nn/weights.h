@@ -81,6 +81,8 @@ class Weights {
     // Marks `name`, when the files have it, as knowingly left unread: check() does not count
     // it as unused.
     void skip(const std::string& name) const;
+    // The same for every tensor whose name starts with `sub` (a part another model reads).
+    void skip_all(const std::string& sub) const;
 
     // Throws one sd::Error listing every problem recorded under this scope's root; logs
     // how many of the prefix's tensors went unused (names at debug level).

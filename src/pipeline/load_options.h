@@ -32,6 +32,7 @@ struct LoadOptions {
     bool with_vae_encoder = true;              // img2img / inpaint need it
     MemoryPolicy memory;
     ChromaOptions chroma;
+    bool qwen_image_zero_cond_t = false;  // --model-args qwen_image_zero_cond_t (Edit-2511)
 };
 
 }  // namespace sd

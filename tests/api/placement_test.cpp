@@ -96,6 +96,16 @@ TEST(Placement, ModelArgsCarryTheComputeType) {
 
 // Chroma's three keys reach the loader; without them, the reference's defaults (DiT mask on,
 // T5 mask off, one padding token attended); a bad value is refused naming its key.
+// Qwen-Image-Edit-2511's switch reaches the loader; a bad value is named.
+TEST(Placement, ModelArgsCarryQwenImagesZeroCondT) {
+    EXPECT_FALSE(read_placement(params(nullptr, nullptr, nullptr)).qwen_image_zero_cond_t);
+    EXPECT_TRUE(read_placement(params(nullptr, nullptr, nullptr, "qwen_image_zero_cond_t=true"))
+                    .qwen_image_zero_cond_t);
+    const std::string error = test::error_of(
+        [&] { read_placement(params(nullptr, nullptr, nullptr, "qwen_image_zero_cond_t=2")); });
+    EXPECT_NE(error.find("qwen_image_zero_cond_t"), std::string::npos) << error;
+}
+
 TEST(Placement, ModelArgsCarryChromasSwitches) {
     const ChromaOptions defaults = read_placement(params(nullptr, nullptr, nullptr)).chroma;
     EXPECT_TRUE(defaults.dit_mask);

@@ -79,6 +79,9 @@ const std::map<std::string, std::string>& fixture_for_file() {
         {"qwen_3_4b.safetensors", "qwen3/qwen3_4b_bf16_seed31.safetensors"},
         {"flux-2-klein-4b.safetensors", "flux2/flux2_klein_4b_d2s2_bf16_seed50.safetensors"},
         {"flux2-vae.safetensors", "flux2/flux2_ae_f32_seed52.safetensors"},
+        {"qwen_image_bf16.safetensors", "qwen_image/qwen_image_d2_bf16_seed40.safetensors"},
+        {"qwen_2.5_vl_7b.safetensors", "qwen_image/qwen2_5_vl_7b_l2_vis2_bf16_seed41.safetensors"},
+        {"qwen_image_vae.safetensors", "wan/wan21_vae_f32_seed42.safetensors"},
     };
     return map;
 }
