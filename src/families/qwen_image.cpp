@@ -8,7 +8,7 @@
 //         normalised by Wan's mean and std.
 // The Edit models read the reference images through Qwen2.5-VL's vision tower, not built yet:
 // -r is refused (the family does not take reference images).
-// Files: --diffusion-model, --llm (Qwen2.5-VL, its vision tower in it or --llm_vision), --vae.
+// Files: --diffusion-model, --llm (Qwen2.5-VL), --vae.
 #include "models/qwen_image.h"
 
 #include "base/error.h"
@@ -94,25 +94,21 @@ ModelComponents assemble(const ModelFiles& files, const LoadOptions& options) {
 
 }  // namespace
 
-// The DiT's input, conditioning and output layers stay in their own dtype in -M convert.
-constexpr const char* kQwenImageConvertKeeps[] = {"img_in.",          "txt_in.",   "txt_norm.",
-                                                  "time_text_embed.", "norm_out.", "proj_out."};
-
-// Qwen2.5-VL as the LLM, its vision tower (for the Edit models) in it or apart.
+// Qwen2.5-VL as the LLM (its vision tower, --llm_vision, comes with the Edit models).
 constexpr RoleUse kQwenImageRoles[] = {{ModelRole::DiffusionModel, true},
                                        {ModelRole::Llm, true, "Qwen2.5-VL text encoder"},
-                                       {ModelRole::LlmVision},
                                        {ModelRole::Vae, true, "Wan 2.1 VAE"}};
 
 // Defaults as the reference's for its flow models: euler on the discrete schedule.
-extern const Family kQwenImageFamily{"Qwen-Image",
-                                     detect,
-                                     {EULER_SAMPLE_METHOD, DISCRETE_SCHEDULER},
-                                     {16, 8, 1.0f, 0.0f, {}, kWanMean, kWanStd, 1},
-                                     assemble,
-                                     {},
-                                     kQwenImageConvertKeeps,
-                                     kQwenImageRoles,
-                                     "Qwen-Image (the Edit models' reference images not built yet)"};
+extern const Family kQwenImageFamily{
+    "Qwen-Image",
+    detect,
+    {EULER_SAMPLE_METHOD, DISCRETE_SCHEDULER},
+    {16, 8, 1.0f, 0.0f, {}, kWanMean, kWanStd, 1},
+    assemble,
+    {},
+    {},  // -M convert's rules for it: not set yet
+    kQwenImageRoles,
+    "Qwen-Image (the Edit models' reference images not built yet)"};
 
 }  // namespace sd

@@ -105,11 +105,11 @@ TEST(FamilyRegistry, APartTheFamilyTakesNotIsNamedWithItsOption) {
     EXPECT_NE(error.find("SDXL model takes no T5-XXL text encoder"), std::string::npos) << error;
 
     // A family that takes the part, not built yet, says so.
-    ModelFiles qwen;
-    qwen.add(sparse("qwen_image_d2", "qwen_image_roles"), ModelRole::DiffusionModel);
-    qwen.add(sparse("qwen2_5_vl_7b_l2_vis2", "qwen25vl_llm"), ModelRole::Llm);
-    error = test::error_of([&] { load_model(qwen, options()); });
-    EXPECT_NE(error.find("Qwen-Image model, which this program cannot run yet"), std::string::npos)
+    ModelFiles wan;
+    wan.add(sparse("wan21_t2v_1_3b", "wan_roles"), ModelRole::DiffusionModel);
+    wan.add(sparse("umt5_xxl_l2", "umt5_t5"), ModelRole::T5);
+    error = test::error_of([&] { load_model(wan, options()); });
+    EXPECT_NE(error.find("Wan model, which this program cannot run yet"), std::string::npos)
         << error;
 
     // No family of the files' layout: the part no runnable family takes is named.
@@ -119,7 +119,7 @@ TEST(FamilyRegistry, APartTheFamilyTakesNotIsNamedWithItsOption) {
                              }}});
     ModelFiles unknown;
     unknown.add(odd, ModelRole::DiffusionModel);
-    unknown.add(llm, ModelRole::LlmVision);  // Qwen-Image's, not built yet
+    unknown.add(llm, ModelRole::LlmVision);  // Qwen-Image-Edit's, not built yet
     error = test::error_of([&] { load_model(unknown, options()); });
     EXPECT_NE(error.find("no known model layout"), std::string::npos) << error;
     EXPECT_NE(error.find("--llm_vision (LLM vision encoder) is taken by no model family this "
