@@ -1,8 +1,10 @@
-// T5Tokenizer::from_bytes over the input's first part (a spiece.model protobuf or a
+// T5Tokenizer::from_bytes over the input's file part (a spiece.model protobuf or a
 // tokenizer.json, told apart by content), then the prompt encoded, windowed, and the
 // vocabulary carried through GGUF metadata and back. The input is
-//   FILE_BYTES \0\0\0 PROMPT
-// (no separator: all of it is the file). Every id produced must lie inside the vocabulary.
+//   N PROMPT[N] FILE_BYTES
+// (N: one byte, the prompt's length; a protobuf holds any bytes, so the file comes last).
+// Every id produced must lie inside the vocabulary.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
@@ -27,11 +29,10 @@ void check_ids(const sd::T5Tokenizer& tok, const std::vector<int32_t>& ids) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string_view input(reinterpret_cast<const char*>(data), size);
-    // A protobuf holds NULs of its own: a run of three separates the prompt.
-    const size_t sep = input.find(std::string_view("\0\0\0", 3));
-    const std::string_view file = input.substr(0, sep);
-    const std::string_view prompt =
-        sep == std::string_view::npos ? std::string_view() : input.substr(sep + 3);
+    const size_t n =
+        input.empty() ? 0 : std::min<size_t>(static_cast<uint8_t>(input[0]), input.size() - 1);
+    const std::string_view prompt = input.substr(input.empty() ? 0 : 1, n);
+    const std::string_view file = input.substr(input.empty() ? 0 : 1 + n);
     sd::fuzz::run_one([&] {
         const sd::T5Tokenizer tok = sd::T5Tokenizer::from_bytes(file, "fuzz");
         std::vector<int32_t> ids = tok.encode(prompt);

@@ -50,15 +50,24 @@ def t5_json():
                                  "vocab": [[p, s] for p, s, _ in T5_PIECES]}}).encode()
 
 
-def byte_level(s):
-    # GPT-2's byte-to-unicode map for the bytes used here: printable ASCII stays, space is G.
-    return s.replace(" ", "\u0120")
+def bytes_to_unicode():
+    """GPT-2's map of the 256 bytes to printable characters (byte-level BPE's alphabet)."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {b: chr(c) for b, c in zip(bs, cs)}
 
 
 def qwen2_vocab():
-    tokens = [chr(c) for c in range(33, 127)] + ["\u0120", "\u0120c", "at", "\u0120cat",
-                                                  "\u0120l", "ov", "ely"]
-    return {byte_level(t): i for i, t in enumerate(tokens)}
+    # All 256 byte tokens, then the merges' results.
+    tokens = [bytes_to_unicode()[b] for b in range(256)]
+    tokens += ["\u0120c", "at", "\u0120cat", "\u0120l", "ov", "el", "ely"]
+    return {t: i for i, t in enumerate(tokens)}
 
 
 QWEN2_MERGES = ["\u0120 c", "a t", "\u0120c at", "\u0120 l", "o v", "e l", "el y"]
@@ -82,8 +91,8 @@ def main():
             f.write(data)
 
     for i, p in enumerate(PROMPTS):
-        write("t5_tokenizer", "spiece_%d" % i, spiece_model() + b"\0\0\0" + p)
-        write("t5_tokenizer", "json_%d" % i, t5_json() + b"\0\0\0" + p)
+        write("t5_tokenizer", "spiece_%d" % i, bytes([len(p)]) + p + spiece_model())
+        write("t5_tokenizer", "json_%d" % i, bytes([len(p)]) + p + t5_json())
         write("qwen2_tokenizer", "json_%d" % i, b"J" + qwen2_json() + b"\0" + p)
         vocab = json.dumps(qwen2_vocab()).encode()
         merges = ("#version: 0.2\n" + "\n".join(QWEN2_MERGES) + "\n").encode()

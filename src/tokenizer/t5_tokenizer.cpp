@@ -264,18 +264,24 @@ std::unique_ptr<T5Tokenizer::Impl> from_json(std::string_view text, const std::s
     const auto model = data.is_object() ? data.find("model") : data.end();
     if (!data.is_object() || model == data.end() || !model->is_object())
         fail("%s: not a Hugging Face tokenizer.json (no \"model\" object)", source.c_str());
-    const std::string type = model->value("type", std::string("(none)"));
-    if (type != "Unigram") {
-        fail("%s: a tokenizer.json of model type \"%s\", not \"Unigram\": not a T5 tokenizer",
-             source.c_str(), type.c_str());
+    // A field of an unexpected JSON type (a number where a string belongs ...) is named as
+    // such, not thrown as the JSON library's own exception.
+    try {
+        const std::string type = model->value("type", std::string("(none)"));
+        if (type != "Unigram") {
+            fail("%s: a tokenizer.json of model type \"%s\", not \"Unigram\": not a T5 tokenizer",
+                 source.c_str(), type.c_str());
+        }
+        auto impl = std::make_unique<T5Tokenizer::Impl>();
+        impl->source = source;
+        read_unigram_vocab(*model, *impl);
+        read_specials_and_metaspace(data, *impl);
+        impl->eos = find_piece(impl->pieces, "</s>");
+        impl->pad = find_piece(impl->pieces, "<pad>");
+        return impl;
+    } catch (const nlohmann::json::exception& e) {
+        fail("%s: a tokenizer.json field of the wrong type: %s", source.c_str(), e.what());
     }
-    auto impl = std::make_unique<T5Tokenizer::Impl>();
-    impl->source = source;
-    read_unigram_vocab(*model, *impl);
-    read_specials_and_metaspace(data, *impl);
-    impl->eos = find_piece(impl->pieces, "</s>");
-    impl->pad = find_piece(impl->pieces, "<pad>");
-    return impl;
 }
 
 const MetadataValue* find_key(const std::map<std::string, MetadataValue>& md, const char* key) {

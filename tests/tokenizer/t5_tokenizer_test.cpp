@@ -261,6 +261,21 @@ std::map<std::string, MetadataValue> gguf_metadata() {
     return md;
 }
 
+// Fields of the wrong JSON type are named as such (found by fuzz_t5_tokenizer: a numeric
+// model.type escaped as the JSON library's exception; fuzz/regressions/t5_tokenizer/).
+TEST(T5Tokenizer, TokenizerJsonFieldsOfTheWrongType) {
+    nlohmann::json numeric_type = fixture_json();
+    numeric_type["model"]["type"] = 0;
+    nlohmann::json bad_added = fixture_json();
+    bad_added["added_tokens"] = nlohmann::json::array({{{"special", "yes"}, {"id", "one"}}});
+    for (const nlohmann::json& j : {numeric_type, bad_added}) {
+        const std::string msg =
+            one_line_error([&] { T5Tokenizer::from_bytes(j.dump(), "t.json"); });
+        EXPECT_NE(msg.find("t.json: a tokenizer.json field of the wrong type"), std::string::npos)
+            << msg;
+    }
+}
+
 TEST(T5Tokenizer, FromGgufMetadata) {
     const auto md = gguf_metadata();
     ASSERT_TRUE(T5Tokenizer::gguf_has_vocab(md));
