@@ -5,6 +5,7 @@
 #include "models/wan_vae.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -128,7 +129,8 @@ Tensor numpy_run(const std::string& model, const std::string& what, const Tensor
 class WanVaeTest : public testing::Test {
   protected:
     static void SetUpTestSuite() {
-        model_ = new std::string(test::write_f32_safetensors(TinyWanVae().p, "wan_vae_tiny"));
+        model_ = new std::string(test::write_f32_safetensors(
+            TinyWanVae().p, "wan_vae_tiny_" + std::to_string(::getpid())));
     }
     static void TearDownTestSuite() {
         std::remove(model_->c_str());
@@ -208,7 +210,8 @@ TEST(CausalConv3d, PadsInFrontOrReadsTheCache) {
     const std::string path = test::write_f32_safetensors(p, "causal_conv");
     ModelFiles files;
     files.add(path, ModelRole::Vae);
-    const CausalConv3d conv = CausalConv3d::load(Weights(files, "first_stage_model.")["c"], 1, 1, 3, 1, 1, 0);
+    const CausalConv3d conv =
+        CausalConv3d::load(Weights(files, "first_stage_model.")["c"], 1, 1, 3, 1, 1, 0);
     const Tensor x = Tensor::from_vector({3, 1, 1, 1}, {1, 10, 100});
     EXPECT_EQ(conv.forward(x).to_vector(), (std::vector<float>{4.5f, 42.5f, 421.5f}));
     const Tensor past = Tensor::from_vector({1, 1, 1, 1}, {7});
