@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -40,6 +41,13 @@ inline void run_or_fail(const std::string& command) {
     if (rc != 0) fail("command failed (%d): %s", rc, command.c_str());
 }
 
+// Free space of the file system holding `dir`, in GB (10^9 bytes).
+inline double free_gigabytes(const std::string& dir) {
+    struct statvfs fs {};
+    if (::statvfs(dir.c_str(), &fs) != 0) return 0.0;
+    return double(fs.f_bavail) * double(fs.f_frsize) / 1e9;
+}
+
 // Runs the shell command `command(tmp)`, which writes `tmp` (beside `path`), and renames tmp to
 // `path`, unless `path` is there; holds the cache's lock so tests running in parallel wait for one
 // writer.
@@ -57,7 +65,14 @@ inline void make_once(const std::string& path,
                 dot != std::string::npos && path.find('/', dot) == std::string::npos;
             std::string tmp =
                 has_ext ? path.substr(0, dot) + ".tmp" + path.substr(dot) : path + ".tmp";
-            run_or_fail(command(tmp));
+            if (std::system(command(tmp).c_str()) != 0) {
+                // A half-written file would hold the disk (fixtures are gigabytes) and be taken
+                // for nothing by the next run; it goes, and the message says what space is left.
+                std::remove(tmp.c_str());
+                fail("could not make %s (%.1f GB free in %s): %s", path.c_str(),
+                     free_gigabytes(fixture_cache_dir()), fixture_cache_dir().c_str(),
+                     command(tmp).c_str());
+            }
             if (std::rename(tmp.c_str(), path.c_str()) != 0) fail("cannot rename %s", tmp.c_str());
         }
     } catch (...) {
@@ -77,8 +92,8 @@ inline void generate_once(const std::string& path, const std::string& manifest,
         std::string dtype_arg = dtype.empty() ? "" : " --dtype " + dtype;
         return "/usr/bin/python3 " + fx + "/mkckpt.py " + fx + "/manifests/" + manifest + ".tsv " +
                tmp + dtype_arg + " --seed " + std::to_string(seed) +
-               " 2>/dev/null || { echo 'mkckpt.py failed: is python3-numpy installed? "
-               "(scripts/install-deps.sh)' >&2; exit 1; }";
+               " || { echo 'mkckpt.py failed (its message is above; without python3-numpy, run "
+               "scripts/install-deps.sh)' >&2; exit 1; }";
     });
 }
 
@@ -117,11 +132,13 @@ inline std::vector<ReadmeFixture> readme_fixtures() {
     return out;
 }
 
-// A file the README's table does not list, named as its rows are: "DIR/NAME_DTYPE_seedN.safetensors"
-// with manifests/NAME.tsv, or the one manifest NAME_*.tsv ("qwen3/qwen3_4b_bf16_seed31" is
-// made from qwen3_4b_l36.tsv, the depth suffix left out of the name). false: not such a name.
+// A file the README's table does not list, named as its rows are:
+// "DIR/NAME_DTYPE_seedN.safetensors" with manifests/NAME.tsv, or the one manifest NAME_*.tsv
+// ("qwen3/qwen3_4b_bf16_seed31" is made from qwen3_4b_l36.tsv, the depth suffix left out of the
+// name). false: not such a name.
 inline bool fixture_by_name(const std::string& name, ReadmeFixture& out) {
-    static const std::regex pattern(R"(^(?:[A-Za-z0-9_]+/)?([A-Za-z0-9_]+?)_(f16|f32|bf16)_seed([0-9]+)\.safetensors$)");
+    static const std::regex pattern(
+        R"(^(?:[A-Za-z0-9_]+/)?([A-Za-z0-9_]+?)_(f16|f32|bf16)_seed([0-9]+)\.safetensors$)");
     std::smatch m;
     if (!std::regex_match(name, m, pattern)) return false;
     const std::string stem = m[1], dir = fixtures_dir() + "/manifests/";
@@ -133,7 +150,8 @@ inline bool fixture_by_name(const std::string& name, ReadmeFixture& out) {
             const std::string file = e->d_name;
             if (file.rfind(stem + "_", 0) == 0 && file.size() > 4 &&
                 file.compare(file.size() - 4, 4, ".tsv") == 0) {
-                if (!manifest.empty()) fail("%s: several manifests %s_*.tsv", name.c_str(), stem.c_str());
+                if (!manifest.empty())
+                    fail("%s: several manifests %s_*.tsv", name.c_str(), stem.c_str());
                 manifest = file.substr(0, file.size() - 4);
             }
         }

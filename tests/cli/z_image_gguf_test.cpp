@@ -9,6 +9,7 @@
 #include "fixture_files.h"
 #include "image/image_io.h"
 #include "image_compare.h"
+#include "io/io_test_util.h"
 #include "io/tensor_file.h"
 #include "test_util.h"
 #include "tokenizer/qwen2_tokenizer.h"
@@ -20,15 +21,23 @@ std::string quote(const std::string& s) {
     return "'" + s + "'";
 }
 
+// The fixture's Qwen3-4B converted to q8_0 with its vocabulary, made once per test process
+// into the temp folder and removed when it exits: at 4.3 GB it is not worth the fixture cache's
+// disk (a conversion takes about half a minute).
 std::string qwen3_q8_0() {
-    const std::string path = test::fixture_cache_dir() + "/qwen3/qwen3_4b_q8_0.gguf";
-    const std::string in = test::fixture_file("qwen3/qwen3_4b_bf16_seed31.safetensors");
-    test::make_once(path, [&](const std::string& tmp) -> std::string {
-        return quote(SD_CLI_PATH) + " -M convert -m " + quote(in) + " -o " + quote(tmp) +
-               " --type q8_0 --tokenizer-dir " + quote(test::fixtures_dir() + "/tokenizers") +
-               " -t 2 >/dev/null 2>&1";
-    });
-    return path;
+    struct Converted {
+        std::string path = test::temp_path("qwen3_4b_q8_0.gguf");
+        Converted() {
+            const std::string in = test::fixture_file("qwen3/qwen3_4b_bf16_seed31.safetensors");
+            test::run_or_fail(quote(SD_CLI_PATH) + " -M convert -m " + quote(in) + " -o " +
+                              quote(path) + " --type q8_0 --tokenizer-dir " +
+                              quote(test::fixtures_dir() + "/tokenizers") +
+                              " -t 2 >/dev/null 2>&1");
+        }
+        ~Converted() { std::remove(path.c_str()); }
+    };
+    static const Converted converted;
+    return converted.path;
 }
 
 TEST(ZImageGguf, TheLlmCarriesItsVocabulary) {

@@ -7,6 +7,8 @@
 
 #include <string>
 
+#include <unistd.h>
+
 #include "families/family.h"
 #include "fixture_files.h"
 #include "test_util.h"
@@ -16,7 +18,10 @@ namespace sd::test {
 // A sparse checkpoint of `manifest` with the given write_sparse_checkpoint.py options.
 inline std::string sparse(const std::string& manifest, const std::string& name,
                           const std::string& options = "") {
-    std::string path = testing::TempDir() + "/" + name + ".safetensors";
+    // Named per process: the tests of one suite run as parallel processes, and one's file
+    // must not be rewritten while another reads it.
+    std::string path =
+        testing::TempDir() + "/" + name + "_" + std::to_string(::getpid()) + ".safetensors";
     run_or_fail("/usr/bin/python3 " + std::string(SD_TESTS_SOURCE_DIR) +
                 "/tools/write_sparse_checkpoint.py " + fixtures_dir() + "/manifests/" + manifest +
                 ".tsv " + path + " " + options);
