@@ -92,17 +92,11 @@ Conditioning LlmTextConditioner::encode(const ConditionRequest& r) const {
 Conditioning LlmTextConditioner::encode_with_images(const ConditionRequest& r) const {
     SD_CHECK(vision_,
              "--ref-image: this text encoder reads no images (its LLM file has no vision tower)");
-    const Qwen25VisionModel& tower = vision_->tower;
     std::vector<Tensor> embeds;
     std::vector<int64_t> counts;
-    for (size_t i = 0; i < r.images.size(); ++i) {
-        const Tensor image = rgb_image_to_tensor(r.images[i]);
-        const auto [h, w] = qwen25_vision_size(image.size(2), image.size(3), tower.factor());
-        SD_LOG_INFO("reference image %zu: %lldx%lld read by the vision tower at %lldx%lld", i + 1,
-                    (long long)image.size(3), (long long)image.size(2), (long long)w, (long long)h);
-        embeds.push_back(tower.forward(qwen25_vision_preprocess(image, h, w)));
+    for (const image::Image& image : r.images) {
+        embeds.push_back(tower_embeddings(image));
         counts.push_back(embeds.back().size(1));
-        cancellation_point();
     }
     std::vector<int32_t> ids;
     std::vector<float> weights;
@@ -111,6 +105,25 @@ Conditioning LlmTextConditioner::encode_with_images(const ConditionRequest& r) c
     std::vector<LlmEmbedSplice> splices;
     for (size_t i = 0; i < embeds.size(); ++i) splices.push_back({at[i], embeds[i]});
     return run(std::move(ids), std::move(weights), vision_->prompt, splices);
+}
+
+Tensor LlmTextConditioner::tower_embeddings(const image::Image& image) const {
+    const std::lock_guard<std::mutex> lock(tower_mutex_);
+    for (const auto& [seen, embeds] : tower_cache_) {
+        if (seen.width == image.width && seen.height == image.height &&
+            seen.channels == image.channels && seen.pixels == image.pixels)
+            return embeds;
+    }
+    const Qwen25VisionModel& tower = vision_->tower;
+    const Tensor pixels = rgb_image_to_tensor(image);
+    const auto [h, w] = qwen25_vision_size(pixels.size(2), pixels.size(3), tower.factor());
+    SD_LOG_INFO("reference image %ux%u read by the vision tower at %lldx%lld", image.width,
+                image.height, (long long)w, (long long)h);
+    Tensor embeds = tower.forward(qwen25_vision_preprocess(pixels, h, w));
+    cancellation_point();
+    if (tower_cache_.size() >= 8) tower_cache_.clear();  // a request's references, not more
+    tower_cache_.emplace_back(image, embeds);
+    return embeds;
 }
 
 Conditioning LlmTextConditioner::run(std::vector<int32_t> ids, std::vector<float> weights,

@@ -7,6 +7,7 @@
 // them is an LlmPromptTemplate, declared beside the family.
 #pragma once
 
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -69,6 +70,9 @@ class LlmTextConditioner : public Conditioner {
                         const std::string& suffix, std::vector<int32_t>& ids,
                         std::vector<float>& weights) const;
     Conditioning encode_with_images(const ConditionRequest& request) const;
+    // The tower's embeddings of `image`, reused while the same image comes again (guidance's
+    // two sides read the same references).
+    Tensor tower_embeddings(const image::Image& image) const;
     // The LLM on the template's ids: padded as `t` says, token weights applied, its leading
     // tokens dropped.
     Conditioning run(std::vector<int32_t> ids, std::vector<float> weights,
@@ -78,6 +82,8 @@ class LlmTextConditioner : public Conditioner {
     Llm llm_;
     LlmPromptTemplate template_;
     std::optional<LlmVision> vision_;
+    mutable std::mutex tower_mutex_;
+    mutable std::vector<std::pair<image::Image, Tensor>> tower_cache_;  // the last request's
 };
 
 // The Qwen2 vocabulary of the LLM in `files` under `llm_prefix` (--tokenizer-dir, the LLM's
