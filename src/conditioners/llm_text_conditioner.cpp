@@ -2,19 +2,30 @@
 
 #include <algorithm>
 
+#include "base/cancel.h"
 #include "base/error.h"
+#include "base/log.h"
 #include "conditioners/dit_text.h"
+#include "pipeline/image_tensor.h"
 
 namespace sd {
 
 LlmTextConditioner::LlmTextConditioner(Qwen2Tokenizer tokenizer, Llm llm,
-                                       LlmPromptTemplate prompt_template)
+                                       LlmPromptTemplate prompt_template,
+                                       std::optional<LlmVision> vision)
     : tokenizer_(std::move(tokenizer)),
       llm_(std::move(llm)),
-      template_(std::move(prompt_template)) {}
+      template_(std::move(prompt_template)),
+      vision_(std::move(vision)) {}
 
-void LlmTextConditioner::tokenize(const std::string& prompt, std::vector<int32_t>& ids,
-                                  std::vector<float>& weights) const {
+void LlmTextConditioner::release_weights() const {
+    llm_.release_weights();
+    if (vision_) vision_->tower.release_weights();
+}
+
+void LlmTextConditioner::tokenize_parts(const std::string& prefix, const std::string& prompt,
+                                        const std::string& suffix, std::vector<int32_t>& ids,
+                                        std::vector<float>& weights) const {
     auto append = [&](const std::vector<int32_t>& piece, const std::vector<float>& w) {
         ids.insert(ids.end(), piece.begin(), piece.end());
         weights.insert(weights.end(), w.begin(), w.end());
@@ -25,22 +36,104 @@ void LlmTextConditioner::tokenize(const std::string& prompt, std::vector<int32_t
     };
     ids.clear();
     weights.clear();
-    plain(template_.prefix);
+    plain(prefix);
     const WeightedIds user =
         weighted_ids(prompt, [&](const std::string& t) { return tokenizer_.encode(t); });
     append(user.ids, user.weights);
-    plain(template_.suffix);
+    plain(suffix);
+}
+
+void LlmTextConditioner::tokenize(const std::string& prompt, std::vector<int32_t>& ids,
+                                  std::vector<float>& weights) const {
+    tokenize_parts(template_.prefix, prompt, template_.suffix, ids, weights);
+}
+
+void LlmTextConditioner::tokenize_with_pictures(const std::string& prompt,
+                                                std::span<const int64_t> picture_tokens,
+                                                std::vector<int32_t>& ids,
+                                                std::vector<float>& weights,
+                                                std::vector<int64_t>& picture_at) const {
+    SD_CHECK(vision_, "reference images reached a text encoder without a vision tower");
+    std::string prefix = vision_->prompt.prefix;
+    for (size_t i = 0; i < picture_tokens.size(); ++i)
+        prefix += vision_->picture(static_cast<int>(i) + 1, picture_tokens[i]);
+    tokenize_parts(prefix, prompt, vision_->prompt.suffix, ids, weights);
+    // Each picture's pad tokens, found where the tokenizer put them (the reference counts
+    // fixed offsets, which agree for up to nine pictures).
+    const int32_t pad = tokenizer_.id_of(vision_->pad_token);
+    SD_CHECK(pad >= 0, "the LLM's vocabulary has no %s token", vision_->pad_token.c_str());
+    picture_at.clear();
+    for (size_t at = 0; at < ids.size();) {
+        if (ids[at] != pad) {
+            ++at;
+            continue;
+        }
+        size_t end = at;
+        while (end < ids.size() && ids[end] == pad) ++end;
+        const size_t k = picture_at.size();
+        SD_CHECK(k < picture_tokens.size() && static_cast<int64_t>(end - at) == picture_tokens[k],
+                 "the prompt holds %s tokens of its own; remove them", vision_->pad_token.c_str());
+        picture_at.push_back(static_cast<int64_t>(at));
+        at = end;
+    }
+    SD_CHECK(picture_at.size() == picture_tokens.size(),
+             "the vision template placed %zu of %zu pictures", picture_at.size(),
+             picture_tokens.size());
 }
 
 Conditioning LlmTextConditioner::encode(const ConditionRequest& r) const {
+    if (!r.images.empty()) return encode_with_images(r);
     std::vector<int32_t> ids;
     std::vector<float> weights;
     tokenize(r.prompt, ids, weights);
-    SD_CHECK(static_cast<int64_t>(ids.size()) > template_.drop_front,
+    return run(std::move(ids), std::move(weights), template_, {});
+}
+
+Conditioning LlmTextConditioner::encode_with_images(const ConditionRequest& r) const {
+    SD_CHECK(vision_,
+             "--ref-image: this text encoder reads no images (its LLM file has no vision tower)");
+    std::vector<Tensor> embeds;
+    std::vector<int64_t> counts;
+    for (const image::Image& image : r.images) {
+        embeds.push_back(tower_embeddings(image));
+        counts.push_back(embeds.back().size(1));
+    }
+    std::vector<int32_t> ids;
+    std::vector<float> weights;
+    std::vector<int64_t> at;
+    tokenize_with_pictures(r.prompt, counts, ids, weights, at);
+    std::vector<LlmEmbedSplice> splices;
+    for (size_t i = 0; i < embeds.size(); ++i) splices.push_back({at[i], embeds[i]});
+    return run(std::move(ids), std::move(weights), vision_->prompt, splices);
+}
+
+Tensor LlmTextConditioner::tower_embeddings(const image::Image& image) const {
+    const std::lock_guard<std::mutex> lock(tower_mutex_);
+    for (const auto& [seen, embeds] : tower_cache_) {
+        if (seen.width == image.width && seen.height == image.height &&
+            seen.channels == image.channels && seen.pixels == image.pixels)
+            return embeds;
+    }
+    const Qwen25VisionModel& tower = vision_->tower;
+    const Tensor pixels = rgb_image_to_tensor(image);
+    const auto [h, w] = qwen25_vision_size(pixels.size(2), pixels.size(3), tower.factor());
+    SD_LOG_INFO("reference image %ux%u read by the vision tower at %lldx%lld", image.width,
+                image.height, (long long)w, (long long)h);
+    Tensor embeds = tower.forward(qwen25_vision_preprocess(pixels, h, w));
+    cancellation_point();
+    if (tower_cache_.size() >= 8) tower_cache_.clear();  // a request's references, not more
+    tower_cache_.emplace_back(image, embeds);
+    return embeds;
+}
+
+Conditioning LlmTextConditioner::run(std::vector<int32_t> ids, std::vector<float> weights,
+                                     const LlmPromptTemplate& t,
+                                     std::span<const LlmEmbedSplice> splices) const {
+    SD_CHECK(static_cast<int64_t>(ids.size()) > t.drop_front,
              "the prompt template gave %zu tokens; want more than the %d it drops", ids.size(),
-             template_.drop_front);
+             t.drop_front);
     std::vector<float> key_mask;
-    const size_t pad_to = static_cast<size_t>(std::max(template_.pad_to, 0));
+    const size_t pad_to = static_cast<size_t>(std::max(t.pad_to, 0));
     if (ids.size() < pad_to) {
         key_mask.assign(ids.size(), 1.0f);
         key_mask.resize(pad_to, 0.0f);
@@ -49,11 +142,10 @@ Conditioning LlmTextConditioner::encode(const ConditionRequest& r) const {
     }
     LlmInput input;
     input.key_mask = key_mask;
-    Tensor states = apply_token_weights(llm_.forward(ids, template_.out_layers, input), weights);
-    if (template_.drop_front > 0) {
-        states = states.narrow(1, template_.drop_front, states.size(1) - template_.drop_front)
-                     .contiguous();
-    }
+    input.splices = splices;
+    Tensor states = apply_token_weights(llm_.forward(ids, t.out_layers, input), weights);
+    if (t.drop_front > 0)
+        states = states.narrow(1, t.drop_front, states.size(1) - t.drop_front).contiguous();
     Conditioning out;
     out.context = std::move(states);
     return out;

@@ -1,15 +1,19 @@
-// Qwen-Image (text to image), as stable-diffusion.cpp runs it:
+// Qwen-Image and Qwen-Image-Edit, as stable-diffusion.cpp runs them:
 //   text: Qwen2.5-VL's language model through the LLM path (conditioners/llm_text_conditioner.h),
 //         the prompt in the system + user chat template below, the final-normed hidden states,
 //         the template's first 34 tokens dropped, no padding;
+//   edit: with reference images (-r) and the vision tower (visual.* in the --llm file, or
+//         --llm_vision), each image read by the tower (models/qwen2_5_vl_vision.h) and spliced
+//         into the Edit template's "Picture N: <|vision_start|>...<|vision_end|>" (64 tokens
+//         dropped), and VAE-encoded as extra DiT tokens numbered 1, 2, ... (the "qwen" preset);
 //   model: the Qwen-Image dual-stream DiT (models/qwen_image.h) predicting the flow velocity
 //         (FLOW_PRED, shift 3.0); euler on the discrete schedule by default;
 //   latent: the Wan 2.1 VAE (families/parts/wan_vae_codec.h), each of its 16 channels
 //         normalised by Wan's mean and std.
-// The Edit models read the reference images through Qwen2.5-VL's vision tower, not built yet:
-// -r is refused (the family does not take reference images).
-// Files: --diffusion-model, --llm (Qwen2.5-VL), --vae.
+// Files: --diffusion-model, --llm (Qwen2.5-VL), --vae, optionally --llm_vision.
 #include "models/qwen_image.h"
+
+#include <string>
 
 #include "base/error.h"
 #include "conditioners/dit_text.h"
@@ -39,6 +43,24 @@ const LlmPromptTemplate kQwenImagePrompt{
     {},
     34};
 
+// The reference's Edit template (QwenImageEditPlusPipeline): the system turn and the user
+// header are the 64 tokens dropped; the pictures follow them.
+const LlmPromptTemplate kQwenImageEditPrompt{
+    "<|im_start|>system\nDescribe the key features of the input image (color, shape, size, "
+    "texture, objects, background), then explain how the user's text instruction should alter "
+    "or modify the image. Generate a new image that meets the user's requirements while "
+    "maintaining consistency with the original input where appropriate.<|im_end|>\n"
+    "<|im_start|>user\n",
+    "<|im_end|>\n<|im_start|>assistant\n",
+    {},
+    64};
+
+std::string edit_picture(int number, int64_t tokens) {
+    std::string text = "Picture " + std::to_string(number) + ": <|vision_start|>";
+    for (int64_t i = 0; i < tokens; ++i) text += "<|image_pad|>";
+    return text + "<|vision_end|>";
+}
+
 // Wan 2.1's latent statistics (its vae.py), which Qwen-Image's latents are normalised by.
 constexpr float kWanMean[16] = {-0.7571f, -0.7089f, -0.9113f, 0.1075f,  -0.1745f, 0.9653f,
                                 -0.1517f, 1.5508f,  0.4134f,  -0.0715f, 0.5517f,  -0.3632f,
@@ -54,7 +76,11 @@ class QwenImageDiffusionModel : public DiffusionModel {
     Tensor forward(const Tensor& x, const Tensor& timesteps, const Conditioning& c,
                    const ControlSignal* control) const override {
         SD_CHECK(!control, "ControlNet is not supported for Qwen-Image models");
-        return model_.forward(x, timesteps, c.context);
+        SD_CHECK(c.ref_latents.empty() || c.ref_index != RefIndexMode::Decrease,
+                 "--ref-image-args ref_index_mode=decrease (Qwen-Image-Layered) is not "
+                 "supported; Qwen-Image numbers references fixed or increasing");
+        return model_.forward(x, timesteps, c.context, c.ref_latents,
+                              c.ref_index == RefIndexMode::Increase);
     }
     int64_t in_channels() const override { return model_.config().in_channels; }
     // The reference aligns sizes to the VAE's factor alone; patches are padded inside.
@@ -77,15 +103,46 @@ void check_llm(const ModelFiles& files, const LlmConfig& llm, int64_t context_di
              (long long)context_dim);
 }
 
+// The vision tower, when the files have one (visual.* in the --llm file, or --llm_vision).
+std::optional<LlmVision> load_vision(const ModelFiles& files, const LoadOptions& options,
+                                     int64_t context_dim) {
+    const std::string prefix = kLlm + "visual.";
+    if (!files.has_prefix(prefix)) return std::nullopt;
+    const std::string source = files.source_of(first_with(files, prefix));
+    try {
+        LlmVision v{Qwen25VisionModel::load(Weights(files, prefix, options.memory.residency)),
+                    kQwenImageEditPrompt, edit_picture, "<|image_pad|>"};
+        SD_CHECK(v.tower.config().out_width == context_dim,
+                 "its embeddings are %lld wide; the LLM reads %lld",
+                 (long long)v.tower.config().out_width, (long long)context_dim);
+        return v;
+    } catch (const Error& e) {
+        fail("vision tower in %s: %s", source.c_str(), e.what());
+    }
+}
+
 ModelComponents assemble(const ModelFiles& files, const LoadOptions& options) {
     auto dit = std::make_unique<QwenImageDiffusionModel>(QwenImageModel::load(
         Weights(files, kDm, options.memory.residency), options.qwen_image_zero_cond_t));
     if (!files.has_prefix(kLlm)) fail_missing_role(files, kQwenImageFamily, ModelRole::Llm);
     Llm llm = load_llm_encoder(files, options, kLlm);
     check_llm(files, llm.config(), dit->model().config().context_dim);
+    std::optional<LlmVision> vision = load_vision(files, options, llm.width());
     ModelComponents m;
-    m.conditioner = std::make_unique<LlmTextConditioner>(find_llm_vocabulary(files, options, kLlm),
-                                                         std::move(llm), kQwenImagePrompt);
+    // Reference images go through the tower into the prompt and, as latents, into the DiT;
+    // without a tower they are refused (the reference would drop them from the prompt).
+    m.ref_images = {true, "qwen", 16, true};
+    if (!vision) {
+        m.ref_images.supported = false;
+        m.ref_images.refusal =
+            "Qwen-Image-Edit reads reference images with Qwen2.5-VL's vision tower, and --llm " +
+            files.source_of(first_with(files, kLlm)) +
+            " has none (no visual.* tensors): give the tower with --llm_vision, or an --llm file "
+            "that holds it";
+    }
+    m.conditioner =
+        std::make_unique<LlmTextConditioner>(find_llm_vocabulary(files, options, kLlm),
+                                             std::move(llm), kQwenImagePrompt, std::move(vision));
     m.diffusion = std::move(dit);
     m.codec = load_wan_vae(files, options);
     m.denoiser = make_denoiser(resolve_prediction(options.prediction, FLOW_PRED), 3.0f);
@@ -94,21 +151,22 @@ ModelComponents assemble(const ModelFiles& files, const LoadOptions& options) {
 
 }  // namespace
 
-// Qwen2.5-VL as the LLM (its vision tower, --llm_vision, comes with the Edit models).
+// Qwen2.5-VL as the LLM; its vision tower (for the Edit models' reference images) in the LLM
+// file or apart.
 constexpr RoleUse kQwenImageRoles[] = {{ModelRole::DiffusionModel, true},
                                        {ModelRole::Llm, true, "Qwen2.5-VL text encoder"},
+                                       {ModelRole::LlmVision, false, "Qwen2.5-VL vision tower"},
                                        {ModelRole::Vae, true, "Wan 2.1 VAE"}};
 
 // Defaults as the reference's for its flow models: euler on the discrete schedule.
-extern const Family kQwenImageFamily{
-    "Qwen-Image",
-    detect,
-    {EULER_SAMPLE_METHOD, DISCRETE_SCHEDULER},
-    {16, 8, 1.0f, 0.0f, {}, kWanMean, kWanStd, 1},
-    assemble,
-    {},
-    {},  // -M convert's rules for it: not set yet
-    kQwenImageRoles,
-    "Qwen-Image (the Edit models' reference images not built yet)"};
+extern const Family kQwenImageFamily{"Qwen-Image",
+                                     detect,
+                                     {EULER_SAMPLE_METHOD, DISCRETE_SCHEDULER},
+                                     {16, 8, 1.0f, 0.0f, {}, kWanMean, kWanStd, 1},
+                                     assemble,
+                                     {},
+                                     {},  // -M convert's rules for it: not set yet
+                                     kQwenImageRoles,
+                                     "Qwen-Image, Qwen-Image-Edit"};
 
 }  // namespace sd

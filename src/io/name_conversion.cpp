@@ -425,6 +425,15 @@ std::vector<TensorRecord> to_canonical_names(std::vector<TensorRecord> records, 
                 r.name = str(kLlmPrefix) + llm_from_llama_cpp(rest);
                 out.push_back(std::move(r));
                 break;
+            case ModelRole::LlmVision: {
+                // A tower saved apart keeps the VL model's names (transformers' visual.* or
+                // model.visual.*); the role's prefix already says "visual.".
+                std::string_view v = rest;
+                if (consume(v, "model.visual.") || consume(v, "visual.")) rest = str(v);
+                r.name = canonical_prefix(part) + rest;
+                out.push_back(std::move(r));
+                break;
+            }
             default:
                 // A role whose layouts are not converted yet: its names under its prefix.
                 r.name = canonical_prefix(part) + rest;

@@ -306,6 +306,25 @@ Tensor Llm::embed(std::span<const int32_t> ids) const {
     return embedding(rows, tokens);
 }
 
+void Llm::splice_embeddings(Tensor& x, std::span<const LlmEmbedSplice> splices) const {
+    const int64_t n = x.size(1), width = config_.width;
+    int64_t end_of_last = 0;
+    for (const LlmEmbedSplice& s : splices) {
+        SD_CHECK(s.rows.defined() && s.rows.dtype() == DType::F32 &&
+                     (s.rows.dim() == 2 || (s.rows.dim() == 3 && s.rows.size(0) == 1)) &&
+                     s.rows.size(-1) == width,
+                 "LLM: spliced embeddings must be f32 [1, k, %lld]", (long long)width);
+        const int64_t k = s.rows.size(-2);
+        SD_CHECK(s.at >= end_of_last && s.at + k <= n,
+                 "LLM: %lld embeddings spliced at token %lld of %lld (overlapping or past the "
+                 "end)",
+                 (long long)k, (long long)s.at, (long long)n);
+        const Tensor rows = s.rows.contiguous();
+        std::copy_n(rows.data<float>(), k * width, x.data<float>() + s.at * width);
+        end_of_last = s.at + k;
+    }
+}
+
 Tensor Llm::attention(const LlmBlock& b, const Tensor& x, const Tensor& rope,
                       const Tensor& mask) const {
     const LlmConfig& c = config_;
@@ -353,6 +372,7 @@ Tensor Llm::forward(std::span<const int32_t> ids, std::span<const int> out_layer
     // Blocks past the last layer asked for change nothing returned: not run.
     const int64_t run = want_final ? config_.layers : wanted.back();
     Tensor x = embed(ids);
+    splice_embeddings(x, input.splices);
     std::vector<Tensor> kept;
     for (int64_t i = 0; i < run; ++i) {
         x = block(blocks_[i], x, rope, mask);

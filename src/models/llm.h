@@ -81,6 +81,14 @@ struct LlmBlock {
     Linear gate, up, down;
 };
 
+// Rows of input embeddings that replace the token embeddings from `at` on (a vision tower's
+// image embeddings in place of a prompt's <|image_pad|> tokens, as the reference's
+// image_embeds): rows f32 [1, k, width] or [k, width].
+struct LlmEmbedSplice {
+    int64_t at = 0;
+    Tensor rows;
+};
+
 // Per-call inputs besides the ids.
 struct LlmInput {
     // Empty, or one value per id: 0 marks a padding key that no query attends to (the
@@ -92,6 +100,8 @@ struct LlmInput {
     // and image tokens) are not taken yet: for text alone its three axes are equal and this
     // 1-D rotation is exactly its M-RoPE.
     std::span<const int32_t> positions;
+    // Embedding rows spliced over the ids' (each within the ids, none overlapping).
+    std::span<const LlmEmbedSplice> splices;
 };
 
 class Llm {
@@ -123,6 +133,8 @@ class Llm {
 
   private:
     Tensor embed(std::span<const int32_t> ids) const;
+    // x: the embedded ids, f32 [1, n, width], contiguous.
+    void splice_embeddings(Tensor& x, std::span<const LlmEmbedSplice> splices) const;
     Tensor attention(const LlmBlock& b, const Tensor& x, const Tensor& rope,
                      const Tensor& mask) const;
     Tensor block(const LlmBlock& b, const Tensor& x, const Tensor& rope, const Tensor& mask) const;

@@ -158,6 +158,8 @@ struct RefImageSupport {
     std::string preset;  // "flux_kontext", ...
     int64_t size_multiple = 16;
     bool vlm = false;  // its text encoder reads the references too (pass_to_vlm)
+    // Why this model takes none though its family can (a part missing); empty: the usual words.
+    std::string refusal = {};
 };
 
 // What a diffusion model reads beside the noisy latent: channels the loop appends to it (the

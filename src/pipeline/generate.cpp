@@ -58,6 +58,8 @@ void check_hires(const ModelComponents& m, const ImageRequest& r) {
 // that a bad --ref-image-args is refused before anything runs.
 void check_ref_images(const ModelComponents& m, const ImageRequest& r) {
     if (r.ref_images.empty()) return;
+    SD_CHECK(m.ref_images.supported || m.ref_images.refusal.empty(), "--ref-image: %s",
+             m.ref_images.refusal.c_str());
     SD_CHECK(m.ref_images.supported,
              "--ref-image: %s models take no reference images (edit models such as FLUX.1 "
              "Kontext do)",

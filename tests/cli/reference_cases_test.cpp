@@ -36,7 +36,6 @@ struct ReferenceCase {
 // other folder runs: a new family's cases run as soon as its folder appears.
 // An entry is a folder, or one case of it ("folder/id").
 const std::vector<std::pair<const char*, const char*>> kNotBuiltYet = {
-    {"qwen_image/qwen_edit", "issue 24: Qwen-Image-Edit (Qwen2.5-VL's vision tower)"},
     {"wan", "issue 25: Wan video"},
 };
 

@@ -1,13 +1,19 @@
 // The Qwen-Image family on full-size layouts whose data is a hole (sparse files from the
 // fixture manifests): detected, assembled from its three files with the reference's defaults
 // (the Wan VAE's per-channel statistics, flow shift 3, euler / discrete), Edit-2511's
-// zero_cond_t from --model-args, and a wrong or missing text encoder named with --llm.
+// zero_cond_t from --model-args, a wrong or missing text encoder named with --llm; the Edit
+// template's token layout by hand; the vision tower in the LLM file or apart, and an edit
+// without one refused by name.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "conditioners/llm_text_conditioner.h"
 #include "families/family_test_util.h"
 #include "families/registry.h"
 #include "fixture_files.h"
 #include "io/io_test_util.h"
+#include "pipeline/generate.h"
 #include "test_util.h"
 
 namespace sd {
@@ -54,8 +60,10 @@ TEST(QwenImageFamily, AssemblesWithTheReferenceDefaults) {
     EXPECT_FLOAT_EQ(f.std[15], 1.9160f);
     EXPECT_EQ(m.components.diffusion->in_channels(), 16);
     EXPECT_EQ(m.components.diffusion->cache_target(), CacheTarget::DiT);
-    // The Edit models' reference images need the vision tower: not taken yet.
-    EXPECT_FALSE(m.components.ref_images.supported);
+    // The LLM file holds the vision tower: reference images go to the prompt and the DiT.
+    EXPECT_TRUE(m.components.ref_images.supported);
+    EXPECT_TRUE(m.components.ref_images.vlm);
+    EXPECT_EQ(m.components.ref_images.preset, "qwen");
     // The template's 34 dropped tokens are still counted for the prompt limit.
     EXPECT_GT(m.components.conditioner->count_tokens("a cat"), 34u);
 }
@@ -67,6 +75,94 @@ TEST(QwenImageFamily, AnLlmOfAnotherWidthIsNamed) {
     EXPECT_NE(error.find("--llm"), std::string::npos) << error;
     EXPECT_NE(error.find(qwen3), std::string::npos) << error;
     EXPECT_NE(error.find("3584"), std::string::npos) << error;
+}
+
+const LlmTextConditioner& llm_conditioner(const LoadedModel& m) {
+    const auto* c = dynamic_cast<const LlmTextConditioner*>(m.components.conditioner.get());
+    if (!c) fail("the Qwen-Image conditioner is no LlmTextConditioner");
+    return *c;
+}
+
+// The Edit template by hand: the reference's system turn and user header are the 64 tokens
+// dropped; picture N follows as "Picture N: <|vision_start|>" ([24669, 220, N, 25, 220,
+// 151652]), its pad tokens (151655) where the embeddings go, <|vision_end|> (151653); then the
+// user's text. The reference splices picture 1 at 64 + 6 and each next one 1 + n + 6 later.
+TEST(QwenImageFamily, TheEditTemplatePlacesEachPicture) {
+    LoadedModel m = load_model(qwen_image_files(files_once().llm), test::family_test_options());
+    const LlmTextConditioner& c = llm_conditioner(m);
+    ASSERT_TRUE(c.reads_images());
+    std::vector<int32_t> ids;
+    std::vector<float> weights;
+    std::vector<int64_t> at;
+    const std::vector<int64_t> counts = {324, 100};
+    c.tokenize_with_pictures("make the cat blue", counts, ids, weights, at);
+    ASSERT_EQ(at, (std::vector<int64_t>{70, 70 + 324 + 1 + 6}));
+    const std::string dir = test::fixtures_dir() + "/tokenizers/qwen2/";
+    const Qwen2Tokenizer vocab =
+        Qwen2Tokenizer::from_vocab_merges(dir + "vocab.json", dir + "merges.txt");
+    EXPECT_EQ(vocab.decode({ids.begin(), ids.begin() + 64}),
+              "<|im_start|>system\nDescribe the key features of the input image (color, shape, "
+              "size, texture, objects, background), then explain how the user's text "
+              "instruction should alter or modify the image. Generate a new image that meets "
+              "the user's requirements while maintaining consistency with the original input "
+              "where appropriate.<|im_end|>\n<|im_start|>user\n");
+    const std::vector<int32_t> label1 = {24669, 220, 16, 25, 220, 151652};
+    const std::vector<int32_t> label2 = {24669, 220, 17, 25, 220, 151652};
+    EXPECT_EQ(std::vector<int32_t>(ids.begin() + 64, ids.begin() + 70), label1);
+    EXPECT_EQ(std::count(ids.begin() + 70, ids.begin() + 394, 151655), 324);
+    EXPECT_EQ(ids[394], 151653);
+    EXPECT_EQ(std::vector<int32_t>(ids.begin() + 395, ids.begin() + 401), label2);
+    EXPECT_EQ(std::count(ids.begin() + 401, ids.begin() + 501, 151655), 100);
+    EXPECT_EQ(ids[501], 151653);
+    EXPECT_EQ(vocab.decode({ids.begin() + 502, ids.end()}),
+              "make the cat blue<|im_end|>\n<|im_start|>assistant\n");
+    EXPECT_EQ(ids.size(), weights.size());
+    // The text template is the one without images.
+    c.tokenize("make the cat blue", ids, weights);
+    EXPECT_EQ(vocab.decode({ids.begin() + 34, ids.end()}),
+              "make the cat blue<|im_end|>\n<|im_start|>assistant\n");
+    // A prompt with pad tokens of its own cannot be spliced: said.
+    EXPECT_NE(test::error_of([&] {
+                  c.tokenize_with_pictures("<|image_pad|>", counts, ids, weights, at);
+              }).find("<|image_pad|>"),
+              std::string::npos);
+}
+
+ImageRequest edit_request() {
+    ImageRequest r;
+    r.prompt = "make the cat blue";
+    r.width = r.height = 256;
+    r.ref_images.push_back(image::Image{64, 64, 3, std::vector<uint8_t>(64 * 64 * 3, 128)});
+    return r;
+}
+
+TEST(QwenImageFamily, AnEditWithoutAVisionTowerIsNamed) {
+    const std::string text_only =
+        sparse("qwen2_5_vl_7b_l2_vis2", "qwen_image_llm_text", "--drop-prefix visual.");
+    LoadedModel m = load_model(qwen_image_files(text_only), test::family_test_options());
+    EXPECT_FALSE(llm_conditioner(m).reads_images());
+    const std::string error = test::error_of([&] { settle_request(m.components, edit_request()); });
+    EXPECT_NE(error.find("--ref-image"), std::string::npos) << error;
+    EXPECT_NE(error.find("vision tower"), std::string::npos) << error;
+    EXPECT_NE(error.find(text_only), std::string::npos) << error;
+    EXPECT_NE(error.find("--llm_vision"), std::string::npos) << error;
+    // Without reference images it is Qwen-Image as ever.
+    ImageRequest plain = edit_request();
+    plain.ref_images.clear();
+    settle_request(m.components, plain);
+}
+
+TEST(QwenImageFamily, AVisionTowerGivenApartIsRead) {
+    const std::string text_only =
+        sparse("qwen2_5_vl_7b_l2_vis2", "qwen_image_llm_text2", "--drop-prefix visual.");
+    const std::string tower =
+        sparse("qwen2_5_vl_7b_l2_vis2", "qwen_image_tower", "--drop-prefix model.");
+    ModelFiles files = qwen_image_files(text_only);
+    files.add(tower, ModelRole::LlmVision);
+    LoadedModel m = load_model(files, test::family_test_options());
+    EXPECT_TRUE(llm_conditioner(m).reads_images());
+    EXPECT_TRUE(m.components.ref_images.supported);
+    settle_request(m.components, edit_request());
 }
 
 TEST(QwenImageFamily, AMissingLlmIsNamed) {

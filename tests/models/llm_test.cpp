@@ -319,6 +319,43 @@ TEST(Llm, AnotherKindOfFileIsAClearError) {
     EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
 }
 
+// A vision tower's embeddings spliced over tokens (Qwen-Image-Edit's image pads) are the LLM's
+// input there: splicing the embedding rows of other ids is running on those ids; the tokens
+// before the splice do not see it (causal attention).
+TEST(Llm, SplicedEmbeddingsReplaceTheTokens) {
+    const Llm llm = load(ref("qwen3.safetensors"));
+    const TensorFile file = open_tensor_file(ref("qwen3.safetensors"));
+    const Tensor table = convert(file.find("model.embed_tokens.weight")->load(), DType::F32);
+    std::vector<int32_t> swapped = ids();
+    const int32_t a = ids()[10], b = ids()[11];
+    swapped[5] = a;
+    swapped[6] = b;
+    Tensor rows = Tensor::empty({1, 2, 256});
+    std::copy_n(table.narrow(0, a, 1).contiguous().data<float>(), 256, rows.data<float>());
+    std::copy_n(table.narrow(0, b, 1).contiguous().data<float>(), 256, rows.data<float>() + 256);
+    const LlmEmbedSplice splice{5, rows};
+    LlmInput input;
+    input.splices = std::span(&splice, 1);
+    const Tensor got = llm.forward(ids(), {}, input);
+    EXPECT_LT(test::compare(got, llm.forward(swapped)).max_abs, 1e-6);
+    const Tensor plain = llm.forward(ids());
+    EXPECT_EQ(
+        test::compare(got.narrow(1, 0, 5).contiguous(), plain.narrow(1, 0, 5).contiguous()).max_abs,
+        0.0);
+    EXPECT_GT(
+        test::compare(got.narrow(1, 5, 1).contiguous(), plain.narrow(1, 5, 1).contiguous()).max_abs,
+        1e-3);
+    // Past the end, or of another width: an error naming it.
+    const LlmEmbedSplice late{static_cast<int64_t>(ids().size()) - 1, rows};
+    input.splices = std::span(&late, 1);
+    EXPECT_NE(test::error_of([&] { llm.forward(ids(), {}, input); }).find("past the end"),
+              std::string::npos);
+    const LlmEmbedSplice narrow{0, Tensor::zeros({1, 2, 128})};
+    input.splices = std::span(&narrow, 1);
+    EXPECT_NE(test::error_of([&] { llm.forward(ids(), {}, input); }).find("f32 [1, k, 256]"),
+              std::string::npos);
+}
+
 TEST(Llm, BadInputsAreErrors) {
     const Llm llm = load(ref("qwen3.safetensors"));
     EXPECT_NE(test::error_of([&] {
