@@ -120,7 +120,8 @@ std::string shell_quote(const std::string& s) {
 }
 
 // `@FX@` is the folder of the generated fixture files (each named under it is generated
-// first: a file or a folder such as @FX@/loras), `@CASES@` the case's own folder.
+// first: a file or a folder such as @FX@/loras), `@CASES@` the case's own folder; a relative
+// path into shared/fixtures/ names the fixtures' file.
 std::string expand_placeholders(std::string arg, const std::string& case_folder) {
     const std::string fx = "@FX@", cases = "@CASES@";
     if (size_t at = arg.find(fx + "/"); at != std::string::npos) {
@@ -131,6 +132,11 @@ std::string expand_placeholders(std::string arg, const std::string& case_folder)
         arg.replace(at, fx.size(), test::fixture_cache_dir());
     for (size_t at; (at = arg.find(cases)) != std::string::npos;)
         arg.replace(at, cases.size(), case_folder);
+    // A relative path into the shared fixtures ("../../shared/fixtures/reference/sd15/x.png",
+    // written from another working folder than the case's) is the fixtures' file.
+    const std::string shared = "shared/fixtures/";
+    if (size_t at = arg.find(shared); at != std::string::npos && arg.rfind("../", 0) == 0)
+        arg = test::fixtures_dir() + "/" + arg.substr(at + shared.size());
     return arg;
 }
 
