@@ -119,11 +119,10 @@ TEST(FamilyRegistry, APartTheFamilyTakesNotIsNamedWithItsOption) {
                              }}});
     ModelFiles unknown;
     unknown.add(odd, ModelRole::DiffusionModel);
-    unknown.add(llm, ModelRole::LlmVision);  // Qwen-Image-Edit's, not built yet
+    unknown.add(llm, ModelRole::AudioVae);  // LTX-2's, not built yet
     error = test::error_of([&] { load_model(unknown, options()); });
     EXPECT_NE(error.find("no known model layout"), std::string::npos) << error;
-    EXPECT_NE(error.find("--llm_vision (LLM vision encoder) is taken by no model family this "
-                         "build runs"),
+    EXPECT_NE(error.find("--audio-vae (audio VAE) is taken by no model family this build runs"),
               std::string::npos)
         << error;
 }
