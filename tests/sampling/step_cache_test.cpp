@@ -87,6 +87,37 @@ TEST(StepCache, RecordsDecisionsPerStep) {
     cache.log_summary();
 }
 
+// TaylorSeer and Cache-DIT (DBCache + TaylorSeer) decide at the condition level as the
+// reference's CacheDIT condition state does, DBCache's relative-L1 rule; by hand, one element,
+// threshold 0.25, sigmas 1 .. 0 in 6 steps (steps 1-4 in the window): step 1 learns at x = 1;
+// step 2: |1.1 - 1| / 1 = 0.1, reused; step 3: |1.5 - 1| / 1 = 0.5, computed, learns 1.5;
+// step 4: |1.6 - 1.5| / 1.5 = 0.067, reused; step 5 is outside the window.
+TEST(StepCache, TaylorSeerAndCacheDitDecideAsDbCache) {
+    const std::vector<float> sigmas = {1.0f, 0.8f, 0.6f, 0.4f, 0.2f, 0.0f};
+    const std::vector<float> inputs = {1.0f, 1.1f, 1.5f, 1.6f, 1.6f};
+    const test::LinearSchedule schedule;
+    for (CacheMode mode : {CacheMode::DbCache, CacheMode::TaylorSeer, CacheMode::CacheDit}) {
+        StepCacheParams p;
+        p.mode = mode;
+        p.residual_diff_threshold = 0.25f;
+        StepCache cache(p, schedule, sigmas);
+        const int key = 0;
+        for (int step = 1; step <= 5; ++step) {
+            cache.begin_call(step, sigmas[step - 1]);
+            const Tensor x = Tensor::from_vector({1, 1}, {inputs[step - 1]});
+            Tensor out;
+            if (!cache.before_condition(&key, x, &out)) {
+                out = Tensor::from_vector({1, 1}, {2.0f * inputs[step - 1]});
+                cache.after_condition(&key, x, out);
+            }
+            // A reused step is the input plus the last computed output - input.
+            if (step == 4) EXPECT_NEAR(out.data<float>()[0], 1.6f + 1.5f, 1e-6f);
+            cache.end_call(out);
+        }
+        EXPECT_EQ(cache.decision_string(), "CRCRC") << cache_mode_name(mode);
+    }
+}
+
 TEST(StepCache, DisabledAnswersNothing) {
     const test::LinearSchedule schedule;
     StepCache cache(StepCacheParams{}, schedule, {1.0f, 0.0f});
