@@ -492,6 +492,20 @@ TEST(CliErrors, AbsurdThreadCountEndsAtOnce) {
     EXPECT_NE(many.output.find("4000 threads asked for"), std::string::npos) << many.output;
 }
 
+// An image file that cannot be read is one line naming its option and the file.
+TEST(CliErrors, AnUnreadableImageIsNamedWithItsOption) {
+    const std::string missing = testing::TempDir() + "/no_such_image.png";
+    for (const char* option : {"-r", "-i", "--control-image"}) {
+        const RunResult r = run_cli({"-m", small_model(), "-p", "a cat", option, missing});
+        EXPECT_EQ(r.exit_code, 1) << option;
+        const std::string name = std::string(option) == "-r"   ? "--ref-image"
+                                 : std::string(option) == "-i" ? "--init-img"
+                                                               : option;
+        EXPECT_NE(r.output.find(name + ": cannot open '" + missing + "'"), std::string::npos)
+            << r.output;
+    }
+}
+
 // Sizes off the model's 64-pixel grid generate at the aligned size, as the reference does
 // (1 step at 256x192 and 128x64); -o x.bmp writes a BMP, not x.bmp.png; an odd-sized init
 // image (77x51) and a mask of yet another size are fitted to the aligned size.

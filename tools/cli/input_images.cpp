@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "base/error.h"
 #include "cli_options.h"
 #include "image/image_resize.h"
 #include "log_output.h"
@@ -18,11 +19,20 @@ bool size_given(const CliParams& p) {
     return p.width > 0 && p.height > 0;
 }
 
+// The file of an image option; one that cannot be read is named with its option.
+Image read_option_image(const char* option, const std::string& path, int channels) {
+    try {
+        return sd::image::read_image(path, channels);
+    } catch (const sd::Error& e) {
+        sd::fail("%s: %s", option, e.what());
+    }
+}
+
 // Reads `path`; the first image read sets the size when none was given. The library fits
 // an image of another size to the generation's (pipeline/generate.h, settle_request).
-Image read_sizing(const CliParams& p, const std::string& path, bool* size_from_image,
-                  GenerationRequest& r) {
-    Image image = sd::image::read_image(path, 3);
+Image read_sizing(const CliParams& p, const char* option, const std::string& path,
+                  bool* size_from_image, GenerationRequest& r) {
+    Image image = read_option_image(option, path, 3);
     if (!size_given(p) && !*size_from_image) {
         r.width = static_cast<int>(image.width);
         r.height = static_cast<int>(image.height);
@@ -32,8 +42,9 @@ Image read_sizing(const CliParams& p, const std::string& path, bool* size_from_i
     return image;
 }
 
-Image read_fitted(const std::string& path, int channels, const GenerationRequest& r) {
-    Image image = sd::image::read_image(path, channels);
+Image read_fitted(const char* option, const std::string& path, int channels,
+                  const GenerationRequest& r) {
+    Image image = read_option_image(option, path, channels);
     return sd::image::fit(image, static_cast<uint32_t>(r.width), static_cast<uint32_t>(r.height));
 }
 
@@ -58,24 +69,25 @@ std::vector<std::string> image_files(const std::string& dir, const std::string& 
 void load_input_images(const CliParams& p, GenerationRequest& r) {
     bool size_from_image = false;
     if (!p.init_image_path.empty())
-        r.init_image = read_sizing(p, p.init_image_path, &size_from_image, r);
+        r.init_image = read_sizing(p, "--init-img", p.init_image_path, &size_from_image, r);
     if (!p.end_image_path.empty())
-        r.end_image = read_sizing(p, p.end_image_path, &size_from_image, r);
+        r.end_image = read_sizing(p, "--end-img", p.end_image_path, &size_from_image, r);
     for (const std::string& path : p.ref_image_paths)
-        r.ref_images.push_back(read_sizing(p, path, &size_from_image, r));
+        r.ref_images.push_back(read_sizing(p, "--ref-image", path, &size_from_image, r));
     // No mask repaints everything; the library fits the mask and control image.
-    if (!p.mask_image_path.empty()) r.mask_image = sd::image::read_image(p.mask_image_path, 1);
+    if (!p.mask_image_path.empty())
+        r.mask_image = read_option_image("--mask", p.mask_image_path, 1);
     if (!p.control_image_path.empty())
-        r.control_image = sd::image::read_image(p.control_image_path, 3);
+        r.control_image = read_option_image("--control-image", p.control_image_path, 3);
     if (!p.control_video_path.empty()) {
         for (const std::string& file :
              image_files(p.control_video_path, "--control-video",
                          static_cast<size_t>(std::max(p.video_frames, 0))))
-            r.control_frames.push_back(read_fitted(file, 3, r));
+            r.control_frames.push_back(read_fitted("--control-video", file, 3, r));
     }
     if (!p.pm_id_images_dir.empty()) {
         for (const std::string& file : image_files(p.pm_id_images_dir, "--pm-id-images-dir", 0))
-            r.pm_id_images.push_back(sd::image::read_image(file, 3));
+            r.pm_id_images.push_back(read_option_image("--pm-id-images-dir", file, 3));
     }
 }
 
