@@ -1,39 +1,23 @@
 // Generated fixture checkpoints for tests: ../shared/fixtures/mkckpt.py run once per
-// (manifest, dtype, seed) into the build's fixture cache, shared by every test process.
-// Generation is serialised with a lock file, so tests running in parallel wait for one
-// writer instead of racing.
+// (manifest, dtype, seed) into the fixture cache (fixture_cache.h), shared by every test
+// process.
 #pragma once
 
 #include <dirent.h>
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <sys/statvfs.h>
-#include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
-#include <functional>
 #include <regex>
 #include <string>
 #include <vector>
 
 #include "base/error.h"
+#include "fixture_cache.h"
 #include "test_util.h"
 
 namespace sd::test {
-
-inline std::string fixture_cache_dir() {
-    const char* env = std::getenv("SD_FIXTURE_CACHE");
-    std::string dir = env ? env : SD_FIXTURE_CACHE_DIR;
-    ::mkdir(dir.c_str(), 0755);
-    return dir;
-}
-
-inline bool file_exists(const std::string& path) {
-    struct stat st {};
-    return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
 
 // Runs a shell command, failing with its text when it does not succeed.
 inline void run_or_fail(const std::string& command) {
@@ -41,60 +25,45 @@ inline void run_or_fail(const std::string& command) {
     if (rc != 0) fail("command failed (%d): %s", rc, command.c_str());
 }
 
-// Free space of the file system holding `dir`, in GB (10^9 bytes).
-inline double free_gigabytes(const std::string& dir) {
-    struct statvfs fs {};
-    if (::statvfs(dir.c_str(), &fs) != 0) return 0.0;
-    return double(fs.f_bavail) * double(fs.f_frsize) / 1e9;
-}
-
-// Runs the shell command `command(tmp)`, which writes `tmp` (beside `path`), and renames tmp to
-// `path`, unless `path` is there; holds the cache's lock so tests running in parallel wait for one
-// writer.
-inline void make_once(const std::string& path,
-                      const std::function<std::string(const std::string& tmp)>& command) {
-    std::string lock_path = fixture_cache_dir() + "/.generate.lock";
-    int lock = ::open(lock_path.c_str(), O_CREAT | O_RDWR, 0644);
-    if (lock < 0) fail("cannot create %s", lock_path.c_str());
-    ::flock(lock, LOCK_EX);
-    try {
-        if (!file_exists(path)) {
-            // NAME.tmp.EXT: the extension stays last (a converter picks its format by it).
-            const size_t dot = path.rfind('.');
-            const bool has_ext =
-                dot != std::string::npos && path.find('/', dot) == std::string::npos;
-            std::string tmp =
-                has_ext ? path.substr(0, dot) + ".tmp" + path.substr(dot) : path + ".tmp";
-            if (std::system(command(tmp).c_str()) != 0) {
-                // A half-written file would hold the disk (fixtures are gigabytes) and be taken
-                // for nothing by the next run; it goes, and the message says what space is left.
-                std::remove(tmp.c_str());
-                fail("could not make %s (%.1f GB free in %s): %s", path.c_str(),
-                     free_gigabytes(fixture_cache_dir()), fixture_cache_dir().c_str(),
-                     command(tmp).c_str());
-            }
-            if (std::rename(tmp.c_str(), path.c_str()) != 0) fail("cannot rename %s", tmp.c_str());
+// Bytes mkckpt.py writes for `manifest` stored as `dtype` (empty: the manifest's own), header
+// aside.
+inline uint64_t manifest_bytes(const std::string& manifest, const std::string& dtype) {
+    std::ifstream in(fixtures_dir() + "/manifests/" + manifest + ".tsv");
+    uint64_t total = 0;
+    for (std::string line; std::getline(in, line);) {
+        if (line.empty() || line[0] == '#') continue;
+        std::vector<std::string> cols;
+        for (size_t at = 0; at <= line.size();) {
+            size_t tab = std::min(line.find('\t', at), line.size());
+            cols.push_back(line.substr(at, tab - at));
+            at = tab + 1;
         }
-    } catch (...) {
-        ::flock(lock, LOCK_UN);
-        ::close(lock);
-        throw;
+        if (cols.size() < 2) continue;
+        std::string type = cols[1].substr(0, cols[1].find(':'));
+        const bool fill = cols[1].find(":const=") != std::string::npos;
+        if (!dtype.empty() && !fill && (type == "f32" || type == "f16" || type == "bf16"))
+            type = dtype;
+        uint64_t n = 1;
+        for (size_t i = 2; i < cols.size(); ++i) n *= std::strtoull(cols[i].c_str(), nullptr, 10);
+        total += n * (type == "i64" ? 8 : type == "f32" || type == "i32" ? 4 : 2);
     }
-    ::flock(lock, LOCK_UN);
-    ::close(lock);
+    return total;
 }
 
 // Runs `mkckpt.py MANIFEST.tsv OUT [--dtype D] --seed S` into `path` unless it is there.
 inline void generate_once(const std::string& path, const std::string& manifest,
                           const std::string& dtype, int seed) {
-    make_once(path, [&](const std::string& tmp) {
-        std::string fx = fixtures_dir();
-        std::string dtype_arg = dtype.empty() ? "" : " --dtype " + dtype;
-        return "/usr/bin/python3 " + fx + "/mkckpt.py " + fx + "/manifests/" + manifest + ".tsv " +
-               tmp + dtype_arg + " --seed " + std::to_string(seed) +
-               " || { echo 'mkckpt.py failed (its message is above; without python3-numpy, run "
-               "scripts/install-deps.sh)' >&2; exit 1; }";
-    });
+    make_once(
+        path,
+        [&](const std::string& tmp) {
+            std::string fx = fixtures_dir();
+            std::string dtype_arg = dtype.empty() ? "" : " --dtype " + dtype;
+            return "/usr/bin/python3 " + fx + "/mkckpt.py " + fx + "/manifests/" + manifest +
+                   ".tsv " + tmp + dtype_arg + " --seed " + std::to_string(seed) +
+                   " || { echo 'mkckpt.py failed (its message is above; without python3-numpy, run "
+                   "scripts/install-deps.sh)' >&2; exit 1; }";
+        },
+        manifest_bytes(manifest, dtype));
 }
 
 // Path of `manifest` (e.g. "sd15") generated as `dtype` with `seed`, e.g.

@@ -10,6 +10,7 @@
 #include "image/image_io.h"
 #include "image_compare.h"
 #include "io/tensor_file.h"
+#include "run_cli.h"
 #include "test_util.h"
 #include "tokenizer/t5_tokenizer.h"
 
@@ -20,24 +21,11 @@ std::string quote(const std::string& s) {
     return "'" + s + "'";
 }
 
-// `source` (a fixture file) converted to q8_0 as fixture-cache/flux/NAME, once (a text
-// encoder's tokenizer vocabulary embedded from the fixtures' tokenizers).
-std::string converted_q8_0(const std::string& source, const std::string& name) {
-    const std::string path = test::fixture_cache_dir() + "/flux/" + name;
-    const std::string in = test::fixture_file(source);
-    test::make_once(path, [&](const std::string& tmp) {
-        return quote(SD_CLI_PATH) + " -M convert -m " + quote(in) + " -o " + quote(tmp) +
-               " --type q8_0 --tokenizer-dir " + quote(test::fixtures_dir() + "/tokenizers") +
-               " -t 2 >/dev/null 2>&1";
-    });
-    return path;
-}
-
 // The T5 in q8_0 carries its tokenizer: the vocabulary read back from the GGUF's metadata
 // tokenizes as the spiece.model it came from.
 TEST(FluxGguf, T5CarriesItsTokenizer) {
     const std::string gguf =
-        converted_q8_0("flux/t5xxl_l2_f16_seed13.safetensors", "t5xxl_l2_q8_0.gguf");
+        cli::converted_q8_0("flux/t5xxl_l2_f16_seed13.safetensors", "flux/t5xxl_l2_q8_0.gguf");
     const TensorFile f = open_tensor_file(gguf);
     ASSERT_TRUE(T5Tokenizer::gguf_has_vocab(f.metadata));
     const T5Tokenizer embedded = T5Tokenizer::from_gguf_metadata(f.metadata, gguf);
@@ -57,8 +45,8 @@ TEST(FluxGguf, T5CarriesItsTokenizer) {
 // The DiT in q8_0: the names of the source under model.diffusion_model. (as the reference's
 // --diffusion-model convert writes them); the block weight matrices q8_0, the rest bf16.
 TEST(FluxGguf, DiTNamesAndTypes) {
-    const std::string gguf =
-        converted_q8_0("flux/flux_dev_d2s2_bf16_seed10.safetensors", "flux_dev_d2s2_q8_0.gguf");
+    const std::string gguf = cli::converted_q8_0("flux/flux_dev_d2s2_bf16_seed10.safetensors",
+                                                 "flux/flux_dev_d2s2_q8_0.gguf");
     const TensorFile source =
         open_tensor_file(test::fixture_file("flux/flux_dev_d2s2_bf16_seed10.safetensors"));
     const TensorFile result = open_tensor_file(gguf);
@@ -82,10 +70,10 @@ TEST(FluxGguf, DiTNamesAndTypes) {
 // The reference case flux_euler with the DiT and T5 in q8_0: sd-cli runs it and the image
 // stays close to the reference program's (bf16 DiT, f16 T5) image.
 TEST(FluxGguf, ReferenceCaseOnQ8_0) {
-    const std::string dit =
-        converted_q8_0("flux/flux_dev_d2s2_bf16_seed10.safetensors", "flux_dev_d2s2_q8_0.gguf");
+    const std::string dit = cli::converted_q8_0("flux/flux_dev_d2s2_bf16_seed10.safetensors",
+                                                "flux/flux_dev_d2s2_q8_0.gguf");
     const std::string t5 =
-        converted_q8_0("flux/t5xxl_l2_f16_seed13.safetensors", "t5xxl_l2_q8_0.gguf");
+        cli::converted_q8_0("flux/t5xxl_l2_f16_seed13.safetensors", "flux/t5xxl_l2_q8_0.gguf");
     const std::string folder = test::fixtures_dir() + "/reference/flux";
     const std::string out = testing::TempDir() + "/sd_flux_gguf_q8_0.png";
     const std::string command =
@@ -114,9 +102,9 @@ TEST(FluxGguf, ReferenceCaseOnQ8_0) {
 // with no tokenizer files anywhere.
 TEST(FluxGguf, EachTextEncoderFindsItsOwnVocabulary) {
     const std::string clip =
-        converted_q8_0("flux/clip_l_f16_seed12.safetensors", "clip_l_q8_0.gguf");
+        cli::converted_q8_0("flux/clip_l_f16_seed12.safetensors", "flux/clip_l_q8_0.gguf");
     const std::string t5 =
-        converted_q8_0("flux/t5xxl_l2_f16_seed13.safetensors", "t5xxl_l2_q8_0.gguf");
+        cli::converted_q8_0("flux/t5xxl_l2_f16_seed13.safetensors", "flux/t5xxl_l2_q8_0.gguf");
     const std::string out = testing::TempDir() + "/sd_flux_gguf_vocabularies.png";
     const std::string command =
         "env -u SD_TOKENIZER_DIR " + quote(SD_CLI_PATH) + " --diffusion-model " +

@@ -90,4 +90,21 @@ inline std::vector<std::string> flux_fixture_args() {
             sd::test::fixtures_dir() + "/tokenizers"};
 }
 
+// `source` (a generated fixture, as fixture_file names it) converted by sd-cli -M convert to
+// q8_0, its tokenizer's vocabulary embedded from the fixtures' tokenizers, as fixture-cache/NAME,
+// once (a cache file like the others: removed when the disk is short, made again when asked).
+inline std::string converted_q8_0(const std::string& source, const std::string& name) {
+    const std::string path = sd::test::fixture_cache_dir() + "/" + name;
+    const std::string in = sd::test::fixture_file(source);
+    sd::test::make_once(
+        path,
+        [&](const std::string& tmp) {
+            return quote(SD_CLI_PATH) + " -M convert -m " + quote(in) + " -o " + quote(tmp) +
+                   " --type q8_0 --tokenizer-dir " +
+                   quote(sd::test::fixtures_dir() + "/tokenizers") + " -t 2 >/dev/null 2>&1";
+        },
+        sd::test::file_bytes(in) * 17 / 32);  // q8_0: 34 bytes a 32 weights, from 16-bit ones
+    return path;
+}
+
 }  // namespace cli

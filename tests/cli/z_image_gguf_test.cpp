@@ -11,6 +11,7 @@
 #include "image_compare.h"
 #include "io/io_test_util.h"
 #include "io/tensor_file.h"
+#include "run_cli.h"
 #include "test_util.h"
 #include "tokenizer/qwen2_tokenizer.h"
 
@@ -21,23 +22,10 @@ std::string quote(const std::string& s) {
     return "'" + s + "'";
 }
 
-// The fixture's Qwen3-4B converted to q8_0 with its vocabulary, made once per test process
-// into the temp folder and removed when it exits: at 4.3 GB it is not worth the fixture cache's
-// disk (a conversion takes about half a minute).
+// The fixture's Qwen3-4B converted to q8_0 with its vocabulary (4.3 GB, in the fixture cache).
 std::string qwen3_q8_0() {
-    struct Converted {
-        std::string path = test::temp_path("qwen3_4b_q8_0.gguf");
-        Converted() {
-            const std::string in = test::fixture_file("qwen3/qwen3_4b_bf16_seed31.safetensors");
-            test::run_or_fail(quote(SD_CLI_PATH) + " -M convert -m " + quote(in) + " -o " +
-                              quote(path) + " --type q8_0 --tokenizer-dir " +
-                              quote(test::fixtures_dir() + "/tokenizers") +
-                              " -t 2 >/dev/null 2>&1");
-        }
-        ~Converted() { std::remove(path.c_str()); }
-    };
-    static const Converted converted;
-    return converted.path;
+    return cli::converted_q8_0("qwen3/qwen3_4b_bf16_seed31.safetensors",
+                               "qwen3/qwen3_4b_q8_0.gguf");
 }
 
 TEST(ZImageGguf, TheLlmCarriesItsVocabulary) {

@@ -27,12 +27,13 @@ inline std::string write_temp(const std::string& name, const std::string& bytes)
     return path;
 }
 
-// f32 tensors by name written as TempDir()/NAME.safetensors; returns the path.
+// f32 tensors by name written as a temp file named after the process and NAME (a test suite's
+// tests run as parallel processes); returns the path.
 inline std::string write_f32_safetensors(const std::map<std::string, Tensor>& params,
                                          const std::string& name) {
     std::vector<OutputTensor> out;
     for (const auto& [n, t] : params) out.push_back({n, DType::F32, t.shape(), [t] { return t; }});
-    const std::string path = testing::TempDir() + "/" + name + ".safetensors";
+    const std::string path = temp_path(name + ".safetensors");
     write_safetensors(path, out);
     return path;
 }
