@@ -73,14 +73,20 @@ T5Encoder T5Encoder::load(const Weights& w) {
                     : tied;
     Weights enc = w["encoder"];
     // Read in every attention of every block: kept in f32.
-    m.relative_attention_bias_ =
-        convert(enc["block"][0]["layer"][0]["SelfAttention"]["relative_attention_bias"].get(
-                    "weight", {c.buckets, c.heads}),
-                DType::F32);
+    auto bias_table = [&](int64_t i) {
+        return convert(enc["block"][static_cast<int>(i)]["layer"][0]["SelfAttention"]
+                          ["relative_attention_bias"]
+                              .get("weight", {c.buckets, c.heads}),
+                       DType::F32);
+    };
+    const bool umt5 = c.layers > 1 &&
+                      w.has("encoder.block.1.layer.0.SelfAttention.relative_attention_bias.weight");
+    if (!umt5) m.relative_attention_bias_ = bias_table(0);
     for (int64_t i = 0; i < c.layers; ++i) {
         Weights attn = enc["block"][static_cast<int>(i)]["layer"][0];
         Weights ff = enc["block"][static_cast<int>(i)]["layer"][1];
         T5Block b;
+        if (umt5) b.relative_attention_bias = bias_table(i);
         b.attn_norm = attn["layer_norm"].get("weight", {c.width});
         b.q = Linear::load(attn["SelfAttention"]["q"], c.width, inner, /*bias=*/false);
         b.k = Linear::load(attn["SelfAttention"]["k"], c.width, inner, false);
@@ -96,18 +102,19 @@ T5Encoder T5Encoder::load(const Weights& w) {
     w.check("T5 encoder");
     m.pages_ = w.pages();
     SD_LOG_INFO(
-        "T5 encoder: %lld blocks, width %lld, %lld heads x %lld, feed-forward %lld, "
+        "%s encoder: %lld blocks, width %lld, %lld heads x %lld, feed-forward %lld, "
         "%lld position buckets",
-        (long long)c.layers, (long long)c.width, (long long)c.heads, (long long)c.head_dim,
-        (long long)c.ffn, (long long)c.buckets);
+        umt5 ? "UMT5" : "T5", (long long)c.layers, (long long)c.width, (long long)c.heads,
+        (long long)c.head_dim, (long long)c.ffn, (long long)c.buckets);
     return m;
 }
 
-Tensor T5Encoder::position_bias(int64_t n, std::span<const float> key_mask) const {
+Tensor T5Encoder::position_bias(const Tensor& bias_table, int64_t n,
+                                std::span<const float> key_mask) const {
     const int64_t h = config_.heads;
     Tensor bias = Tensor::empty({1, h, n, n});
     float* out = bias.data<float>();
-    const float* table = relative_attention_bias_.data<float>();
+    const float* table = bias_table.data<float>();
     for (int64_t i = 0; i < n; ++i) {
         for (int64_t j = 0; j < n; ++j) {
             const int32_t bucket =
@@ -146,8 +153,13 @@ Tensor T5Encoder::forward(std::span<const int32_t> ids, std::span<const float> k
     Tensor tokens = Tensor::empty({1, n}, DType::I32);
     std::copy(ids.begin(), ids.end(), tokens.data<int32_t>());
     Tensor x = embedding(shared_, tokens);  // [1, n, width]
-    const Tensor bias = position_bias(n, key_mask);
-    for (const T5Block& b : blocks_) x = block(b, x, bias);
+    if (per_block_position_bias()) {
+        for (const T5Block& b : blocks_)
+            x = block(b, x, position_bias(b.relative_attention_bias, n, key_mask));
+    } else {
+        const Tensor bias = position_bias(relative_attention_bias_, n, key_mask);
+        for (const T5Block& b : blocks_) x = block(b, x, bias);
+    }
     return rms_norm(x, final_norm_, config_.eps);
 }
 

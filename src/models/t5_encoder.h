@@ -2,7 +2,9 @@
 // embedding (`shared`), pre-norm blocks of self-attention with a learned relative position
 // bias (block 0's, shared by every block; no 1/sqrt(d) scaling, T5 folds it into the
 // weights) and a gated-GELU feed-forward (tanh GELU), RMS norms, a final RMS norm. Depth,
-// width, heads and feed-forward width are read from the weights.
+// width, heads and feed-forward width are read from the weights. UMT5 (Wan's text encoder,
+// transformers' UMT5EncoderModel) is the same but for a relative position bias of its own in
+// every block: told by block 1 having one.
 #pragma once
 
 #include <cstdint>
@@ -26,9 +28,10 @@ struct T5Config {
 };
 
 struct T5Block {
-    Tensor attn_norm, ffn_norm;  // RMS norm scales [width], f32
-    Linear q, k, v, o;           // no biases
-    Linear wi_0, wi_1, wo;       // gated GELU: wo(gelu_tanh(wi_0 x) * wi_1 x)
+    Tensor attn_norm, ffn_norm;      // RMS norm scales [width], f32
+    Tensor relative_attention_bias;  // UMT5: this block's [buckets, heads], f32; T5: undefined
+    Linear q, k, v, o;               // no biases
+    Linear wi_0, wi_1, wo;           // gated GELU: wo(gelu_tanh(wi_0 x) * wi_1 x)
 };
 
 // T5's bucket of a key at `relative_position` = key index - query index (bidirectional:
@@ -51,6 +54,10 @@ class T5Encoder {
     Tensor forward(std::span<const int32_t> ids, std::span<const float> key_mask = {}) const;
 
     int64_t width() const { return config_.width; }
+    // UMT5: a relative position bias in every block.
+    bool per_block_position_bias() const {
+        return !blocks_.empty() && blocks_[0].relative_attention_bias.defined();
+    }
     const T5Config& config() const { return config_; }
     // Drops the weights' file pages from RSS (see Residency); the next forward faults them
     // back in. Call once the prompt is encoded.
@@ -58,8 +65,9 @@ class T5Encoder {
     const WeightPages& weight_pages() const { return pages_; }
 
   private:
-    // f32 [1, heads, n, n], plus key_mask[j] on key j's column when given.
-    Tensor position_bias(int64_t n, std::span<const float> key_mask) const;
+    // f32 [1, heads, n, n] from `table` [buckets, heads], plus key_mask[j] on key j's column
+    // when given.
+    Tensor position_bias(const Tensor& table, int64_t n, std::span<const float> key_mask) const;
     Tensor block(const T5Block& b, const Tensor& x, const Tensor& bias) const;
 
     T5Config config_;

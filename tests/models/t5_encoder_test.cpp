@@ -1,4 +1,4 @@
-// T5 encoder: a tiny random T5 (2 blocks, width 64, 4 heads, 8 buckets) against an
+// T5 encoder: a tiny random T5 (2 blocks, width 64, 4 heads, 8 buckets) and UMT5 against an
 // independent numpy computation (tests/models/t5_reference.py), the relative position
 // buckets against hand-computed values, name forms, and mis-shaped or foreign files.
 #include "models/t5_encoder.h"
@@ -45,9 +45,9 @@ T5Encoder load(const std::string& file, ModelRole role) {
     return T5Encoder::load(Weights(files, canonical_prefix(ModelRole::T5)));
 }
 
-void expect_matches_reference(const T5Encoder& t5) {
+void expect_matches_reference(const T5Encoder& t5, const std::string& expected = "expected.bin") {
     const auto ids = read_raw<int32_t>(reference_dir() + "/ids.bin");
-    const auto want = read_raw<float>(reference_dir() + "/expected.bin");
+    const auto want = read_raw<float>(reference_dir() + "/" + expected);
     ASSERT_EQ(ids.size(), 40u);
     const Tensor got = t5.forward(ids);
     ASSERT_EQ(got.shape(), (Shape{1, 40, 64}));
@@ -67,6 +67,14 @@ TEST(T5Encoder, MatchesNumpyReference) {
     EXPECT_EQ(c.buckets, 8);
     EXPECT_EQ(c.vocab, 50);
     expect_matches_reference(t5);
+}
+
+// UMT5 (Wan's text encoder): each block's own relative position bias.
+TEST(T5Encoder, Umt5HasAPositionBiasInEveryBlock) {
+    const T5Encoder umt5 = load("umt5_tiny.safetensors", ModelRole::T5);
+    EXPECT_TRUE(umt5.per_block_position_bias());
+    EXPECT_FALSE(load("t5_tiny.safetensors", ModelRole::T5).per_block_position_bias());
+    expect_matches_reference(umt5, "umt5_expected.bin");
 }
 
 TEST(T5Encoder, SingleFileNamesInACheckpoint) {

@@ -11,11 +11,14 @@ Writes, into OUT_DIR:
   t5_tiny_llama.safetensors the same under llama.cpp's T5 GGUF names (enc.blk.N.attn_q ...)
   t5_tiny_tied.safetensors the embedding as encoder.embed_tokens.weight, no shared.weight
   clip_like.safetensors    two tensors named as a CLIP text encoder's (not a T5)
+  umt5_tiny.safetensors    a UMT5 encoder (a relative position bias in every block)
   ids.bin                  int32 token ids
   expected.bin             float32 [n, width]: the encoder's last hidden state
+  umt5_expected.bin        the same for the UMT5 encoder
 The formulas follow transformers' modeling_t5.py (T5LayerNorm, T5Attention with the
 bidirectional relative position buckets of block 0 shared by all blocks and no 1/sqrt(d)
-scaling, T5DenseGatedActDense with gelu_new), computed in float64 from float32 weights.
+scaling, T5DenseGatedActDense with gelu_new), computed in float64 from float32 weights; UMT5 as
+modeling_umt5.py (UMT5Attention: every block has its own relative_attention_bias).
 """
 import json
 import math
@@ -29,7 +32,7 @@ LAYERS, WIDTH, HEADS, HEAD_DIM, FFN, BUCKETS, MAX_DISTANCE, VOCAB, N = 2, 64, 4,
 EPS = 1e-6
 
 
-def weights(rng):
+def weights(rng, umt5=False):
     w = {"shared.weight": rng.normal(0, 1.0, (VOCAB, WIDTH))}
     inner = HEADS * HEAD_DIM
     for i in range(LAYERS):
@@ -38,7 +41,7 @@ def weights(rng):
         for name in "qkv":
             w[a + "SelfAttention.%s.weight" % name] = rng.normal(0, WIDTH ** -0.5, (inner, WIDTH))
         w[a + "SelfAttention.o.weight"] = rng.normal(0, inner ** -0.5, (WIDTH, inner))
-        if i == 0:
+        if i == 0 or umt5:
             w[a + "SelfAttention.relative_attention_bias.weight"] = rng.normal(0, 1.0, (BUCKETS, HEADS))
         w[a + "layer_norm.weight"] = rng.uniform(0.5, 1.5, (WIDTH,))
         w[f + "DenseReluDense.wi_0.weight"] = rng.normal(0, WIDTH ** -0.5, (FFN, WIDTH))
@@ -77,11 +80,12 @@ def encode(w, ids):
     n = len(ids)
     pos = np.arange(n)
     buckets = bucket(pos[None, :] - pos[:, None])  # [query, key]
-    bias = w["encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"][buckets]
-    bias = bias.transpose(2, 0, 1)  # [heads, n, n]
     for i in range(LAYERS):
         a = "encoder.block.%d.layer.0." % i
         f = "encoder.block.%d.layer.1." % i
+        table = a + "SelfAttention.relative_attention_bias.weight"  # UMT5: every block's own
+        if table in w:
+            bias = w[table][buckets].transpose(2, 0, 1)  # [heads, n, n]
         h = rms(x, w[a + "layer_norm.weight"])
         q, k, v = ((h @ w[a + "SelfAttention.%s.weight" % s].T).reshape(n, HEADS, HEAD_DIM).transpose(1, 0, 2)
                    for s in "qkv")
@@ -144,6 +148,9 @@ def main():
     write_safetensors(os.path.join(out, "clip_like.safetensors"), clip)
     ids.tofile(os.path.join(out, "ids.bin"))
     encode(w, ids).astype(np.float32).tofile(os.path.join(out, "expected.bin"))
+    u = weights(np.random.default_rng(14), umt5=True)
+    write_safetensors(os.path.join(out, "umt5_tiny.safetensors"), u)
+    encode(u, ids).astype(np.float32).tofile(os.path.join(out, "umt5_expected.bin"))
 
 
 if __name__ == "__main__":
