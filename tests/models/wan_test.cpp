@@ -1,0 +1,116 @@
+// Wan's DiT: token positions by hand, a tiny random model (width 256 = two 128-wide heads, 2
+// blocks, text width 32, 4 latent channels) against an independent float64 numpy forward of
+// the original Wan code (wan_reference.py) on a 2-frame latent, its configuration read from the
+// weights, and an image-to-video file refused by name.
+#include "models/wan.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+#include "base/error.h"
+#include "fixture_files.h"
+#include "io/io_test_util.h"
+#include "models/numpy_reference.h"
+#include "test_util.h"
+
+namespace sd {
+namespace {
+
+using Params = std::map<std::string, Tensor>;
+constexpr int64_t kDim = 256, kFfn = 64, kText = 32, kChannels = 4;
+
+TEST(WanPositions, FrameRowColumnInTokenOrder) {
+    EXPECT_EQ(wan_positions(2, 1, 2), (std::vector<float>{0, 0, 0, 0, 0, 1, 1, 0, 0, 1, 0, 1}));
+}
+
+Params tiny_wan(int depth) {
+    Params p;
+    uint32_t seed = 700;
+    auto linear = [&](const std::string& name, int64_t in, int64_t out) {
+        const float bound = 1.0f / std::sqrt(static_cast<float>(in));
+        p[name + ".weight"] = test::random_tensor({out, in}, seed++, -bound, bound);
+        p[name + ".bias"] = test::random_tensor({out}, seed++, -0.1f, 0.1f);
+    };
+    auto scale = [&](const std::string& name, int64_t n) {
+        p[name] = test::random_tensor({n}, seed++, 0.5f, 1.5f);
+    };
+    p["patch_embedding.weight"] =
+        test::random_tensor({kDim, kChannels, 1, 2, 2}, seed++, -0.5f, 0.5f);
+    p["patch_embedding.bias"] = test::random_tensor({kDim}, seed++, -0.1f, 0.1f);
+    linear("text_embedding.0", kText, kDim);
+    linear("text_embedding.2", kDim, kDim);
+    linear("time_embedding.0", 256, kDim);
+    linear("time_embedding.2", kDim, kDim);
+    linear("time_projection.1", kDim, 6 * kDim);
+    for (int i = 0; i < depth; ++i) {
+        const std::string b = "blocks." + std::to_string(i) + ".";
+        for (const char* a : {"self_attn.", "cross_attn."}) {
+            for (const char* n : {"q", "k", "v", "o"}) linear(b + a + n, kDim, kDim);
+            scale(b + a + "norm_q.weight", kDim);
+            scale(b + a + "norm_k.weight", kDim);
+        }
+        scale(b + "norm3.weight", kDim);
+        p[b + "norm3.bias"] = test::random_tensor({kDim}, seed++, -0.1f, 0.1f);
+        linear(b + "ffn.0", kDim, kFfn);
+        linear(b + "ffn.2", kFfn, kDim);
+        p[b + "modulation"] = test::random_tensor({1, 6, kDim}, seed++, -0.2f, 0.2f);
+    }
+    linear("head.head", kDim, 4 * kChannels);
+    p["head.modulation"] = test::random_tensor({1, 2, kDim}, seed++, -0.2f, 0.2f);
+    return p;
+}
+
+WanModel load_model(const std::string& path) {
+    ModelFiles files;
+    files.add(path, ModelRole::DiffusionModel);
+    return WanModel::load(Weights(files, "model.diffusion_model."));
+}
+
+TEST(WanModel, ConfigurationFromTheWeights) {
+    const WanModel m = load_model(test::write_f32_safetensors(tiny_wan(3), "wan_config"));
+    const WanConfig& c = m.config();
+    EXPECT_EQ(c.layers, 3);
+    EXPECT_EQ(c.dim, kDim);
+    EXPECT_EQ(c.heads, 2);
+    EXPECT_EQ(c.ffn, kFfn);
+    EXPECT_EQ(c.text_dim, kText);
+    EXPECT_EQ(c.in_channels, kChannels);
+    EXPECT_EQ(c.out_channels, kChannels);
+}
+
+TEST(WanModel, MatchesNumpy) {
+    const Params w = tiny_wan(2);
+    const std::string path = test::write_f32_safetensors(w, "wan_tiny");
+    const WanModel m = load_model(path);
+    Params in;
+    in["x"] = test::random_tensor({1, kChannels, 2, 4, 6}, 41);
+    in["t"] = Tensor::from_vector({1}, {730.0f});
+    in["context"] = test::random_tensor({1, 5, kText}, 42);
+    const Tensor got = m.forward(in.at("x"), in.at("t"), in.at("context"));
+    const Tensor want =
+        test::numpy_reference("wan_reference.py", path, in, in.at("x").shape(), "wan_tiny");
+    ASSERT_EQ(got.shape(), in.at("x").shape());
+    const test::Diff d = test::compare(got, want, /*floor=*/1e-2);
+    std::printf("max abs error vs numpy: %g\n", d.max_abs);
+    EXPECT_LT(d.max_abs, 1e-4) << "worst element " << d.worst;
+}
+
+TEST(WanModel, AnImageToVideoModelIsNamed) {
+    Params w = tiny_wan(1);
+    w["img_emb.proj.1.weight"] = Tensor::zeros({kDim, 1280});
+    const std::string path = test::write_f32_safetensors(w, "wan_i2v");
+    EXPECT_ERROR_CONTAINS(load_model(path), "image-to-video");
+}
+
+TEST(WanModel, AFourDimensionalLatentIsRefused) {
+    const WanModel m = load_model(test::write_f32_safetensors(tiny_wan(1), "wan_4d"));
+    EXPECT_ERROR_CONTAINS(
+        m.forward(test::random_tensor({1, kChannels, 4, 4}, 1), Tensor::from_vector({1}, {1.0f}),
+                  test::random_tensor({1, 3, kText}, 2)),
+        "want [1, 4, T, H, W]");
+}
+
+}  // namespace
+}  // namespace sd
