@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -172,6 +173,30 @@ struct ReleaseSpareCodec {
     }
 };
 
+// The progress callback's view of a generation: each step with its own seconds.
+std::function<void(int, int, float)> progress_reporter() {
+    return [last = 0.0f](int step, int steps, float seconds) mutable {
+        if (step == 1) last = 0.0f;
+        sd::api::report_progress(step, steps, seconds - last);
+        last = seconds;
+    };
+}
+
+// Runs the settled request and hands out its images (a video's frames); false when cancelled.
+bool run_and_hand_out(sd_ctx_t& ctx, const sd::ImageRequest& request,
+                      const sd::GenerationHooks& hooks, sd_image_t** out, int* count) {
+    std::vector<sd::image::Image> images;
+    try {
+        images = sd::generate_images(ctx.model.components, request, hooks);
+    } catch (const sd::Cancelled&) {
+        SD_LOG_WARN("generation cancelled");
+        return false;
+    }
+    *out = sd::api::to_c_images(images);
+    *count = static_cast<int>(images.size());
+    return true;
+}
+
 }  // namespace
 
 extern "C" {
@@ -253,12 +278,7 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* params, sd_imag
     try {
         const sd::ImageRequest request = sd::api::to_request(request_context(*sd_ctx), *params);
         sd::GenerationHooks hooks;
-        float last = 0.0f;
-        hooks.progress = [&last](int step, int steps, float seconds) {
-            if (step == 1) last = 0.0f;
-            sd::api::report_progress(step, steps, seconds - last);
-            last = seconds;
-        };
+        hooks.progress = progress_reporter();
         hooks.cancel = &sd_ctx->cancel;
         hooks.stop_after_image = &sd_ctx->stop_after_image;
         const sd::ModelComponents& m = sd_ctx->model.components;
@@ -272,17 +292,38 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* params, sd_imag
             sd_ctx->loras.update(sd_ctx->files, sd::api::lora_requests(*params), sd_ctx->lora_mode,
                                  sd_ctx->model.components.family_name);
         const sd::ScopedWeightPatches active(patches);
-        std::vector<sd::image::Image> images;
         const ReleaseSpareCodec release_spare{*sd_ctx};
-        try {
-            images = sd::generate_images(sd_ctx->model.components, request, hooks);
-        } catch (const sd::Cancelled&) {
-            SD_LOG_WARN("generation cancelled");
-            return false;
-        }
-        *images_out = sd::api::to_c_images(images);
-        *num_images_out = static_cast<int>(images.size());
-        return true;
+        return run_and_hand_out(*sd_ctx, request, hooks, images_out, num_images_out);
+    } catch (const std::exception& e) {
+        SD_LOG_ERROR("%s", e.what());
+        return false;
+    }
+}
+
+bool sd_ctx_supports_video_generation(const sd_ctx_t* sd_ctx) {
+    return sd_ctx != nullptr && sd_ctx->model.components.video;
+}
+
+bool generate_video(sd_ctx_t* sd_ctx, const sd_vid_gen_params_t* params, sd_image_t** frames_out,
+                    int* num_frames_out, sd_audio_t** audio_out) {
+    if (frames_out) *frames_out = nullptr;
+    if (num_frames_out) *num_frames_out = 0;
+    if (audio_out) *audio_out = nullptr;  // no video family here makes sound
+    if (!sd_ctx || !params || !frames_out || !num_frames_out) {
+        SD_LOG_ERROR("generate_video: needs a context, parameters and both frame pointers");
+        return false;
+    }
+    std::lock_guard<std::mutex> one_at_a_time(sd_ctx->generating);
+    sd_ctx->cancel.reset();
+    sd_ctx->stop_after_image = false;
+    try {
+        const sd::ImageRequest request =
+            sd::api::to_video_request(request_context(*sd_ctx), *params);
+        SD_CHECK(params->lora_count == 0, "LoRAs for a video model are not supported yet");
+        sd::GenerationHooks hooks;
+        hooks.progress = progress_reporter();
+        hooks.cancel = &sd_ctx->cancel;
+        return run_and_hand_out(*sd_ctx, request, hooks, frames_out, num_frames_out);
     } catch (const std::exception& e) {
         SD_LOG_ERROR("%s", e.what());
         return false;

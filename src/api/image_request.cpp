@@ -131,9 +131,12 @@ void reject_unbuilt(const sd_img_gen_params_t& p) {
     if (has(t.extra_tiling_args)) fail("--extra-tiling-args is not supported by this build yet");
 }
 
-ImageRequest to_request(const RequestContext& ctx, const sd_img_gen_params_t& p) {
-    reject_unbuilt(p);
-    const ModelComponents& m = ctx.model.components;
+namespace {
+
+// What image and video parameters share: the prompts, the size, the sampling, the seed, the
+// context's generators.
+template <typename Params>
+ImageRequest settle_shared(const RequestContext& ctx, const Params& p) {
     ImageRequest r;
     r.prompt = p.prompt ? p.prompt : "";
     r.max_prompt_tokens = ctx.max_prompt_tokens;
@@ -142,7 +145,7 @@ ImageRequest to_request(const RequestContext& ctx, const sd_img_gen_params_t& p)
     r.width = p.width;
     r.height = p.height;
     // Before the hires target, which the reference derives from the aligned size.
-    settle_size(m, r.width, r.height);
+    settle_size(ctx.model.components, r.width, r.height);
     const sd_sample_params_t& s = p.sample_params;
     const SettledSampling sampling = settle_sampling(ctx.model, s);
     r.method = sampling.method;
@@ -155,9 +158,20 @@ ImageRequest to_request(const RequestContext& ctx, const sd_img_gen_params_t& p)
     if (has_custom_sigmas(s))
         r.custom_sigmas.assign(s.custom_sigmas, s.custom_sigmas + s.custom_sigmas_count);
     r.seed = settle_seed(p.seed);
-    r.batch_count = p.batch_count;
     r.rng = ctx.rng;
     r.sampler_rng = ctx.sampler_rng;
+    r.cache = to_step_cache(p.cache);
+    return r;
+}
+
+}  // namespace
+
+ImageRequest to_request(const RequestContext& ctx, const sd_img_gen_params_t& p) {
+    reject_unbuilt(p);
+    const ModelComponents& m = ctx.model.components;
+    ImageRequest r = settle_shared(ctx, p);
+    const sd_sample_params_t& s = p.sample_params;
+    r.batch_count = p.batch_count;
     r.init_image = to_image8(p.init_image, "init image");
     r.mask_image = to_image8(p.mask_image, "mask image");
     r.strength = p.strength;
@@ -188,7 +202,6 @@ ImageRequest to_request(const RequestContext& ctx, const sd_img_gen_params_t& p)
              "skip-layer guidance (--slg-scale %g) needs a model whose blocks can be skipped "
              "(SD3); %s has none",
              r.slg.scale, m.family_name.c_str());
-    r.cache = to_step_cache(p.cache);
     return r;
 }
 
@@ -203,10 +216,42 @@ void write_back(const ImageRequest& r, sd_img_gen_params_t& p) {
     }
 }
 
+ImageRequest to_video_request(const RequestContext& ctx, const sd_vid_gen_params_t& p) {
+    const ModelComponents& m = ctx.model.components;
+    SD_CHECK(m.video,
+             "%s is an image model: video generation (vid_gen, generate_video) needs a video "
+             "model such as Wan",
+             m.family_name.c_str());
+    // Inputs of the video variants this build does not run yet: refused, naming them.
+    if (p.init_image.data)
+        fail(
+            "an init image (-i, image-to-video) is not supported by this build yet: it runs "
+            "text-to-video");
+    if (p.end_image.data) fail("--end-img (first/last-frame video) is not supported yet");
+    if (p.control_frames_size > 0) fail("--control-video (VACE) is not supported yet");
+    if (p.ref_images_count > 0 || p.ref_videos_count > 0 || p.ref_audios_count > 0)
+        fail("reference images, videos or audio for a video are not supported yet");
+    if (p.hires.enabled) fail("the hires fix is for images, not videos");
+    if (p.circular_x || p.circular_y) fail("--circular padding is not supported yet");
+    SD_CHECK(p.video_frames >= 1, "--video-frames %d: a video has at least one frame",
+             p.video_frames);
+    ImageRequest r = settle_shared(ctx, p);
+    // The video VAEs' grid: 1 + 4k frames, as the reference aligns them (down).
+    r.frames = (p.video_frames - 1) / 4 * 4 + 1;
+    if (r.frames != p.video_frames)
+        SD_LOG_WARN("--video-frames %d: a video has 1 + 4k frames; making %d", p.video_frames,
+                    r.frames);
+    r.vae_tiling.enabled = p.vae_tiling_params.enabled;
+    return r;
+}
+
 void settle_vid_gen_params(const RequestContext& ctx, sd_vid_gen_params_t& p) {
-    settle_size(ctx.model.components, p.width, p.height);
-    p.seed = settle_seed(p.seed);
-    write_back_sampling(settle_sampling(ctx.model, p.sample_params), p.sample_params);
+    const ImageRequest r = to_video_request(ctx, p);
+    p.seed = r.seed;
+    p.width = r.width;
+    p.height = r.height;
+    p.video_frames = r.frames;
+    write_back_sampling({r.method, r.scheduler, r.steps, r.flow_shift}, p.sample_params);
     if (p.high_noise_sample_params.sample_method == SAMPLE_METHOD_COUNT)
         p.high_noise_sample_params.sample_method = default_sample_method(&ctx.model);
 }

@@ -62,7 +62,12 @@ ImageRequest to_request(const RequestContext& ctx, const sd_img_gen_params_t& p)
 // (unless custom sigmas replace it), steps, flow shift, the hires target size.
 void write_back(const ImageRequest& r, sd_img_gen_params_t& p);
 
-// sd_vid_gen_params_t's shared fields settled in place (seed, size, sample_params,
+// The settled request of a video (ImageRequest::frames, aligned down to 1 + 4k with a
+// warning). Throws sd::Error naming the option of a bad request or one of a video variant this
+// build does not run (an init or end image, control frames), and for an image model.
+ImageRequest to_video_request(const RequestContext& ctx, const sd_vid_gen_params_t& p);
+
+// sd_vid_gen_params_t settled in place (seed, size, frames, sample_params,
 // high_noise_sample_params' method).
 void settle_vid_gen_params(const RequestContext& ctx, sd_vid_gen_params_t& p);
 

@@ -1,5 +1,5 @@
-// The C API entry points whose engine parts are not built yet (video generation, ADetailer,
-// ggml graph callbacks): each logs one line naming the feature and fails; none pretends to
+// The C API entry points whose engine parts are not built yet (ADetailer, ggml graph
+// callbacks): each logs one line naming the feature and fails; none pretends to
 // succeed.
 #include "base/log.h"
 #include "stable-diffusion.h"
@@ -18,14 +18,6 @@ void clear_outputs(sd_image_t** images_out, int* num_images_out) {
 }  // namespace
 
 extern "C" {
-
-bool generate_video(sd_ctx_t*, const sd_vid_gen_params_t*, sd_image_t** frames_out,
-                    int* num_frames_out, sd_audio_t** audio_out) {
-    clear_outputs(frames_out, num_frames_out);
-    if (audio_out) *audio_out = nullptr;
-    not_built("generate_video (video generation)");
-    return false;
-}
 
 adetailer_ctx_t* new_adetailer_ctx(const char*, int, const char*, const char*) {
     not_built("new_adetailer_ctx (ADetailer)");

@@ -129,10 +129,6 @@ bool sd_ctx_supports_image_generation(const sd_ctx_t* sd_ctx) {
     return sd_ctx != nullptr;
 }
 
-bool sd_ctx_supports_video_generation(const sd_ctx_t*) {
-    return false;
-}
-
 const char* sd_commit(void) {
     return SD_GIT_COMMIT;
 }

@@ -83,8 +83,9 @@ std::string first_with(const ModelFiles& files, const std::string& prefix) {
     return "";
 }
 
-T5Tokenizer find_t5_vocabulary(const ModelFiles& files, const LoadOptions& options) {
+T5Tokenizer find_t5_vocabulary(const ModelFiles& files, const LoadOptions& options, bool umt5) {
     T5TokenizerSearch search;
+    search.umt5 = umt5;
     search.tokenizer_dir = options.tokenizer_dir;
     search.model_path = options.model_path;
     search.t5_path = files.source_of("text_encoders.t5xxl.transformer.shared.weight");

@@ -46,7 +46,9 @@ Tensor t5_key_mask(const std::vector<float>& keep, int attend_pads);
 // The first tensor name under `prefix` ("" when none).
 std::string first_with(const ModelFiles& files, const std::string& prefix);
 
-// The T5 vocabulary (--tokenizer-dir, the model's folder, a GGUF's metadata, beside --t5xxl).
-T5Tokenizer find_t5_vocabulary(const ModelFiles& files, const LoadOptions& options);
+// The T5 vocabulary (--tokenizer-dir, the model's folder, a GGUF's metadata, beside --t5xxl);
+// with `umt5`, UMT5's (Wan's encoder).
+T5Tokenizer find_t5_vocabulary(const ModelFiles& files, const LoadOptions& options,
+                               bool umt5 = false);
 
 }  // namespace sd

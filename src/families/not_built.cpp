@@ -20,11 +20,6 @@ std::string detect_chroma_radiance(const ModelFiles& f) {
                ? "Chroma-Radiance"
                : "";
 }
-std::string detect_wan(const ModelFiles& f) {
-    return f.has_prefix(kDm + "blocks.0.cross_attn.") || f.has_prefix(kDm + "blocks.0.self_attn.")
-               ? "Wan"
-               : "";
-}
 std::string detect_lumina2(const ModelFiles& f) {
     return f.has_prefix(kDm + "layers.0.attention.") ? "Lumina 2" : "";
 }
@@ -36,12 +31,6 @@ constexpr RoleUse kSdxlRefinerRoles[] = {
 // Chroma-Radiance works in pixels: its VAE is optional.
 constexpr RoleUse kChromaRadianceRoles[] = {
     {ModelRole::DiffusionModel, true}, {ModelRole::T5, true}, {ModelRole::Vae}};
-// Wan: UMT5-XXL as --t5xxl, CLIP vision for image-to-video, Wan2.2's second expert.
-constexpr RoleUse kWanRoles[] = {{ModelRole::DiffusionModel, true},
-                                 {ModelRole::HighNoiseDiffusionModel},
-                                 {ModelRole::T5, true},
-                                 {ModelRole::ClipVision},
-                                 {ModelRole::Vae, true}};
 // Lumina 2: Gemma 2 as the LLM.
 constexpr RoleUse kLumina2Roles[] = {
     {ModelRole::DiffusionModel, true}, {ModelRole::Llm, true}, {ModelRole::Vae, true}};
@@ -54,10 +43,6 @@ extern const Family kSdxlRefinerFamily{
 extern const Family kChromaRadianceFamily{
     "Chroma-Radiance",    detect_chroma_radiance, {}, {3, 1, 1.0f, 0.0f, {}}, nullptr, {}, {},
     kChromaRadianceRoles, "Chroma1-Radiance"};
-// Wan's VAE normalises each latent channel by its own mean and std (as Qwen-Image's); its
-// latent format is declared when it is built.
-extern const Family kWanFamily{"Wan", detect_wan, {},        {16, 8, 1.0f, 0.0f, {}}, nullptr,
-                               {},    {},         kWanRoles, "Wan 2.1, Wan 2.2"};
 extern const Family kLumina2Family{
     "Lumina 2",    detect_lumina2,    {}, {16, 8, 0.3611f, 0.1159f, {}}, nullptr, {}, {},
     kLumina2Roles, "Lumina Image 2.0"};

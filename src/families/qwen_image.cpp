@@ -61,14 +61,6 @@ std::string edit_picture(int number, int64_t tokens) {
     return text + "<|vision_end|>";
 }
 
-// Wan 2.1's latent statistics (its vae.py), which Qwen-Image's latents are normalised by.
-constexpr float kWanMean[16] = {-0.7571f, -0.7089f, -0.9113f, 0.1075f,  -0.1745f, 0.9653f,
-                                -0.1517f, 1.5508f,  0.4134f,  -0.0715f, 0.5517f,  -0.3632f,
-                                -0.1922f, -0.9497f, 0.2503f,  -0.2921f};
-constexpr float kWanStd[16] = {2.8184f, 1.4541f, 2.3275f, 2.6558f, 1.2196f, 1.7708f,
-                               2.6052f, 2.0743f, 3.2687f, 2.1526f, 2.8652f, 1.5579f,
-                               1.6382f, 1.1253f, 2.8251f, 1.9160f};
-
 class QwenImageDiffusionModel : public DiffusionModel {
   public:
     explicit QwenImageDiffusionModel(QwenImageModel model) : model_(std::move(model)) {}
@@ -162,7 +154,7 @@ constexpr RoleUse kQwenImageRoles[] = {{ModelRole::DiffusionModel, true},
 extern const Family kQwenImageFamily{"Qwen-Image",
                                      detect,
                                      {EULER_SAMPLE_METHOD, DISCRETE_SCHEDULER},
-                                     {16, 8, 1.0f, 0.0f, {}, kWanMean, kWanStd, 1},
+                                     {16, 8, 1.0f, 0.0f, {}, kWan21LatentMean, kWan21LatentStd, 1},
                                      assemble,
                                      {},
                                      {},  // -M convert's rules for it: not set yet

@@ -182,6 +182,9 @@ struct ModelComponents {
     std::unique_ptr<ControlModel> control;      // a ControlNet, when one is loaded
     ExtraInput extra_input = ExtraInput::None;  // inpaint and control-latent models' channels
     RefImageSupport ref_images;                 // none unless the family sets it
+    // Its diffusion model and codec take video latents [1, C, T, h, w] (T = 1 + (frames - 1)
+    // / 4), the codec decoding them to frames [F, 3, H, W].
+    bool video = false;
     // The flow shift follows the request (FLUX.2's Flux2FlowDenoiser): every scheduler reads a
     // FluxFlowSchedule shifted by flux2_empirical_mu(image tokens, steps).
     bool shift_from_tokens = false;

@@ -31,6 +31,26 @@ void check_request(const ImageRequest& r) {
     SD_CHECK(r.steps <= kMaxSteps, "%d steps: at most %d", r.steps, kMaxSteps);
     SD_CHECK(std::isfinite(r.cfg_scale), "cfg scale must be a number");
     SD_CHECK(r.strength >= 0.0f && r.strength <= 1.0f, "strength %g is outside [0, 1]", r.strength);
+    SD_CHECK(r.frames >= 0 && (r.frames == 0 || (r.frames - 1) % 4 == 0),
+             "%d video frames: a video has 1 + 4k frames (align them first)", r.frames);
+}
+
+// A video: a video model, and none of the image-only inputs.
+void check_video(const ModelComponents& m, const ImageRequest& r) {
+    if (r.frames == 0) return;
+    SD_CHECK(m.video,
+             "%s is an image model: video generation (vid_gen) needs a video model such as Wan",
+             m.family_name.c_str());
+    SD_CHECK(!r.init_image && !r.mask_image && !r.control_image && r.ref_images.empty(),
+             "a video from an init image, mask, control image or reference images is not "
+             "supported by this build yet (text-to-video only)");
+    SD_CHECK(!r.hires.enabled, "the hires fix is for images, not videos");
+    SD_CHECK(r.batch_count == 1, "a video request makes one video (batch count %d)", r.batch_count);
+}
+
+// The latent frames of `frames` video frames (the video VAEs' 4x in time, the first alone).
+int64_t latent_frames(int frames) {
+    return 1 + (frames - 1) / 4;
 }
 
 // An input image of another size than the generation's is fitted to it, as the reference.
@@ -232,6 +252,8 @@ Conditions prepare(const ModelComponents& m, const Denoiser& d, const ImageReque
     attach_ref_latents(m, r, rngs.noise(), c);
     if (r.init_image) {
         attach_inpaint(m, r, image, rngs.noise(), c);
+    } else if (r.frames > 0) {
+        c.init_latent = Tensor::zeros({1, f.channels, latent_frames(r.frames), lh, lw});
     } else {
         c.init_latent = Tensor::zeros({1, f.channels, lh, lw});
         if (m.extra_input == ExtraInput::MaskAndMaskedLatent) {
@@ -322,9 +344,19 @@ Denoised denoise(const ModelComponents& m, const Denoiser& d, const ImageRequest
     return result;
 }
 
-image::Image generate_one(const ModelComponents& m, const Denoiser& d, const ImageRequest& r,
-                          const Conditions& c, int64_t seed, const GenerationHooks& hooks,
-                          CacheBudget& cache) {
+// A decoded image [1, 3, H, W] as one image, a video's frames [F, 3, H, W] as F.
+std::vector<image::Image> decoded_frames(const Tensor& decoded, bool video) {
+    if (!video) return {decoded_to_image(decoded)};
+    std::vector<image::Image> frames;
+    for (int64_t f = 0; f < decoded.size(0); ++f)
+        frames.push_back(decoded_to_image(decoded.narrow(0, f, 1)));
+    return frames;
+}
+
+// The image (or the video's frames) of one seed.
+std::vector<image::Image> generate_one(const ModelComponents& m, const Denoiser& d,
+                                       const ImageRequest& r, const Conditions& c, int64_t seed,
+                                       const GenerationHooks& hooks, CacheBudget& cache) {
     ImageRngs rngs(r.rng, r.sampler_rng, static_cast<uint64_t>(seed));
     Tensor noise = randn_tensor(rngs.noise(), c.init_latent.shape());
     Tensor x = d.noise_scaling(c.sigmas.front(), noise, c.init_latent);
@@ -372,11 +404,12 @@ image::Image generate_one(const ModelComponents& m, const Denoiser& d, const Ima
     cache.set(cache_bytes_for(m, /*decoding=*/true));
     CachingAllocator::instance().trim();
     const double decode_start = now_seconds();
-    Tensor image = m.codec->decode(z, decode_tiling(m, r.vae_tiling, z.size(2), z.size(3)));
+    Tensor image = m.codec->decode(
+        z, decode_tiling(m, r.vae_tiling, z.size(z.dim() - 2), z.size(z.dim() - 1)));
     if (!m.memory.keep_vae) m.codec->release_weights();
     CachingAllocator::instance().trim();
     SD_LOG_INFO("latent decoded in %.2f s", now_seconds() - decode_start);
-    return decoded_to_image(image);
+    return decoded_frames(image, r.frames > 0);
 }
 
 // The denoiser of one generation: the model's own, or for a flow model asked for another
@@ -429,10 +462,13 @@ ImageRequest settle_request(const ModelComponents& m, const ImageRequest& reques
              "a %dx%d request is not settled: %s sizes are multiples of %lld (align them first, "
              "pipeline/image_size.h)",
              r.width, r.height, m.family_name.c_str(), (long long)multiple);
+    check_video(m, r);
     check_ref_images(m, r);
     check_step_cache(r.cache, m.diffusion->cache_target(), m.family_name);
-    const std::string what = "a " + std::to_string(r.width) + "x" + std::to_string(r.height) +
-                             " image" + (r.hires.enabled ? " (with its hires pass)" : "");
+    const std::string what =
+        "a " + std::to_string(r.width) + "x" + std::to_string(r.height) +
+        (r.frames > 0 ? " video of " + std::to_string(r.frames) + " frames" : " image") +
+        (r.hires.enabled ? " (with its hires pass)" : "");
     const MemoryInputs in = memory_inputs(m, r);
     check_generation_memory(estimate_generation_memory(in), available_memory_bytes(), in, what);
     fit_to_request(r.init_image, r, "init image");
@@ -461,7 +497,8 @@ std::vector<image::Image> generate_images(const ModelComponents& m, const ImageR
         SD_LOG_INFO("generating image %d/%d, seed %lld", b + 1, r.batch_count,
                     static_cast<long long>(seed));
         const double t0 = now_seconds();
-        images.push_back(generate_one(m, denoiser.get(), r, c, seed, hooks, cache));
+        for (image::Image& image : generate_one(m, denoiser.get(), r, c, seed, hooks, cache))
+            images.push_back(std::move(image));
         SD_LOG_INFO("image %d done in %.2f s", b + 1, now_seconds() - t0);
     }
     return images;

@@ -1,5 +1,6 @@
 // Image generation over a family's components: txt2img, img2img, inpainting (with inpaint
-// checkpoints and with ordinary ones), batches, guidance; the same steps, in the same order
+// checkpoints and with ordinary ones), batches, guidance, and text-to-video on a video model's
+// 5-D latents; the same steps, in the same order
 // and with the same random draws, as stable-diffusion.cpp's generate_image.
 #pragma once
 
@@ -52,7 +53,8 @@ size_t cache_bytes_for(const ModelComponents& model, bool decoding);
 // settles to itself. Throws sd::Error on a bad request.
 ImageRequest settle_request(const ModelComponents& model, const ImageRequest& request);
 
-// Settles the request (settle_request) and runs it.
+// Settles the request (settle_request) and runs it: the batch's images, or a video's frames
+// (ImageRequest::frames).
 // Throws sd::Error on bad requests and sd::Cancelled when hooks.cancel is cancelled.
 std::vector<image::Image> generate_images(const ModelComponents& model, const ImageRequest& request,
                                           const GenerationHooks& hooks = {});

@@ -35,15 +35,17 @@ Tensor repatch(const Tensor& src, int64_t p, bool fold) {
     return out;
 }
 
-// [1, C, 1, 1] of `values` times `factor`.
-Tensor channel_tensor(std::span<const float> values, float factor, bool reciprocal) {
+// [1, C, 1, 1] (a video's [1, C, 1, 1, 1] when `dims` is 5) of `values` times `factor`.
+Tensor channel_tensor(std::span<const float> values, float factor, bool reciprocal, int dims) {
     std::vector<float> v(values.begin(), values.end());
     for (float& e : v) e = (reciprocal ? 1.0f / e : e) * factor;
-    return Tensor::from_vector({1, static_cast<int64_t>(v.size()), 1, 1}, v);
+    const auto c = static_cast<int64_t>(v.size());
+    return Tensor::from_vector(dims == 5 ? Shape{1, c, 1, 1, 1} : Shape{1, c, 1, 1}, v);
 }
 
+// An image's latent [B, C, H, W], or a video's [1, C, T, H, W] (unpatched formats).
 void check_channels(const LatentFormat& f, const Tensor& t, int64_t expected, const char* side) {
-    SD_CHECK(t.dim() == 4 && t.size(1) == expected,
+    SD_CHECK((t.dim() == 4 || (t.dim() == 5 && f.patch == 1)) && t.size(1) == expected,
              "a %s latent of shape %s does not fit this model's latent format (%lld channels)",
              side, t.shape().to_string().c_str(), (long long)expected);
     SD_CHECK(!f.per_channel() || (f.mean.size() == static_cast<size_t>(f.channels) &&
@@ -58,8 +60,8 @@ Tensor to_model_latent(const LatentFormat& f, const Tensor& z) {
     check_channels(f, z, f.codec_channels(), "codec");
     Tensor x = f.patch > 1 ? repatch(z, f.patch, /*fold=*/true) : z;
     if (f.per_channel()) {
-        x = x - channel_tensor(f.mean, 1.0f, false);
-        return x * channel_tensor(f.std, f.scale, /*reciprocal=*/true);
+        x = x - channel_tensor(f.mean, 1.0f, false, x.dim());
+        return x * channel_tensor(f.std, f.scale, /*reciprocal=*/true, x.dim());
     }
     if (f.shift != 0.0f) x = add_scalar(x, -f.shift);
     return x * f.scale;
@@ -69,7 +71,8 @@ Tensor to_codec_latent(const LatentFormat& f, const Tensor& x) {
     check_channels(f, x, f.channels, "model");
     Tensor z;
     if (f.per_channel()) {
-        z = x * channel_tensor(f.std, 1.0f / f.scale, false) + channel_tensor(f.mean, 1.0f, false);
+        z = x * channel_tensor(f.std, 1.0f / f.scale, false, x.dim()) +
+            channel_tensor(f.mean, 1.0f, false, x.dim());
     } else {
         z = x * (1.0f / f.scale);
         if (f.shift != 0.0f) z = add_scalar(z, f.shift);

@@ -41,7 +41,8 @@ struct LatentFormat {
     int64_t codec_factor() const { return factor / patch; }
 };
 
-// Codec latents [B, C, H, W] <-> the diffusion model's, by the format above. Throws sd::Error
+// Codec latents [B, C, H, W] (a video's [1, C, T, H, W], unpatched formats only) <-> the
+// diffusion model's, by the format above. Throws sd::Error
 // naming the shapes when a latent does not fit the format (channels, sides not a multiple
 // of the patch).
 Tensor to_model_latent(const LatentFormat& format, const Tensor& z);

@@ -32,6 +32,9 @@ struct ImageRequest {
     std::vector<float> custom_sigmas;
     int64_t seed = 42;  // image i of the batch uses seed + i
     int batch_count = 1;
+    // A video of this many frames (1 + 4k, the video VAEs' grid; settled), made by a video
+    // model (ModelComponents::video) and returned frame by frame; 0: an image.
+    int frames = 0;
     RngType rng = CUDA_RNG;
     RngType sampler_rng = RNG_TYPE_COUNT;
     std::optional<image::Image> init_image;  // img2img / inpaint

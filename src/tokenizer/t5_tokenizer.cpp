@@ -486,10 +486,11 @@ std::string file_in(const fs::path& dir, std::string& why) {
     return {};
 }
 
-// --tokenizer-dir / SD_TOKENIZER_DIR: ROOT/t5/; a file there that does not load is an error.
+// --tokenizer-dir / SD_TOKENIZER_DIR: ROOT/t5/ (ROOT/umt5/); a file there that does not load is
+// an error.
 std::optional<T5Tokenizer> from_named_dir(const std::string& root, const char* label,
-                                          std::vector<std::string>& searched) {
-    const fs::path dir = fs::path(root) / "t5";
+                                          const char* subdir, std::vector<std::string>& searched) {
+    const fs::path dir = fs::path(root) / subdir;
     std::string why;
     const std::string file = file_in(dir, why);
     if (file.empty()) {
@@ -502,12 +503,12 @@ std::optional<T5Tokenizer> from_named_dir(const std::string& root, const char* l
 
 // Beside a model file: a file that is not a T5 vocabulary (a CLIP tokenizer.json) is skipped.
 std::optional<T5Tokenizer> from_near(const std::string& path, const char* label,
-                                     std::vector<std::string>& searched) {
+                                     const char* sibling, std::vector<std::string>& searched) {
     if (path.empty()) {
         searched.push_back(strfmt("%s: no path given", label));
         return std::nullopt;
     }
-    for (const fs::path& dir : folders_near(path, "tokenizer_2")) {
+    for (const fs::path& dir : folders_near(path, sibling)) {
         std::string why;
         const std::string file = file_in(dir, why);
         if (!file.empty()) {
@@ -528,16 +529,22 @@ std::optional<T5Tokenizer> from_near(const std::string& path, const char* label,
 
 T5Tokenizer find_t5_tokenizer(const T5TokenizerSearch& search) {
     std::vector<std::string> searched;
+    // Wan's diffusers folder keeps UMT5's files in tokenizer/; FLUX's and SD3's T5 in
+    // tokenizer_2/ (or tokenizer_3/, found beside it).
+    const char* subdir = search.umt5 ? "umt5" : "t5";
+    const char* sibling = search.umt5 ? "tokenizer" : "tokenizer_2";
     std::optional<T5Tokenizer> named;
     if (try_named_tokenizer_dirs(search.tokenizer_dir, search.use_env, searched,
                                  [&](const std::string& root, const char* label) {
-                                     named = from_named_dir(root, label, searched);
+                                     named = from_named_dir(root, label, subdir, searched);
                                      return named.has_value();
                                  })) {
         return std::move(*named);
     }
-    if (auto t = from_near(search.t5_path, "beside the T5 file", searched)) return std::move(*t);
-    if (auto t = from_near(search.model_path, "beside the model", searched)) return std::move(*t);
+    if (auto t = from_near(search.t5_path, "beside the T5 file", sibling, searched))
+        return std::move(*t);
+    if (auto t = from_near(search.model_path, "beside the model", sibling, searched))
+        return std::move(*t);
     if (!search.model_file) {
         searched.push_back("GGUF metadata: no GGUF file given");
     } else if (!T5Tokenizer::gguf_has_vocab(search.model_file->metadata)) {
@@ -548,6 +555,14 @@ T5Tokenizer find_t5_tokenizer(const T5TokenizerSearch& search) {
         return T5Tokenizer::from_gguf_metadata(search.model_file->metadata,
                                                search.model_file->path);
     }
+    if (search.umt5)
+        fail(
+            "no UMT5 tokenizer vocabulary found. Wan's UMT5-XXL encoder needs tokenizer.json "
+            "(Hugging Face, Unigram) or spiece.model of google/umt5-xxl (its checkpoints do not "
+            "contain them). Searched, in order:%s\nDownload tokenizer.json from "
+            "https://huggingface.co/google/umt5-xxl, put it in DIR/umt5/ and pass --tokenizer-dir "
+            "DIR or set SD_TOKENIZER_DIR=DIR, or place it beside the --t5xxl file.",
+            numbered_places(searched).c_str());
     fail(
         "no T5 tokenizer vocabulary found. The T5 encoder needs spiece.model (SentencePiece) or "
         "tokenizer.json (Hugging Face, Unigram), the google/t5-v1_1-xxl tokenizer files "

@@ -69,6 +69,8 @@ class T5Tokenizer {
 
 // Where to look for the T5 vocabulary, in this order; the first place that has one wins.
 struct T5TokenizerSearch {
+    // UMT5 (Wan's encoder): its own vocabulary, in DIR/umt5/ and a diffusers tokenizer/ folder.
+    bool umt5 = false;
     std::string tokenizer_dir;  // --tokenizer-dir DIR: DIR/t5/spiece.model or DIR/t5/tokenizer.json
     bool use_env = true;        // SD_TOKENIZER_DIR, same layout as --tokenizer-dir
     std::string t5_path;        // the T5 file (--t5xxl): its folder, tokenizer_2/ beside it

@@ -160,7 +160,8 @@ TEST(System, UnbuiltPartsFailCleanly) {
     EXPECT_FALSE(generate_video(nullptr, &vid, &images, &count, &audio));
     EXPECT_EQ(images, nullptr);
     EXPECT_EQ(count, 0);
-    EXPECT_NE(log.captured.all().find("not built yet"), std::string::npos);
+    EXPECT_NE(log.captured.all().find("generate_video: needs a context"), std::string::npos);
+    EXPECT_FALSE(sd_ctx_supports_video_generation(nullptr));
     EXPECT_EQ(new_upscaler_ctx("x.pth", false, 1, 128, nullptr, nullptr), nullptr);
     sd_image_t input{0, 0, 3, nullptr};
     EXPECT_FALSE(upscale(nullptr, input, 4, &images, &count));

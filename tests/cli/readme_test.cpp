@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
@@ -82,6 +83,9 @@ const std::map<std::string, std::string>& fixture_for_file() {
         {"qwen_image_bf16.safetensors", "qwen_image/qwen_image_d2_bf16_seed40.safetensors"},
         {"qwen_2.5_vl_7b.safetensors", "qwen_image/qwen2_5_vl_7b_l2_vis2_bf16_seed41.safetensors"},
         {"qwen_image_vae.safetensors", "wan/wan21_vae_f32_seed42.safetensors"},
+        {"wan2.1_t2v_1.3B_fp16.safetensors", "wan/wan21_t2v_1_3b_bf16_seed60.safetensors"},
+        {"umt5_xxl_fp16.safetensors", "wan/umt5_xxl_l2_bf16_seed61.safetensors"},
+        {"wan_2.1_vae.safetensors", "wan/wan21_vae_f32_seed42.safetensors"},
     };
     return map;
 }
@@ -136,8 +140,12 @@ TEST_P(ReadmeExample, RunsOnTheFixtures) {
         arg = test::fixture_file(it->second);
     }
     for (const std::string& extra : fixture_extras(example.family)) args.push_back(extra);
-    const std::filesystem::path out =
-        std::filesystem::temp_directory_path() / ("readme_" + std::to_string(::getpid()) + ".png");
+    // A video example writes one file a frame: named by a %03d pattern, the first checked.
+    const bool video = std::find(args.begin(), args.end(), "vid_gen") != args.end();
+    const std::string stem = "readme_" + std::to_string(::getpid());
+    const std::filesystem::path tmp = std::filesystem::temp_directory_path();
+    const std::filesystem::path out = tmp / (stem + (video ? "_%03d.png" : ".png"));
+    const std::filesystem::path first = video ? tmp / (stem + "_000.png") : out;
     // Small and short: what is checked is that the command as written runs the family.
     for (const char* a : {"-W", "64", "-H", "64", "--steps", "1", "-t", "2"}) args.push_back(a);
     args.push_back("-o");
@@ -148,8 +156,11 @@ TEST_P(ReadmeExample, RunsOnTheFixtures) {
     ::unsetenv("SD_TOKENIZER_DIR");
     EXPECT_EQ(r.exit_code, 0) << example.command << "\n" << r.output;
     EXPECT_NE(r.output.find("model family: " + example.family), std::string::npos) << r.output;
-    EXPECT_TRUE(std::filesystem::exists(out)) << r.output;
-    std::filesystem::remove(out);
+    EXPECT_TRUE(std::filesystem::exists(first)) << r.output;
+    for (const auto& e : std::filesystem::directory_iterator(tmp)) {
+        if (e.path().filename().string().rfind(stem + (video ? "_" : "."), 0) == 0)
+            std::filesystem::remove(e.path());
+    }
 }
 
 std::string example_name(const testing::TestParamInfo<Example>& info) {

@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <dirent.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <regex>
@@ -35,9 +37,7 @@ struct ReferenceCase {
 // Folders whose feature this build does not have yet, with the issue that builds it. Every
 // other folder runs: a new family's cases run as soon as its folder appears.
 // An entry is a folder, or one case of it ("folder/id").
-const std::vector<std::pair<const char*, const char*>> kNotBuiltYet = {
-    {"wan", "issue 25: Wan video"},
-};
+const std::vector<std::pair<const char*, const char*>> kNotBuiltYet = {};
 
 // The PSNR floor of each folder (the fixtures README's table: between how far another prompt
 // moves the reference image and how far the reference moves itself with an f32 DiT); 40 dB for
@@ -140,19 +140,53 @@ std::string expand_placeholders(std::string arg, const std::string& case_folder)
     return arg;
 }
 
-// Runs case `c` through sd-cli and returns its PSNR against the reference image. With
+// A frame's file of an output pattern with a printf-style index ("x_%03d.png", 2 -> "x_002.png").
+std::string frame_file(const std::string& pattern, int index) {
+    static const std::regex spec("%(0?)([0-9]*)d");
+    std::smatch m;
+    if (!std::regex_search(pattern, m, spec)) return pattern;
+    std::string number = std::to_string(index);
+    const size_t width = m[2].length() ? std::stoul(m[2].str()) : 0;
+    if (number.size() < width) number.insert(0, width - number.size(), m[1].length() ? '0' : ' ');
+    return m.prefix().str() + number + m.suffix().str();
+}
+
+// PSNR of our image `got` against the reference's `want`; 0 and a failure when a size differs.
+double compare_image(const ReferenceCase& c, const std::string& got_path,
+                     const std::string& want_path) {
+    image::Image got = image::read_image(got_path, 3);
+    image::Image want = image::read_image(want_path, 3);
+    if (got.width != want.width || got.height != want.height) {
+        ADD_FAILURE() << c.family << "/" << c.id << ": " << got.width << "x" << got.height
+                      << ", want " << want.width << "x" << want.height;
+        return 0;
+    }
+    return test::psnr(got.pixels, want.pixels);
+}
+
+// Runs case `c` through sd-cli and returns its PSNR against the reference image (a video's
+// case, which names its frames with -o ID_%03d.png, its worst frame's). With
 // `fixture_tokenizers` false the fixtures' tokenizer folder is out of the process's reach (no
 // --tokenizer-dir, SD_TOKENIZER_DIR unset): the vocabularies come from the files or the binary.
 double run_case(const ReferenceCase& c, bool fixture_tokenizers) {
     const std::string folder = test::fixtures_dir() + "/reference/" + c.family;
-    const std::string out = testing::TempDir() + "/sd_reference_" + c.family + "_" + c.id + ".png";
+    std::vector<std::string> args = c.args;
+    std::string frames;  // the case's own -o pattern: one file a frame
+    if (auto o = std::find(args.begin(), args.end(), "-o");
+        o != args.end() && o + 1 != args.end()) {
+        frames = *(o + 1);
+        args.erase(o, o + 2);
+    }
+    const std::string out = testing::TempDir() + "/sd_reference_" + c.family + "_" +
+                            std::to_string(::getpid()) + "_" +
+                            (frames.empty() ? c.id + ".png" : frames);
     std::string command =
         "cd " + shell_quote(folder) + " && env -u SD_TOKENIZER_DIR " + shell_quote(SD_CLI_PATH);
     if (!c.manifest.empty())
         command += " -m " + shell_quote(test::generated_checkpoint(c.manifest, c.dtype, c.seed));
     if (fixture_tokenizers)
         command += " --tokenizer-dir " + shell_quote(test::fixtures_dir() + "/tokenizers");
-    for (const std::string& a : c.args) {
+    for (const std::string& a : args) {
         command += ' ';  // appended apart: GCC 12 warns (-Wrestrict) on " " + string here
         command += shell_quote(expand_placeholders(a, folder));
     }
@@ -164,15 +198,31 @@ double run_case(const ReferenceCase& c, bool fixture_tokenizers) {
         ADD_FAILURE() << command;
         return 0;
     }
-    image::Image got = image::read_image(out, 3);
-    image::Image want = image::read_image(folder + "/" + c.id + ".png", 3);
-    std::remove(out.c_str());
-    if (got.width != want.width || got.height != want.height) {
-        ADD_FAILURE() << c.family << "/" << c.id << ": " << got.width << "x" << got.height
-                      << ", want " << want.width << "x" << want.height;
-        return 0;
+    double p = 0;
+    if (frames.empty()) {
+        p = compare_image(c, out, folder + "/" + c.id + ".png");
+        std::remove(out.c_str());
+    } else {
+        p = INFINITY;
+        int count = 0;
+        for (; test::file_exists(folder + "/" + frame_file(frames, count)); ++count) {
+            const std::string got = frame_file(out, count);
+            if (!test::file_exists(got)) {
+                ADD_FAILURE() << c.family << "/" << c.id << ": no frame " << count << " (" << got
+                              << ")";
+                return 0;
+            }
+            const double frame_psnr =
+                compare_image(c, got, folder + "/" + frame_file(frames, count));
+            std::printf("%s/%s frame %d: PSNR %.2f dB\n", c.family.c_str(), c.id.c_str(), count,
+                        frame_psnr);
+            p = std::min(p, frame_psnr);
+            std::remove(got.c_str());
+        }
+        EXPECT_GT(count, 0) << c.family << "/" << c.id << ": no reference frames " << frames;
+        EXPECT_FALSE(test::file_exists(frame_file(out, count)))
+            << c.family << "/" << c.id << ": more frames than the reference's " << count;
     }
-    const double p = test::psnr(got.pixels, want.pixels);
     std::printf("%s/%s: PSNR %.2f dB\n", c.family.c_str(), c.id.c_str(), p);
     return p;
 }

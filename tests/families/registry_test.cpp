@@ -104,12 +104,17 @@ TEST(FamilyRegistry, APartTheFamilyTakesNotIsNamedWithItsOption) {
     EXPECT_NE(error.find("--t5xxl"), std::string::npos) << error;
     EXPECT_NE(error.find("SDXL model takes no T5-XXL text encoder"), std::string::npos) << error;
 
-    // A family that takes the part, not built yet, says so.
-    ModelFiles wan;
-    wan.add(sparse("wan21_t2v_1_3b", "wan_roles"), ModelRole::DiffusionModel);
-    wan.add(sparse("umt5_xxl_l2", "umt5_t5"), ModelRole::T5);
-    error = test::error_of([&] { load_model(wan, options()); });
-    EXPECT_NE(error.find("Wan model, which this program cannot run yet"), std::string::npos)
+    // A family that takes the part, not built yet, says so (Lumina 2: a NextDiT without
+    // Z-Image's cap_embedder, with an LLM).
+    const std::string lumina = test::temp_path("lumina2_dit.safetensors");
+    write_safetensors(lumina, {{"layers.0.attention.qkv.weight", DType::F32, Shape{4, 4}, [] {
+                                    return Tensor::zeros({4, 4});
+                                }}});
+    ModelFiles lumina2;
+    lumina2.add(lumina, ModelRole::DiffusionModel);
+    lumina2.add(llm, ModelRole::Llm);
+    error = test::error_of([&] { load_model(lumina2, options()); });
+    EXPECT_NE(error.find("Lumina 2 model, which this program cannot run yet"), std::string::npos)
         << error;
 
     // No family of the files' layout: the part no runnable family takes is named.

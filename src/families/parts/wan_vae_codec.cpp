@@ -1,6 +1,8 @@
 #include "families/parts/wan_vae_codec.h"
 
 #include "base/error.h"
+#include "base/log.h"
+#include "ops/ops.h"
 #include "pipeline/vae_tiling.h"
 
 namespace sd {
@@ -12,6 +14,13 @@ Tensor WanVaeCodec::encode(const Tensor& image01, Rng& /*rng: the mean is taken*
 }
 
 Tensor WanVaeCodec::decode(const Tensor& latent, const VaeTiling& tiling) const {
+    if (latent.dim() == 5) {  // the decoder's activations are frames first: [T, z, h, w]
+        SD_CHECK(latent.size(0) == 1, "the Wan VAE decodes one video at a time");
+        if (tiling.enabled) SD_LOG_WARN("--vae-tiling is not applied to a video's decode");
+        return vae_.decode(
+            permute_copy(latent, {0, 2, 1, 3, 4})
+                .view({latent.size(2), latent.size(1), latent.size(3), latent.size(4)}));
+    }
     // An image's latent [1, z, h, w] is a one-frame clip, decoded to one frame.
     if (!tiling.enabled) return vae_.decode(latent);
     return decode_tiled([&](const Tensor& tile) { return vae_.decode(tile); }, latent,
