@@ -45,7 +45,7 @@ inline uint64_t headroom_bytes() {
 
 inline std::string fixture_cache_dir() {
     const char* env = std::getenv("SD_FIXTURE_CACHE");
-    std::string dir = env ? env : SD_FIXTURE_CACHE_DIR;
+    std::string dir = env && *env ? env : SD_FIXTURE_CACHE_DIR;  // set but empty: the default
     ::mkdir(dir.c_str(), 0755);
     return dir;
 }

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "api/tiny_wan.h"
 #include "fixture_files.h"
 #include "io/io_test_util.h"
 #include "stable-diffusion-ext.h"
@@ -19,77 +20,16 @@
 namespace sd {
 namespace {
 
-using Params = std::map<std::string, Tensor>;
-constexpr int64_t kDim = 256, kText = 64, kLatent = 16, kVocab = 16101;
+constexpr int64_t kVocab = 16101;  // the fixtures' UMT5 vocabulary
 
 struct CtxDeleter {
     void operator()(sd_ctx_t* ctx) const { free_sd_ctx(ctx); }
 };
 using Ctx = std::unique_ptr<sd_ctx_t, CtxDeleter>;
 
-struct TinyParams {
-    Params p;
-    uint32_t seed = 900;
-    void linear(const std::string& name, int64_t in, int64_t out, bool bias = true) {
-        const float bound = 1.0f / std::sqrt(static_cast<float>(in));
-        p[name + ".weight"] = test::random_tensor({out, in}, seed++, -bound, bound);
-        if (bias) p[name + ".bias"] = test::random_tensor({out}, seed++, -0.1f, 0.1f);
-    }
-    void scale(const std::string& name, int64_t n) {
-        p[name] = test::random_tensor({n}, seed++, 0.5f, 1.5f);
-    }
-};
-
-std::string tiny_wan_dit() {
-    TinyParams w;
-    w.p["patch_embedding.weight"] =
-        test::random_tensor({kDim, kLatent, 1, 2, 2}, w.seed++, -0.2f, 0.2f);
-    w.p["patch_embedding.bias"] = test::random_tensor({kDim}, w.seed++, -0.1f, 0.1f);
-    w.linear("text_embedding.0", kText, kDim);
-    w.linear("text_embedding.2", kDim, kDim);
-    w.linear("time_embedding.0", 256, kDim);
-    w.linear("time_embedding.2", kDim, kDim);
-    w.linear("time_projection.1", kDim, 6 * kDim);
-    for (const char* a : {"blocks.0.self_attn.", "blocks.0.cross_attn."}) {
-        for (const char* n : {"q", "k", "v", "o"}) w.linear(std::string(a) + n, kDim, kDim);
-        w.scale(std::string(a) + "norm_q.weight", kDim);
-        w.scale(std::string(a) + "norm_k.weight", kDim);
-    }
-    w.scale("blocks.0.norm3.weight", kDim);
-    w.p["blocks.0.norm3.bias"] = Tensor::zeros({kDim});
-    w.linear("blocks.0.ffn.0", kDim, 64);
-    w.linear("blocks.0.ffn.2", 64, kDim);
-    w.p["blocks.0.modulation"] = test::random_tensor({1, 6, kDim}, w.seed++, -0.1f, 0.1f);
-    w.linear("head.head", kDim, 4 * kLatent);
-    w.p["head.modulation"] = test::random_tensor({1, 2, kDim}, w.seed++, -0.1f, 0.1f);
-    return test::write_f32_safetensors(w.p, "tiny_wan_dit");
-}
-
-// A T5 of 2 blocks, 4 heads of 16; UMT5 when every block has a position bias.
-std::string tiny_t5(bool umt5) {
-    TinyParams w;
-    w.p["shared.weight"] = test::random_tensor({kVocab, kText}, w.seed++);
-    for (int i = 0; i < 2; ++i) {
-        const std::string a = "encoder.block." + std::to_string(i) + ".layer.0.";
-        const std::string f = "encoder.block." + std::to_string(i) + ".layer.1.";
-        for (const char* n : {"q", "k", "v", "o"})
-            w.linear(a + "SelfAttention." + n, kText, kText, false);
-        if (umt5 || i == 0)
-            w.p[a + "SelfAttention.relative_attention_bias.weight"] =
-                test::random_tensor({32, 4}, w.seed++);
-        w.scale(a + "layer_norm.weight", kText);
-        w.linear(f + "DenseReluDense.wi_0", kText, 96, false);
-        w.linear(f + "DenseReluDense.wi_1", kText, 96, false);
-        w.linear(f + "DenseReluDense.wo", 96, kText, false);
-        w.scale(f + "layer_norm.weight", kText);
-    }
-    w.scale("encoder.final_layer_norm.weight", kText);
-    return test::write_f32_safetensors(w.p, umt5 ? "tiny_umt5" : "tiny_t5");
-}
-
 Ctx open_wan(bool umt5 = true) {
-    static const std::string dit = tiny_wan_dit();
-    const std::string t5 = tiny_t5(umt5);
+    static const std::string dit = test::tiny_wan_dit();
+    const std::string t5 = test::tiny_t5(umt5, kVocab);
     static const std::string vae = test::fixture_file("wan/wan21_vae_f32_seed42.safetensors");
     const std::string tokenizers = test::fixtures_dir() + "/tokenizers";
     sd_ctx_params_t cp;

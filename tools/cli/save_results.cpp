@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "base/error.h"
+#include "image/video_writer.h"
 #include "image_metadata.h"
 #include "log_output.h"
 #include "output_paths.h"
@@ -35,13 +36,36 @@ bool write_one(const CliParams& p, const GenerationRequest& r, const sd_image_t&
     }
 }
 
+// A video's frames as one file, as the reference: an animated WebP for a .webp path, else an
+// MJPEG AVI with the extension made .avi.
+bool write_video_file(const CliParams& p, const ImageList& images) {
+    std::string path = p.output_path;
+    if (sd::image::video_format_from_path(path) != sd::image::VideoFormat::AnimatedWebp) {
+        const std::filesystem::path as_path(path);
+        if (as_path.extension() != ".avi")
+            path = std::filesystem::path(as_path).replace_extension(".avi").string();
+    }
+    try {
+        std::vector<sd::image::Image> frames;
+        for (int i = 0; i < images.size(); ++i) frames.push_back(to_image(images[i]));
+        make_parent_folder(path);
+        sd::image::write_video(path, frames, p.fps);
+        log_info("save the %d-frame video (%d fps) to '%s' (success)", images.size(), p.fps,
+                 path.c_str());
+        return true;
+    } catch (const std::exception& e) {
+        log_error("save the video to '%s' failed: %s", path.c_str(), e.what());
+        return false;
+    }
+}
+
 }  // namespace
 
 bool save_results(const CliParams& p, const GenerationRequest& r, const ImageList& images) {
     if (images.size() == 0) return false;
-    if (p.mode == Mode::VidGen && images.size() > 1)
-        log_info("writing the %d video frames as images (video files are not built yet)",
-                 images.size());
+    // A video without a %d in -o is one file; with one, a file a frame.
+    if (p.mode == Mode::VidGen && images.size() > 1 && !has_sequence_specifier(p.output_path))
+        return write_video_file(p, images);
     const std::vector<std::string> paths =
         output_paths(p.output_path, images.size(), p.output_begin_idx);
     int written = 0;

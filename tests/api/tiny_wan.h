@@ -1,0 +1,78 @@
+// A tiny Wan for the tests of the video path: a random DiT and (U)MT5 written as f32 files in
+// the temp folder (used with the fixture Wan 2.1 VAE and the fixtures' UMT5 vocabulary).
+#pragma once
+
+#include <cmath>
+#include <map>
+#include <string>
+
+#include "io/io_test_util.h"
+#include "test_util.h"
+
+namespace sd::test {
+
+constexpr int64_t kTinyWanDim = 256, kTinyWanText = 64, kTinyWanLatent = 16;
+
+struct TinyParams {
+    std::map<std::string, Tensor> p;
+    uint32_t seed = 900;
+    void linear(const std::string& name, int64_t in, int64_t out, bool bias = true) {
+        const float bound = 1.0f / std::sqrt(static_cast<float>(in));
+        p[name + ".weight"] = random_tensor({out, in}, seed++, -bound, bound);
+        if (bias) p[name + ".bias"] = random_tensor({out}, seed++, -0.1f, 0.1f);
+    }
+    void scale(const std::string& name, int64_t n) {
+        p[name] = random_tensor({n}, seed++, 0.5f, 1.5f);
+    }
+};
+
+// A random Wan DiT of one block, 256 wide (two heads), text width 64, 16 latent channels.
+inline std::string tiny_wan_dit() {
+    TinyParams w;
+    w.p["patch_embedding.weight"] =
+        random_tensor({kTinyWanDim, kTinyWanLatent, 1, 2, 2}, w.seed++, -0.2f, 0.2f);
+    w.p["patch_embedding.bias"] = random_tensor({kTinyWanDim}, w.seed++, -0.1f, 0.1f);
+    w.linear("text_embedding.0", kTinyWanText, kTinyWanDim);
+    w.linear("text_embedding.2", kTinyWanDim, kTinyWanDim);
+    w.linear("time_embedding.0", 256, kTinyWanDim);
+    w.linear("time_embedding.2", kTinyWanDim, kTinyWanDim);
+    w.linear("time_projection.1", kTinyWanDim, 6 * kTinyWanDim);
+    for (const char* a : {"blocks.0.self_attn.", "blocks.0.cross_attn."}) {
+        for (const char* n : {"q", "k", "v", "o"})
+            w.linear(std::string(a) + n, kTinyWanDim, kTinyWanDim);
+        w.scale(std::string(a) + "norm_q.weight", kTinyWanDim);
+        w.scale(std::string(a) + "norm_k.weight", kTinyWanDim);
+    }
+    w.scale("blocks.0.norm3.weight", kTinyWanDim);
+    w.p["blocks.0.norm3.bias"] = Tensor::zeros({kTinyWanDim});
+    w.linear("blocks.0.ffn.0", kTinyWanDim, 64);
+    w.linear("blocks.0.ffn.2", 64, kTinyWanDim);
+    w.p["blocks.0.modulation"] = random_tensor({1, 6, kTinyWanDim}, w.seed++, -0.1f, 0.1f);
+    w.linear("head.head", kTinyWanDim, 4 * kTinyWanLatent);
+    w.p["head.modulation"] = random_tensor({1, 2, kTinyWanDim}, w.seed++, -0.1f, 0.1f);
+    return write_f32_safetensors(w.p, "tiny_wan_dit");
+}
+
+// A T5 of 2 blocks, 4 heads of 16; UMT5 when every block has a position bias.
+inline std::string tiny_t5(bool umt5, int64_t vocab) {
+    TinyParams w;
+    w.p["shared.weight"] = random_tensor({vocab, kTinyWanText}, w.seed++);
+    for (int i = 0; i < 2; ++i) {
+        const std::string a = "encoder.block." + std::to_string(i) + ".layer.0.";
+        const std::string f = "encoder.block." + std::to_string(i) + ".layer.1.";
+        for (const char* n : {"q", "k", "v", "o"})
+            w.linear(a + "SelfAttention." + n, kTinyWanText, kTinyWanText, false);
+        if (umt5 || i == 0)
+            w.p[a + "SelfAttention.relative_attention_bias.weight"] =
+                random_tensor({32, 4}, w.seed++);
+        w.scale(a + "layer_norm.weight", kTinyWanText);
+        w.linear(f + "DenseReluDense.wi_0", kTinyWanText, 96, false);
+        w.linear(f + "DenseReluDense.wi_1", kTinyWanText, 96, false);
+        w.linear(f + "DenseReluDense.wo", 96, kTinyWanText, false);
+        w.scale(f + "layer_norm.weight", kTinyWanText);
+    }
+    w.scale("encoder.final_layer_norm.weight", kTinyWanText);
+    return write_f32_safetensors(w.p, umt5 ? "tiny_umt5" : "tiny_t5");
+}
+
+}  // namespace sd::test

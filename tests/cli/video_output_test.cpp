@@ -1,0 +1,99 @@
+// sd-cli -M vid_gen's outputs on a tiny Wan: an -o with %d writes a PNG a frame, clip.avi an
+// MJPEG AVI, clip.webp an animated WebP, and any other name the AVI beside it (as the
+// reference program).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+
+#include "api/tiny_wan.h"
+#include "fixture_files.h"
+#include "image/image_io.h"
+#include "run_cli.h"
+
+namespace sd {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Runs a 5-frame 32x32 video into `output` (in a folder of its own); the folder.
+fs::path run_video(const std::string& output) {
+    static const std::string dit = test::tiny_wan_dit();
+    static const std::string umt5 = test::tiny_t5(true, 16101);
+    const fs::path dir = fs::path(testing::TempDir()) /
+                         ("sd_video_out_" + std::to_string(::getpid()) + "_" + output.substr(0, 4));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const cli::RunResult r =
+        cli::run_cli({"-M",
+                      "vid_gen",
+                      "--diffusion-model",
+                      dit,
+                      "--t5xxl",
+                      umt5,
+                      "--vae",
+                      test::fixture_file("wan/wan21_vae_f32_seed42.safetensors"),
+                      "--tokenizer-dir",
+                      test::fixtures_dir() + "/tokenizers",
+                      "-p",
+                      "a cat",
+                      "-W",
+                      "32",
+                      "-H",
+                      "32",
+                      "--video-frames",
+                      "5",
+                      "--steps",
+                      "1",
+                      "--fps",
+                      "8",
+                      "-t",
+                      "2",
+                      "-o",
+                      (dir / output).string()});
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return dir;
+}
+
+int count_of(const std::vector<uint8_t>& bytes, const std::string& text) {
+    int n = 0;
+    for (auto it = bytes.begin();
+         (it = std::search(it, bytes.end(), text.begin(), text.end())) != bytes.end(); ++it)
+        ++n;
+    return n;
+}
+
+TEST(CliVideo, APatternWritesAPngAFrame) {
+    const fs::path dir = run_video("f_%02d.png");
+    for (int i = 0; i < 5; ++i) {
+        const fs::path frame = dir / ("f_0" + std::to_string(i) + ".png");
+        ASSERT_TRUE(fs::exists(frame)) << frame;
+        EXPECT_EQ(image::read_image(frame.string(), 3).width, 32u);
+    }
+    EXPECT_FALSE(fs::exists(dir / "f_05.png"));
+    fs::remove_all(dir);
+}
+
+TEST(CliVideo, AviAndAnimatedWebp) {
+    fs::path dir = run_video("clip.avi");
+    std::vector<uint8_t> avi = image::read_file_bytes((dir / "clip.avi").string());
+    EXPECT_EQ(std::string(avi.begin() + 8, avi.begin() + 12), "AVI ");
+    EXPECT_EQ(count_of(avi, "00dc"), 2 * 5);  // each frame's chunk and its index entry
+    fs::remove_all(dir);
+
+    dir = run_video("clip.webp");
+    const std::vector<uint8_t> webp = image::read_file_bytes((dir / "clip.webp").string());
+    EXPECT_EQ(std::string(webp.begin() + 8, webp.begin() + 12), "WEBP");
+    EXPECT_EQ(count_of(webp, "ANMF"), 5);
+    fs::remove_all(dir);
+
+    dir = run_video("clip.png");  // no %d: the video, named .avi
+    EXPECT_TRUE(fs::exists(dir / "clip.avi"));
+    EXPECT_FALSE(fs::exists(dir / "clip.png"));
+    fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace sd
