@@ -88,8 +88,8 @@ WanModel WanModel::load(const Weights& w) {
     m.patch_embedding.name = w.prefix() + "patch_embedding.weight";
     m.text_in = Linear::load(w["text_embedding"]["0"], c.text_dim, D);
     m.text_out = Linear::load(w["text_embedding"]["2"], D, D);
-    m.time_in = Linear::load(w["time_embedding"]["0"], c.freq_dim, D);
-    m.time_out = Linear::load(w["time_embedding"]["2"], D, D);
+    m.time_embedding = {Linear::load(w["time_embedding"]["0"], c.freq_dim, D),
+                        Linear::load(w["time_embedding"]["2"], D, D)};
     m.time_projection = Linear::load(w["time_projection"]["1"], D, 6 * D);
     for (int i = 0; i < c.layers; ++i) {
         const Weights b = w["blocks"][i];
@@ -152,8 +152,7 @@ Tensor WanModel::forward(const Tensor& x, const Tensor& timesteps, const Tensor&
              context.describe().c_str(), (long long)c.text_dim);
     const int64_t T = x.size(2), H = x.size(3), W = x.size(4);
 
-    const Tensor e =
-        time_out.forward(silu(time_in.forward(timestep_embedding(timesteps, c.freq_dim))));
+    const Tensor e = time_embedding.forward(timestep_embedding(timesteps, c.freq_dim));
     const Tensor e0 = time_projection.forward(silu(e));  // [1, 6 dim]
     const Tensor text = text_out.forward(gelu(text_in.forward(context), GeluApprox::Tanh));
 

@@ -17,6 +17,7 @@
 
 #include <vector>
 
+#include "nn/dit_blocks.h"
 #include "nn/layers.h"
 
 namespace sd {
@@ -71,7 +72,8 @@ class WanModel {
 
     WanConfig config_;
     Linear patch_embedding;  // the Conv3d's weight as [dim, C * 2 * 2]
-    Linear text_in, text_out, time_in, time_out, time_projection;
+    Linear text_in, text_out, time_projection;
+    MlpEmbedder time_embedding;  // time_embedding.0, .2
     std::vector<WanBlock> blocks;
     Tensor head_modulation;  // [2 dim], f32
     Linear head;
