@@ -1,5 +1,6 @@
 #include "models/wan.h"
 
+#include <algorithm>
 #include <numeric>
 
 #include "base/error.h"
@@ -21,9 +22,6 @@ WanConfig read_config(const Weights& w) {
     SD_CHECK(w.has("patch_embedding.weight") && w.has("blocks.0.self_attn.q.weight"),
              "no Wan model under '%s' (no patch_embedding / blocks.0.self_attn)",
              w.prefix().c_str());
-    SD_CHECK(!w.has("img_emb.proj.0.weight") && !w.has("img_emb.proj.1.weight"),
-             "this Wan model is an image-to-video one (img_emb: it reads a CLIP-vision image "
-             "embedding and a first frame); this build runs Wan text-to-video models");
     WanConfig c;
     c.dim = dim_of(w, "patch_embedding.weight", 0);
     c.in_channels = dim_of(w, "patch_embedding.weight", 1);
@@ -32,6 +30,8 @@ WanConfig read_config(const Weights& w) {
     c.freq_dim = dim_of(w, "time_embedding.0.weight", 1);
     c.out_channels = dim_of(w, "head.head.weight", 0) / (kPatch * kPatch);
     c.layers = w.count_numbered("blocks", "self_attn.q.weight");
+    c.image_input = w.has("img_emb.proj.1.weight");
+    if (c.image_input) c.clip_dim = dim_of(w, "img_emb.proj.1.weight", 1);
     SD_CHECK(c.dim % c.head_dim == 0, "Wan: width %lld is not a whole number of %lld-wide heads",
              (long long)c.dim, (long long)c.head_dim);
     c.heads = c.dim / c.head_dim;
@@ -40,14 +40,19 @@ WanConfig read_config(const Weights& w) {
     return c;
 }
 
-WanAttention load_attention(const Weights& a, int64_t dim, int64_t kv_in) {
+WanAttention load_attention(const Weights& a, int64_t dim, bool image_input = false) {
     WanAttention at;
     at.q = Linear::load(a["q"], dim, dim);
-    at.k = Linear::load(a["k"], kv_in, dim);
-    at.v = Linear::load(a["v"], kv_in, dim);
+    at.k = Linear::load(a["k"], dim, dim);
+    at.v = Linear::load(a["v"], dim, dim);
     at.o = Linear::load(a["o"], dim, dim);
     at.norm_q = a.get("norm_q.weight", {dim});
     at.norm_k = a.get("norm_k.weight", {dim});
+    if (image_input) {
+        at.k_img = Linear::load(a["k_img"], dim, dim);
+        at.v_img = Linear::load(a["v_img"], dim, dim);
+        at.norm_k_img = a.get("norm_k_img.weight", {dim});
+    }
     return at;
 }
 
@@ -74,7 +79,54 @@ Tensor video_from_tokens(const Tensor& tokens, int64_t C, int64_t T, int64_t H, 
     return T == 1 ? frames[0] : concat(frames, 2);
 }
 
+// Wan2.2 TI2V gives each frame its own timestep (its kept first frame is at 0): a frame's
+// tokens take their frame's row of `mod` [frames, k dim]. One row serves every token.
+template <class F>
+Tensor by_frame(const Tensor& mod, int64_t tokens, F&& f) {
+    const int64_t frames = mod.size(0);
+    if (frames == 1) return f(0, tokens, mod);
+    const int64_t per_frame = tokens / frames;
+    std::vector<Tensor> parts;
+    for (int64_t t = 0; t < frames; ++t)
+        parts.push_back(f(t * per_frame, per_frame, mod.narrow(0, t, 1)));
+    return concat(parts, 1);
+}
+
+Tensor frame_modulated_norm(const Tensor& x, const Tensor& mod, int64_t i, int64_t dim) {
+    return by_frame(mod, x.size(1), [&](int64_t start, int64_t n, const Tensor& row) {
+        return modulated_norm(x.narrow(1, start, n).contiguous(), row, i, dim);
+    });
+}
+
+Tensor frame_gated(const Tensor& x, const Tensor& y, const Tensor& mod, int64_t i, int64_t dim) {
+    return by_frame(mod, x.size(1), [&](int64_t start, int64_t n, const Tensor& row) {
+        return gated(x.narrow(1, start, n).contiguous(), y.narrow(1, start, n).contiguous(), row, i,
+                     dim);
+    });
+}
+
 }  // namespace
+
+WanImageEmbedding WanImageEmbedding::load(const Weights& w, int64_t clip_dim, int64_t dim) {
+    WanImageEmbedding m;
+    m.norm_in = LayerNorm::load(w["proj"]["0"], clip_dim, 1e-5f);
+    m.fc1 = Linear::load(w["proj"]["1"], clip_dim, clip_dim);
+    m.fc2 = Linear::load(w["proj"]["3"], clip_dim, dim);
+    m.norm_out = LayerNorm::load(w["proj"]["4"], dim, 1e-5f);
+    if (w.has("emb_pos")) m.emb_pos = w.get("emb_pos", {1, 2 * 257, clip_dim});
+    return m;
+}
+
+Tensor WanImageEmbedding::forward(const Tensor& clip_states) const {
+    Tensor x = clip_states;
+    if (emb_pos.defined()) {
+        // FLF2V: the start and end frames' states, each with its positions (the shorter of the
+        // two lengths, as the reference slices both).
+        const int64_t n = std::min(x.size(1), emb_pos.size(1));
+        x = x.narrow(1, 0, n) + convert(emb_pos, DType::F32).narrow(1, 0, n);
+    }
+    return norm_out.forward(fc2.forward(gelu(fc1.forward(norm_in.forward(x)), GeluApprox::Tanh)));
+}
 
 WanModel WanModel::load(const Weights& w) {
     WanModel m;
@@ -95,8 +147,8 @@ WanModel WanModel::load(const Weights& w) {
         const Weights b = w["blocks"][i];
         WanBlock k;
         k.modulation = convert(b.get("modulation", {1, 6, D}), DType::F32).view({1, 6 * D});
-        k.self_attn = load_attention(b["self_attn"], D, D);
-        k.cross_attn = load_attention(b["cross_attn"], D, D);
+        k.self_attn = load_attention(b["self_attn"], D);
+        k.cross_attn = load_attention(b["cross_attn"], D, c.image_input);
         k.norm3 = LayerNorm::load(b["norm3"], D, c.eps);
         k.ffn_in = Linear::load(b["ffn"]["0"], D, c.ffn);
         k.ffn_out = Linear::load(b["ffn"]["2"], c.ffn, D);
@@ -104,11 +156,13 @@ WanModel WanModel::load(const Weights& w) {
     }
     m.head_modulation = convert(w.get("head.modulation", {1, 2, D}), DType::F32).view({1, 2 * D});
     m.head = Linear::load(w["head"]["head"], D, kPatch * kPatch * c.out_channels);
+    if (c.image_input) m.img_emb = WanImageEmbedding::load(w["img_emb"], c.clip_dim, D);
     w.check("Wan");
     m.pages_ = w.pages();
-    SD_LOG_INFO("Wan: %d blocks, width %lld (%lld heads), feed-forward %lld, %lld -> %lld channels",
-                c.layers, (long long)D, (long long)c.heads, (long long)c.ffn,
-                (long long)c.in_channels, (long long)c.out_channels);
+    SD_LOG_INFO(
+        "Wan%s: %d blocks, width %lld (%lld heads), feed-forward %lld, %lld -> %lld channels",
+        c.image_input ? " image-to-video" : "", c.layers, (long long)D, (long long)c.heads,
+        (long long)c.ffn, (long long)c.in_channels, (long long)c.out_channels);
     return m;
 }
 
@@ -121,26 +175,34 @@ Tensor WanModel::self_attention(const WanAttention& a, const Tensor& x, const Te
     return a.o.forward(dit_attention(q, k, v, rope));
 }
 
-Tensor WanModel::cross_attention(const WanAttention& a, const Tensor& x,
-                                 const Tensor& context) const {
+Tensor WanModel::cross_attention(const WanAttention& a, const Tensor& x, const Tensor& context,
+                                 const Tensor& image) const {
     const float eps = config_.eps;
     const Tensor q = rms_norm(a.q.forward(x), a.norm_q, eps);
     const Tensor k = rms_norm(a.k.forward(context), a.norm_k, eps);
-    return a.o.forward(multi_head_attention(q, k, a.v.forward(context), config_.heads));
+    Tensor o = multi_head_attention(q, k, a.v.forward(context), config_.heads);
+    if (image.defined()) {
+        const Tensor k_img = rms_norm(a.k_img->forward(image), a.norm_k_img, eps);
+        o = o + multi_head_attention(q, k_img, a.v_img->forward(image), config_.heads);
+    }
+    return a.o.forward(o);
 }
 
 Tensor WanModel::block(const WanBlock& b, const Tensor& x, const Tensor& e0, const Tensor& context,
-                       const Tensor& rope) const {
+                       const Tensor& image, const Tensor& rope) const {
     const int64_t D = config_.dim;
-    const Tensor mod = e0 + b.modulation;  // [1, 6 dim]: shift, scale, gate; shift, scale, gate
-    Tensor h = gated(x, self_attention(b.self_attn, modulated_norm(x, mod, 0, D), rope), mod, 2, D);
-    h = h + cross_attention(b.cross_attn, b.norm3.forward(h), context);
-    const Tensor f =
-        b.ffn_out.forward(gelu(b.ffn_in.forward(modulated_norm(h, mod, 3, D)), GeluApprox::Tanh));
-    return gated(h, f, mod, 5, D);
+    // [1 or frames, 6 dim]: shift, scale, gate of the attention; shift, scale, gate of the ffn
+    const Tensor mod = e0 + b.modulation;
+    const Tensor a = self_attention(b.self_attn, frame_modulated_norm(x, mod, 0, D), rope);
+    Tensor h = frame_gated(x, a, mod, 2, D);
+    h = h + cross_attention(b.cross_attn, b.norm3.forward(h), context, image);
+    const Tensor f = b.ffn_out.forward(
+        gelu(b.ffn_in.forward(frame_modulated_norm(h, mod, 3, D)), GeluApprox::Tanh));
+    return frame_gated(h, f, mod, 5, D);
 }
 
-Tensor WanModel::forward(const Tensor& x, const Tensor& timesteps, const Tensor& context) const {
+Tensor WanModel::forward(const Tensor& x, const Tensor& timesteps, const Tensor& context,
+                         const Tensor& clip_states) const {
     const WanConfig& c = config_;
     SD_CHECK(x.dim() == 5 && x.size(0) == 1 && x.size(1) == c.in_channels,
              "Wan: latent %s, want [1, %lld, T, H, W]", x.describe().c_str(),
@@ -151,17 +213,30 @@ Tensor WanModel::forward(const Tensor& x, const Tensor& timesteps, const Tensor&
              "Wan: text context %s, want [1, L, %lld] (UMT5-XXL's width)",
              context.describe().c_str(), (long long)c.text_dim);
     const int64_t T = x.size(2), H = x.size(3), W = x.size(4);
+    SD_CHECK(timesteps.numel() == 1 || timesteps.numel() == T,
+             "Wan: %lld timesteps for %lld frames (one, or one per frame)",
+             (long long)timesteps.numel(), (long long)T);
 
+    // e [1 or T, dim], e0 [1 or T, 6 dim]: one row per timestep.
     const Tensor e = time_embedding.forward(timestep_embedding(timesteps, c.freq_dim));
-    const Tensor e0 = time_projection.forward(silu(e));  // [1, 6 dim]
+    const Tensor e0 = time_projection.forward(silu(e));
     const Tensor text = text_out.forward(gelu(text_in.forward(context), GeluApprox::Tanh));
+    Tensor image;
+    if (c.image_input) {
+        SD_CHECK(
+            clip_states.defined() && clip_states.dim() == 3 && clip_states.size(2) == c.clip_dim,
+            "Wan image-to-video: it needs the first frame's CLIP-vision states [1, n, %lld] "
+            "(--clip_vision), not %s",
+            (long long)c.clip_dim, clip_states.defined() ? clip_states.describe().c_str() : "none");
+        image = img_emb->forward(clip_states);
+    }
 
     Tensor tokens = patch_embedding.forward(video_tokens(x));
     const Tensor rope = rope_table(wan_positions(T, H / kPatch, W / kPatch), c.axes_dim, c.theta);
-    for (const WanBlock& b : blocks) tokens = block(b, tokens, e0, text, rope);
+    for (const WanBlock& b : blocks) tokens = block(b, tokens, e0, text, image, rope);
 
     const Tensor head_mod = concat({e, e}, 1) + head_modulation;  // shift, scale
-    const Tensor out = head.forward(modulated_norm(tokens, head_mod, 0, c.dim));
+    const Tensor out = head.forward(frame_modulated_norm(tokens, head_mod, 0, c.dim));
     return video_from_tokens(out, c.out_channels, T, H, W);
 }
 

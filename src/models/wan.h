@@ -1,5 +1,5 @@
-// The Wan 2.1 video diffusion transformer (text-to-video; WanModel of the original Wan code and
-// stable-diffusion.cpp's wan.hpp), with the original tensor names:
+// The Wan 2.1 / 2.2 video diffusion transformer (text-, image- and text-image-to-video; WanModel of
+// the original Wan code and stable-diffusion.cpp's wan.hpp), with the original tensor names:
 //   patch_embedding (a 1x2x2 Conv3d: each frame's 2x2 patches, channels first, frame by frame,
 //   then rows, then columns), text_embedding.{0,2} (GELU-tanh MLP of the UMT5 states),
 //   time_embedding.{0,2} (sinusoid, cos first, 256 wide -> SiLU MLP: e) and
@@ -12,9 +12,12 @@
 //   [1, 6, dim] to e0: shift, scale, gate of attention, then of the feed-forward;
 //   head: LayerNorm modulated by e + head.modulation (shift, scale), head.head, and the tokens
 //   back to frames with the channels innermost in each patch.
+// Image-to-video adds img_emb (the first frame's CLIP-vision states as image tokens) and an
+// image half to every cross-attention; its input holds the mask and the first frame's latent.
 // Widths and depth are read from the weights; heads are 128 wide (every released Wan).
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "nn/dit_blocks.h"
@@ -32,6 +35,8 @@ struct WanConfig {
     int64_t text_dim = 4096;  // UMT5-XXL's width
     int64_t freq_dim = 256;   // the timestep sinusoid's width
     int layers = 30;
+    bool image_input = false;  // image-to-video: img_emb and the image cross-attention
+    int64_t clip_dim = 1280;   // the CLIP-vision states' width (ViT-H)
     float eps = 1e-6f;
     float theta = 10000.0f;
     std::vector<int> axes_dim = {44, 42, 42};  // frame, row, column
@@ -40,6 +45,22 @@ struct WanConfig {
 struct WanAttention {
     Linear q, k, v, o;
     Tensor norm_q, norm_k;  // RMS scales over the whole width, f32
+    // Image-to-video's cross-attention reads the image tokens with keys and values of their own
+    // (k_img, v_img, norm_k_img); the two attentions' outputs add before `o`.
+    std::optional<Linear> k_img, v_img;
+    Tensor norm_k_img;
+};
+
+// Image-to-video's img_emb (MLPProj): the CLIP-vision states [1, 257, 1280] of the first frame
+// (FLF2V: of the first and last, 514, plus emb_pos) -> image tokens [1, n, dim]:
+// LayerNorm, Linear, GELU (tanh), Linear, LayerNorm.
+struct WanImageEmbedding {
+    LayerNorm norm_in, norm_out;  // proj.0, proj.4
+    Linear fc1, fc2;              // proj.1, proj.3
+    Tensor emb_pos;               // FLF2V's [1, 514, 1280]; undefined otherwise
+
+    static WanImageEmbedding load(const Weights& w, int64_t clip_dim, int64_t dim);
+    Tensor forward(const Tensor& clip_states) const;
 };
 
 struct WanBlock {
@@ -51,14 +72,17 @@ struct WanBlock {
 
 class WanModel {
   public:
-    // w = "model.diffusion_model."; throws listing every missing or mis-shaped tensor, or
-    // naming a variant this build does not run (image-to-video's img_emb).
+    // w = "model.diffusion_model."; throws listing every missing or mis-shaped tensor.
     static WanModel load(const Weights& w);
 
-    // x: the latent video [1, C, T, H, W] (H and W even), timesteps: f32 [1], the flow
-    // denoiser's t = sigma * 1000, context: the text encoder's states [1, L, text_dim].
-    // Returns the flow velocity [1, C, T, H, W].
-    Tensor forward(const Tensor& x, const Tensor& timesteps, const Tensor& context) const;
+    // x: the latent video [1, C, T, H, W] (H and W even; image-to-video's C holds the noisy
+    // latent, the 4-channel frame mask and the conditioning video's latent), timesteps: f32 [1]
+    // or [T] (one per frame, Wan2.2 TI2V's), the flow denoiser's t = sigma * 1000, context: the
+    // text encoder's states [1, L, text_dim], clip_states: image-to-video's CLIP-vision states
+    // [1, n, clip_dim] (required by such a model, unused by others).
+    // Returns the flow velocity [1, C_out, T, H, W].
+    Tensor forward(const Tensor& x, const Tensor& timesteps, const Tensor& context,
+                   const Tensor& clip_states = {}) const;
 
     const WanConfig& config() const { return config_; }
     void release_weights() const { pages_.release(); }
@@ -66,14 +90,16 @@ class WanModel {
 
   private:
     Tensor self_attention(const WanAttention& a, const Tensor& x, const Tensor& rope) const;
-    Tensor cross_attention(const WanAttention& a, const Tensor& x, const Tensor& context) const;
+    Tensor cross_attention(const WanAttention& a, const Tensor& x, const Tensor& context,
+                           const Tensor& image) const;
     Tensor block(const WanBlock& b, const Tensor& x, const Tensor& e0, const Tensor& context,
-                 const Tensor& rope) const;
+                 const Tensor& image, const Tensor& rope) const;
 
     WanConfig config_;
     Linear patch_embedding;  // the Conv3d's weight as [dim, C * 2 * 2]
     Linear text_in, text_out, time_projection;
     MlpEmbedder time_embedding;  // time_embedding.0, .2
+    std::optional<WanImageEmbedding> img_emb;
     std::vector<WanBlock> blocks;
     Tensor head_modulation;  // [2 dim], f32
     Linear head;

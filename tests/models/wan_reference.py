@@ -5,8 +5,10 @@ WanT2VCrossAttention, Head, rope_params / rope_apply, sinusoidal_embedding_1d), 
 tests/models/wan_test.cpp.
 
 Usage: wan_reference.py MODEL.safetensors INPUTS.safetensors OUT.f32
-MODEL holds the DiT's weights (f32, original names); INPUTS holds x [1, C, T, H, W], t [1]
-(sigma * 1000, embedded as given) and context [1, L, text_dim]. OUT receives the flow velocity
+MODEL holds the DiT's weights (f32, original names); INPUTS holds x [1, C, T, H, W], t [1] or
+[T] (sigma * 1000, embedded as given; one per frame as Wan2.2 TI2V, whose tokens take their
+frame's time modulation) and context [1, L, text_dim]; an image-to-video model (img_emb) also reads clip [1, n, 1280],
+the CLIP-vision states. OUT receives the flow velocity
 [1, C, T, H, W] as raw little-endian f32. Heads are 128 wide; the RoPE splits a head as
 d - 4 (d // 6), 2 (d // 6), 2 (d // 6) over frame, row and column, theta 10000, positions from 0,
 rotating consecutive pairs (complex multiplication, as rope_apply)."""
@@ -53,7 +55,25 @@ def attention(q, k, v):  # [L, H, D] each -> [Lq, H D]
     return o.transpose(1, 0, 2).reshape(o.shape[1], -1)
 
 
-def forward(W, x, t, ctx):
+def image_tokens(W, clip):
+    """Image-to-video's img_emb (MLPProj): LayerNorm, Linear, GELU (tanh, as the reference
+    runs nn.GELU), Linear, LayerNorm; FLF2V adds emb_pos first."""
+    c = clip[0]
+    if "img_emb.emb_pos" in W:
+        n = min(len(c), W["img_emb.emb_pos"].shape[1])
+        c = c[:n] + W["img_emb.emb_pos"][0][:n]
+
+    def ln(name, v):
+        return layer_norm(v, 1e-5) * W[name + ".weight"] + W[name + ".bias"]
+
+    def lin(name, v):
+        return v @ W[name + ".weight"].T + W[name + ".bias"]
+
+    c = lin("img_emb.proj.3", gelu_tanh(lin("img_emb.proj.1", ln("img_emb.proj.0", c))))
+    return ln("img_emb.proj.4", c)
+
+
+def forward(W, x, t, ctx, clip=None):
     def lin(name, v):
         return v @ W[name + ".weight"].T + W[name + ".bias"]
 
@@ -68,9 +88,15 @@ def forward(W, x, t, ctx):
     p = x[0].reshape(C, T, h, 2, w, 2).transpose(1, 2, 4, 0, 3, 5).reshape(T * h * w, C * 4)
     tok = p @ k.T + W["patch_embedding.bias"]
 
-    e = lin("time_embedding.2", silu(lin("time_embedding.0", sinusoid(t[0], W["time_embedding.0.weight"].shape[1]))))
-    e0 = lin("time_projection.1", silu(e)).reshape(6, dim)
+    ts = np.asarray(t, dtype=np.float64).reshape(-1)
+    ts = ts if len(ts) == T else np.full(T, ts[0])
+    freq = W["time_embedding.0.weight"].shape[1]
+    emb = np.stack([sinusoid(v, freq) for v in ts])  # [T, freq]
+    frame = np.repeat(np.arange(T), h * w)  # each token's frame
+    e = lin("time_embedding.2", silu(lin("time_embedding.0", emb)))[frame]  # [L, dim]
+    e0 = lin("time_projection.1", silu(e)).reshape(-1, 6, dim)  # [L, 6, dim]
     context = lin("text_embedding.2", gelu_tanh(lin("text_embedding.0", ctx[0])))
+    img = image_tokens(W, clip) if "img_emb.proj.1.weight" in W else None
     ang = rope_angles(T, h, w)
 
     def split(v):
@@ -78,7 +104,7 @@ def forward(W, x, t, ctx):
 
     for i in range(depth):
         b = "blocks.%d." % i
-        m = W[b + "modulation"].reshape(6, dim) + e0
+        m = (W[b + "modulation"].reshape(1, 6, dim) + e0).transpose(1, 0, 2)  # [6, L, dim]
         a = b + "self_attn."
         y = layer_norm(tok) * (1 + m[1]) + m[0]
         q = rotate(split(rms_norm(lin(a + "q", y), W[a + "norm_q.weight"])), ang)
@@ -88,11 +114,15 @@ def forward(W, x, t, ctx):
         y = layer_norm(tok) * W[b + "norm3.weight"] + W[b + "norm3.bias"]
         q = split(rms_norm(lin(c + "q", y), W[c + "norm_q.weight"]))
         kk = split(rms_norm(lin(c + "k", context), W[c + "norm_k.weight"]))
-        tok = tok + lin(c + "o", attention(q, kk, split(lin(c + "v", context))))
+        o = attention(q, kk, split(lin(c + "v", context)))
+        if img is not None:  # WanI2VCrossAttention: the image tokens' own keys and values
+            ki = split(rms_norm(lin(c + "k_img", img), W[c + "norm_k_img.weight"]))
+            o = o + attention(q, ki, split(lin(c + "v_img", img)))
+        tok = tok + lin(c + "o", o)
         y = layer_norm(tok) * (1 + m[4]) + m[3]
         tok = tok + lin(b + "ffn.2", gelu_tanh(lin(b + "ffn.0", y))) * m[5]
 
-    shift, scale = W["head.modulation"].reshape(2, dim) + e
+    shift, scale = (W["head.modulation"].reshape(1, 2, dim) + e[:, None, :]).transpose(1, 0, 2)
     out = lin("head.head", layer_norm(tok) * (1 + scale) + shift)  # [T h w, (1, 2, 2, C)]
     out_c = out.shape[1] // 4
     out = out.reshape(T, h, w, 1, 2, 2, out_c)
@@ -102,7 +132,7 @@ def forward(W, x, t, ctx):
 def main():
     W = load(sys.argv[1])
     inp = load(sys.argv[2])
-    out = forward(W, inp["x"], inp["t"], inp["context"])
+    out = forward(W, inp["x"], inp["t"], inp["context"], inp.get("clip"))
     out.astype("<f4").tofile(sys.argv[3])
 
 

@@ -20,6 +20,7 @@ namespace {
 
 using Params = std::map<std::string, Tensor>;
 constexpr int64_t kDim = 256, kFfn = 64, kText = 32, kChannels = 4;
+constexpr int64_t kI2vIn = 9, kClip = 48;  // image-to-video: noise, mask, video latent; CLIP width
 
 TEST(WanPositions, FrameRowColumnInTokenOrder) {
     EXPECT_EQ(wan_positions(2, 1, 2), (std::vector<float>{0, 0, 0, 0, 0, 1, 1, 0, 0, 1, 0, 1}));
@@ -97,11 +98,85 @@ TEST(WanModel, MatchesNumpy) {
     EXPECT_LT(d.max_abs, 1e-4) << "worst element " << d.worst;
 }
 
-TEST(WanModel, AnImageToVideoModelIsNamed) {
-    Params w = tiny_wan(1);
-    w["img_emb.proj.1.weight"] = Tensor::zeros({kDim, 1280});
-    const std::string path = test::write_f32_safetensors(w, "wan_i2v");
-    EXPECT_ERROR_CONTAINS(load_model(path), "image-to-video");
+// Wan2.2 TI2V's kept first frame: each frame its own timestep (the first at 0), each frame's
+// tokens modulated by its own.
+TEST(WanModel, PerFrameTimestepsMatchNumpy) {
+    const Params w = tiny_wan(2);
+    const std::string path = test::write_f32_safetensors(w, "wan_tiny_frames");
+    const WanModel m = load_model(path);
+    Params in;
+    in["x"] = test::random_tensor({1, kChannels, 3, 4, 2}, 43);
+    in["t"] = Tensor::from_vector({3}, {0.0f, 730.0f, 730.0f});
+    in["context"] = test::random_tensor({1, 4, kText}, 44);
+    const Tensor got = m.forward(in.at("x"), in.at("t"), in.at("context"));
+    const Tensor want =
+        test::numpy_reference("wan_reference.py", path, in, in.at("x").shape(), "wan_tiny_frames");
+    const test::Diff d = test::compare(got, want, /*floor=*/1e-2);
+    std::printf("max abs error vs numpy: %g\n", d.max_abs);
+    EXPECT_LT(d.max_abs, 1e-4) << "worst element " << d.worst;
+    // Two timesteps for three frames name themselves.
+    EXPECT_ERROR_CONTAINS(
+        m.forward(in.at("x"), Tensor::from_vector({2}, {1.0f, 2.0f}), in.at("context")),
+        "2 timesteps for 3 frames");
+}
+
+// Image-to-video: 36 input channels, the CLIP-vision states through img_emb, and every
+// cross-attention's image keys and values; FLF2V's emb_pos on the two frames' states.
+Params tiny_i2v(bool flf) {
+    Params p = tiny_wan(2);
+    uint32_t seed = 800;
+    auto linear = [&](const std::string& name, int64_t in, int64_t out) {
+        const float bound = 1.0f / std::sqrt(static_cast<float>(in));
+        p[name + ".weight"] = test::random_tensor({out, in}, seed++, -bound, bound);
+        p[name + ".bias"] = test::random_tensor({out}, seed++, -0.1f, 0.1f);
+    };
+    p["patch_embedding.weight"] = test::random_tensor({kDim, kI2vIn, 1, 2, 2}, seed++, -0.3f, 0.3f);
+    for (int i = 0; i < 2; ++i) {
+        const std::string c = "blocks." + std::to_string(i) + ".cross_attn.";
+        linear(c + "k_img", kDim, kDim);
+        linear(c + "v_img", kDim, kDim);
+        p[c + "norm_k_img.weight"] = test::random_tensor({kDim}, seed++, 0.5f, 1.5f);
+    }
+    for (const char* n : {"img_emb.proj.0", "img_emb.proj.4"}) {
+        const int64_t d = std::string(n) == "img_emb.proj.0" ? kClip : kDim;
+        p[std::string(n) + ".weight"] = test::random_tensor({d}, seed++, 0.5f, 1.5f);
+        p[std::string(n) + ".bias"] = test::random_tensor({d}, seed++, -0.1f, 0.1f);
+    }
+    linear("img_emb.proj.1", kClip, kClip);
+    linear("img_emb.proj.3", kClip, kDim);
+    if (flf) p["img_emb.emb_pos"] = test::random_tensor({1, 514, kClip}, seed++, -0.5f, 0.5f);
+    return p;
+}
+
+void expect_i2v_matches_numpy(bool flf, int64_t clip_tokens) {
+    const std::string name = flf ? "wan_flf2v" : "wan_i2v";
+    const std::string path = test::write_f32_safetensors(tiny_i2v(flf), name);
+    const WanModel m = load_model(path);
+    EXPECT_TRUE(m.config().image_input);
+    EXPECT_EQ(m.config().clip_dim, kClip);
+    EXPECT_EQ(m.config().in_channels, kI2vIn);
+    Params in;
+    in["x"] = test::random_tensor({1, kI2vIn, 2, 4, 2}, 45);
+    in["t"] = Tensor::from_vector({1}, {500.0f});
+    in["context"] = test::random_tensor({1, 3, kText}, 46);
+    in["clip"] = test::random_tensor({1, clip_tokens, kClip}, 47);
+    const Tensor got = m.forward(in.at("x"), in.at("t"), in.at("context"), in.at("clip"));
+    const Shape out_shape = {1, kChannels, 2, 4, 2};
+    const Tensor want = test::numpy_reference("wan_reference.py", path, in, out_shape, name);
+    ASSERT_EQ(got.shape(), out_shape);
+    const test::Diff d = test::compare(got, want, /*floor=*/1e-2);
+    std::printf("max abs error vs numpy: %g\n", d.max_abs);
+    EXPECT_LT(d.max_abs, 1e-4) << "worst element " << d.worst;
+    // Without the CLIP-vision states the model names what it needs.
+    EXPECT_ERROR_CONTAINS(m.forward(in.at("x"), in.at("t"), in.at("context")), "--clip_vision");
+}
+
+TEST(WanModel, ImageToVideoMatchesNumpy) {
+    expect_i2v_matches_numpy(/*flf=*/false, 257);
+}
+
+TEST(WanModel, FirstLastFrameToVideoMatchesNumpy) {
+    expect_i2v_matches_numpy(/*flf=*/true, 514);
 }
 
 TEST(WanModel, AFourDimensionalLatentIsRefused) {
