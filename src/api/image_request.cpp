@@ -223,11 +223,14 @@ ImageRequest to_video_request(const RequestContext& ctx, const sd_vid_gen_params
              "model such as Wan",
              m.family_name.c_str());
     // Inputs of the video variants this build does not run yet: refused, naming them.
-    if (p.init_image.data)
-        fail(
-            "an init image (-i, image-to-video) is not supported by this build yet: it runs "
-            "text-to-video");
-    if (p.end_image.data) fail("--end-img (first/last-frame video) is not supported yet");
+    SD_CHECK(!p.init_image.data || m.video_init != VideoInit::None,
+             "%s makes videos from text only: an init image (-i) needs an image-to-video model "
+             "(Wan I2V, FLF2V or Wan2.2 TI2V-5B)",
+             m.family_name.c_str());
+    SD_CHECK(!p.end_image.data || m.video_init == VideoInit::Condition,
+             "%s takes no end image (--end-img): a video's last frame conditions Wan I2V and "
+             "FLF2V models",
+             m.family_name.c_str());
     if (p.control_frames_size > 0) fail("--control-video (VACE) is not supported yet");
     if (p.ref_images_count > 0 || p.ref_videos_count > 0 || p.ref_audios_count > 0)
         fail("reference images, videos or audio for a video are not supported yet");
@@ -236,6 +239,8 @@ ImageRequest to_video_request(const RequestContext& ctx, const sd_vid_gen_params
     SD_CHECK(p.video_frames >= 1, "--video-frames %d: a video has at least one frame",
              p.video_frames);
     ImageRequest r = settle_shared(ctx, p);
+    r.init_image = to_image8(p.init_image, "init image");
+    r.end_image = to_image8(p.end_image, "end image");
     // The video VAEs' grid: 1 + 4k frames, as the reference aligns them (down).
     r.frames = (p.video_frames - 1) / 4 * 4 + 1;
     if (r.frames != p.video_frames)

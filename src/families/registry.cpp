@@ -16,6 +16,7 @@ extern const Family kChromaRadianceFamily;
 extern const Family kFlux2Family;
 extern const Family kChromaFamily;
 extern const Family kWanFamily;
+extern const Family kWan22Ti2vFamily;
 extern const Family kQwenImageFamily;
 extern const Family kZImageFamily;
 extern const Family kLumina2Family;
@@ -26,10 +27,10 @@ std::span<const Family* const> families() {
     // and more; FLUX.2 before them: it has FLUX's blocks and shared modulations; Z-Image before
     // Lumina 2: both are NextDiTs).
     static const Family* const table[] = {
-        &kSd1Family,    &kSd2Family,   &kSdxlRefinerFamily,    &kSdxlFamily,
-        &kSd3Family,    &kFlux2Family, &kChromaRadianceFamily, &kChromaFamily,
-        &kFluxFamily,   &kWanFamily,   &kQwenImageFamily,      &kZImageFamily,
-        &kLumina2Family};
+        &kSd1Family,    &kSd2Family,    &kSdxlRefinerFamily,    &kSdxlFamily,
+        &kSd3Family,    &kFlux2Family,  &kChromaRadianceFamily, &kChromaFamily,
+        &kFluxFamily,   &kWanFamily,    &kWan22Ti2vFamily,      &kQwenImageFamily,
+        &kZImageFamily, &kLumina2Family};
     return table;
 }
 

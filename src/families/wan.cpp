@@ -1,13 +1,16 @@
-// Wan 2.1 text-to-video (T2V 1.3B and 14B), as stable-diffusion.cpp runs it:
+// Wan 2.1 text-to-video (T2V 1.3B and 14B) and Wan2.2 TI2V-5B, as stable-diffusion.cpp runs
+// them:
 //   text: UMT5-XXL (the T5 encoder with a position bias in every block) on the prompt's ids
 //         then </s>, padded with <pad> to windows of 512 that its attention skips; the states
 //         after </s> set to zero (the original Wan keeps the prompt's tokens and pads with
 //         zeros), the negative prompt the same way;
-//   model: the Wan DiT (models/wan.h) on the video latent [1, 16, T, h, w], predicting the flow
+//   model: the Wan DiT (models/wan.h) on the video latent [1, C, T, h, w], predicting the flow
 //         velocity (FLOW_PRED, shift 5 unless --flow-shift says otherwise); euler on the
 //         discrete schedule by default; an image is a one-frame video;
-//   latent: the Wan 2.1 VAE (families/parts/wan_vae_codec.h), 8x in space and 4x in time, each
-//         of its 16 channels normalised by Wan's mean and std.
+//   latent: Wan 2.1: its VAE, 8x in space and 4x in time, 16 channels; Wan2.2 TI2V: the Wan 2.2
+//         VAE, 16x in space, 48 channels (families/parts/wan_vae_codec.h); each channel
+//         normalised by its VAE's mean and std;
+//   TI2V's init image (-i) is the first latent frame, kept and seen at timestep 0.
 // Files: --diffusion-model, --t5xxl (UMT5-XXL), --vae.
 #include "models/wan.h"
 
@@ -22,17 +25,32 @@
 namespace sd {
 
 extern const Family kWanFamily;
+extern const Family kWan22Ti2vFamily;
 
 namespace {
 
 const std::string kDm = "model.diffusion_model.";
 const std::string kT5 = "text_encoders.t5xxl.transformer.";
 constexpr size_t kTextWindow = 512;  // the reference's text_len
+constexpr int64_t kTi2vChannels = 48;
+
+// The DiT's latent input channels: 16 (Wan 2.1 / 2.2 T2V), 36 (image-to-video: noise, mask
+// and the first frame's latent), 48 (Wan2.2 TI2V-5B); 0 when the files hold no Wan.
+int64_t wan_in_channels(const ModelFiles& f) {
+    if (!f.has_prefix(kDm + "blocks.0.cross_attn.") && !f.has_prefix(kDm + "blocks.0.self_attn."))
+        return 0;
+    const TensorRecord* patch = f.find(kDm + "patch_embedding.weight");
+    return patch && patch->shape.size() == 5 ? patch->shape[1] : -1;
+}
 
 std::string detect(const ModelFiles& f) {
-    if (!f.has_prefix(kDm + "blocks.0.cross_attn.") && !f.has_prefix(kDm + "blocks.0.self_attn."))
-        return "";
-    return f.has_prefix(kDm + "img_emb.") ? "Wan image-to-video" : "Wan";
+    const int64_t in = wan_in_channels(f);
+    if (in == 0 || in == kTi2vChannels) return "";
+    return f.has_prefix(kDm + "img_emb.") || in == 36 ? "Wan image-to-video" : "Wan";
+}
+
+std::string detect_ti2v(const ModelFiles& f) {
+    return wan_in_channels(f) == kTi2vChannels ? "Wan2.2 TI2V" : "";
 }
 
 class WanConditioner : public Conditioner {
@@ -68,9 +86,9 @@ class WanDiffusionModel : public DiffusionModel {
     Tensor forward(const Tensor& x, const Tensor& timesteps, const Conditioning& c,
                    const ControlSignal* control) const override {
         SD_CHECK(!control, "ControlNet is not supported for Wan models");
-        if (x.dim() == 5) return model_.forward(x, timesteps, c.context);
+        if (x.dim() == 5) return model_.forward(x, timesteps, c.context, c.image_states);
         const Tensor video = x.view({x.size(0), x.size(1), 1, x.size(2), x.size(3)});
-        const Tensor out = model_.forward(video, timesteps, c.context);
+        const Tensor out = model_.forward(video, timesteps, c.context, c.image_states);
         return out.view({out.size(0), out.size(1), out.size(3), out.size(4)});
     }
     int64_t in_channels() const override { return model_.config().in_channels; }
@@ -99,23 +117,50 @@ void check_umt5(const ModelFiles& files) {
              source.c_str());
 }
 
-ModelComponents assemble(const ModelFiles& files, const LoadOptions& options) {
-    SD_CHECK(!files.has_prefix(kDm + "img_emb."),
-             "%s: a Wan image-to-video model (img_emb: it reads a CLIP-vision embedding of "
-             "the first frame); this build runs Wan text-to-video models",
-             files.describe_sources().c_str());
+// The --vae file's latent channels are the family's: a Wan 2.1 VAE (16) for Wan 2.1 models
+// and Wan 2.2's A14B, the Wan 2.2 VAE (48) for TI2V-5B.
+void check_vae(const ModelFiles& files, const WanVaeCodec& codec, const Family& family) {
+    const int64_t z = codec.vae().config().z;
+    if (z == family.latent.channels) return;
+    const std::string source = files.source_of(first_with(files, "first_stage_model."));
+    const bool want22 = family.latent.channels == kTi2vChannels;
+    fail("--vae: %s is a VAE of %lld latent channels; %s needs the Wan %s VAE (%lld: %s)",
+         source.c_str(), (long long)z, family.name, want22 ? "2.2" : "2.1",
+         (long long)family.latent.channels,
+         want22 ? "wan2.2_vae.safetensors" : "wan_2.1_vae.safetensors");
+}
+
+ModelComponents assemble_wan(const ModelFiles& files, const LoadOptions& options,
+                             const Family& family) {
+    SD_CHECK(
+        !files.has_prefix(kDm + "img_emb.") && wan_in_channels(files) != 36,
+        "%s: a Wan image-to-video model (it reads the first frame's latent%s); this build "
+        "runs Wan text-to-video and Wan2.2 TI2V-5B models",
+        files.describe_sources().c_str(),
+        files.has_prefix(kDm + "img_emb.") ? " and a CLIP-vision embedding, --clip_vision" : "");
     check_umt5(files);
     const Residency residency = options.memory.residency;
     ModelComponents m;
     m.video = true;
+    if (&family == &kWan22Ti2vFamily) m.video_init = VideoInit::KeepFirstFrame;
     m.diffusion =
         std::make_unique<WanDiffusionModel>(WanModel::load(Weights(files, kDm, residency)));
     m.conditioner =
         std::make_unique<WanConditioner>(find_t5_vocabulary(files, options, /*umt5=*/true),
                                          T5Encoder::load(Weights(files, kT5, residency)));
-    m.codec = load_wan_vae(files, options);
+    std::unique_ptr<WanVaeCodec> codec = load_wan_vae(files, options);
+    check_vae(files, *codec, family);
+    m.codec = std::move(codec);
     m.denoiser = make_denoiser(resolve_prediction(options.prediction, FLOW_PRED), 5.0f);
     return m;
+}
+
+ModelComponents assemble(const ModelFiles& files, const LoadOptions& options) {
+    return assemble_wan(files, options, kWanFamily);
+}
+
+ModelComponents assemble_ti2v(const ModelFiles& files, const LoadOptions& options) {
+    return assemble_wan(files, options, kWan22Ti2vFamily);
 }
 
 }  // namespace
@@ -123,6 +168,9 @@ ModelComponents assemble(const ModelFiles& files, const LoadOptions& options) {
 constexpr RoleUse kWanRoles[] = {{ModelRole::DiffusionModel, true},
                                  {ModelRole::T5, true, "UMT5-XXL text encoder"},
                                  {ModelRole::Vae, true, "Wan 2.1 VAE"}};
+constexpr RoleUse kWan22Ti2vRoles[] = {{ModelRole::DiffusionModel, true},
+                                       {ModelRole::T5, true, "UMT5-XXL text encoder"},
+                                       {ModelRole::Vae, true, "Wan 2.2 VAE"}};
 
 // Defaults as the reference's for its flow models: euler on the discrete schedule.
 extern const Family kWanFamily{"Wan",
@@ -134,5 +182,16 @@ extern const Family kWanFamily{"Wan",
                                {},  // -M convert's rules for it: not set yet
                                kWanRoles,
                                "Wan 2.1 T2V 1.3B / 14B"};
+
+extern const Family kWan22Ti2vFamily{
+    "Wan2.2 TI2V",
+    detect_ti2v,
+    {EULER_SAMPLE_METHOD, DISCRETE_SCHEDULER},
+    {kTi2vChannels, 16, 1.0f, 0.0f, {}, kWan22LatentMean, kWan22LatentStd, 1},
+    assemble_ti2v,
+    {},
+    {},
+    kWan22Ti2vRoles,
+    "Wan2.2 TI2V 5B (text-to-video, and image-to-video with -i)"};
 
 }  // namespace sd

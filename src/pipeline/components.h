@@ -7,6 +7,7 @@
 
 #include <array>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,9 @@ struct Conditioning {
     RefIndexMode ref_index = RefIndexMode::Fixed;
     // Blocks the model leaves out for this call (skip-layer guidance; set by the loop).
     std::vector<int> skip_layers;
+    // An image-to-video model's image encoder states of the video's given frames (Wan I2V's
+    // CLIP vision; set by the loop, the same on both sides of guidance).
+    Tensor image_states;
 };
 
 struct ConditionRequest {
@@ -117,12 +121,25 @@ struct VaeTiling {
     float overlap = 0.5f;  // fraction of a tile shared with its neighbour
 };
 
+// The image encoder of an image-to-video model (Wan I2V's CLIP vision): the states of the
+// video's first frame and, where the model reads it, its last; a frame not given reads as
+// the encoder's "no image" (zeros, as the reference).
+class ImageEncoder {
+  public:
+    virtual ~ImageEncoder() = default;
+    virtual Tensor encode(const std::optional<image::Image>& first,
+                          const std::optional<image::Image>& last) const = 0;
+    virtual void release_weights() const = 0;
+    virtual size_t weight_bytes() const { return 0; }
+};
+
 // Image <-> latent in the autoencoder's own space (before the family's LatentFormat).
 class LatentCodec {
   public:
     virtual ~LatentCodec() = default;
     // image01: [1, 3, H, W] in [0, 1] -> a latent sample [1, C, H/f, W/f]; `rng` draws the
-    // posterior's noise where the codec has one.
+    // posterior's noise where the codec has one. A video codec also encodes a clip
+    // [1, 3, F, H, W] to [1, C, T, H/f, W/f].
     virtual Tensor encode(const Tensor& image01, Rng& rng) const = 0;
     // A latent -> the image in [-1, 1], [1, 3, H, W].
     virtual Tensor decode(const Tensor& latent, const VaeTiling& tiling) const = 0;
@@ -169,6 +186,16 @@ enum class ExtraInput {
     MaskAndMaskedLatent,       // SD inpaint models: [latent-size mask, masked-image latent]
     MaskedLatentAndPixelMask,  // FLUX.1 Fill: [masked-image latent, the mask's 8x8 cells as 64]
     ControlLatent,             // FLUX.1 Canny / Depth: the control image's latent
+    // Wan image-to-video: [a 4-channel mask per latent frame, 1 where a frame was given; the
+    // latent of a grey clip holding the init image first (and the end image last)]
+    FrameMaskAndClipLatent,
+};
+
+// What a video model makes of an init image (-i) and an end image (--end-img).
+enum class VideoInit {
+    None,            // text-to-video: neither is taken
+    KeepFirstFrame,  // Wan2.2 TI2V: the init image's latent is the first frame, kept
+    Condition,       // Wan I2V / FLF2V: both condition the model (ExtraInput, ImageEncoder)
 };
 
 // A loaded model: what the generation loop needs, built by a family.
@@ -185,6 +212,8 @@ struct ModelComponents {
     // Its diffusion model and codec take video latents [1, C, T, h, w] (T = 1 + (frames - 1)
     // / 4), the codec decoding them to frames [F, 3, H, W].
     bool video = false;
+    VideoInit video_init = VideoInit::None;
+    std::unique_ptr<ImageEncoder> image_encoder;  // VideoInit::Condition's
     // The flow shift follows the request (FLUX.2's Flux2FlowDenoiser): every scheduler reads a
     // FluxFlowSchedule shifted by flux2_empirical_mu(image tokens, steps).
     bool shift_from_tokens = false;

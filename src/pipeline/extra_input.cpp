@@ -1,5 +1,7 @@
 #include "pipeline/extra_input.h"
 
+#include <algorithm>
+
 #include "base/error.h"
 #include "ops/ops.h"
 
@@ -23,8 +25,21 @@ void check_extra_input(const ModelComponents& m, const ImageRequest& r) {
             return;
         case ExtraInput::None:
         case ExtraInput::MaskAndMaskedLatent:
+        case ExtraInput::FrameMaskAndClipLatent:  // made with or without the frames
             return;
     }
+}
+
+Tensor video_frame_mask(int64_t frames, int64_t h, int64_t w, bool first, bool last) {
+    std::vector<float> mask(static_cast<size_t>(4 * frames * h * w), 0.0f);
+    const int64_t plane = h * w;
+    auto fill = [&](int64_t channel, int64_t frame) {
+        std::fill_n(mask.begin() + (channel * frames + frame) * plane, plane, 1.0f);
+    };
+    if (first)
+        for (int64_t c = 0; c < 4; ++c) fill(c, 0);
+    if (last) fill(3, frames - 1);
+    return Tensor::from_vector({1, 4, frames, h, w}, mask);
 }
 
 Tensor fold_mask(const Tensor& mask, int64_t factor) {
@@ -54,6 +69,8 @@ Tensor assemble_extra_input(ExtraInput kind, const ExtraInputParts& p, int64_t f
             return concat({p.masked_latent, fold_mask(p.mask, factor)}, 1);
         case ExtraInput::ControlLatent:
             return p.control_latent;
+        case ExtraInput::FrameMaskAndClipLatent:
+            return concat({p.frame_mask, p.clip_latent}, 1);
         case ExtraInput::None:
             break;
     }

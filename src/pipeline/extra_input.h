@@ -3,6 +3,7 @@
 //   SD inpaint:   [latent-size mask (nearest-max), masked-image latent]           1 + C
 //   FLUX.1 Fill:  [masked-image latent, the pixel mask's f x f cells as channels] C + f*f
 //   FLUX.1 Canny / Depth: the control image's latent                              C
+//   Wan image-to-video: [frame mask, the latent of a grey clip holding the given frames] 4 + C
 // The masked image keeps the picture where the mask is 0 and is grey (0.5) where it is 1.
 #pragma once
 
@@ -28,7 +29,14 @@ struct ExtraInputParts {
     Tensor latent_mask;    // at latent size (nearest-max)
     Tensor masked_latent;  // the masked image's latent
     Tensor control_latent;
+    Tensor frame_mask;   // Wan image-to-video's, video_frame_mask()
+    Tensor clip_latent;  // the latent of the clip holding the given frames
 };
+
+// Wan image-to-video's frame mask [1, 4, T, h, w]: 1 on the first latent frame's 4 channels
+// when a first frame is given, on the last frame's fourth when a last one is (the original's
+// per-frame mask with the first frame repeated 4 times, folded 4 frames to a latent frame).
+Tensor video_frame_mask(int64_t frames, int64_t h, int64_t w, bool first, bool last);
 
 // The channels to append, in the layout's order; undefined for ExtraInput::None.
 Tensor assemble_extra_input(ExtraInput kind, const ExtraInputParts& p, int64_t factor);

@@ -41,9 +41,17 @@ void check_video(const ModelComponents& m, const ImageRequest& r) {
     SD_CHECK(m.video,
              "%s is an image model: video generation (vid_gen) needs a video model such as Wan",
              m.family_name.c_str());
-    SD_CHECK(!r.init_image && !r.mask_image && !r.control_image && r.ref_images.empty(),
-             "a video from an init image, mask, control image or reference images is not "
-             "supported by this build yet (text-to-video only)");
+    SD_CHECK(!r.init_image || m.video_init != VideoInit::None,
+             "%s makes videos from text only: an init image (-i) needs an image-to-video model "
+             "(Wan I2V, FLF2V or Wan2.2 TI2V-5B)",
+             m.family_name.c_str());
+    SD_CHECK(!r.end_image || m.video_init == VideoInit::Condition,
+             "%s takes no end image (--end-img): a video's last frame conditions Wan I2V and "
+             "FLF2V models",
+             m.family_name.c_str());
+    SD_CHECK(!r.mask_image && !r.control_image && r.ref_images.empty(),
+             "a video from a mask, control image or reference images is not supported by this "
+             "build yet");
     SD_CHECK(!r.hires.enabled, "the hires fix is for images, not videos");
     SD_CHECK(r.batch_count == 1, "a video request makes one video (batch count %d)", r.batch_count);
 }
@@ -154,6 +162,7 @@ struct Conditions {
     Tensor concat;              // the model's extra input channels (pipeline/extra_input.h)
     Tensor init_latent;         // zeros for txt2img
     Tensor denoise_mask;        // where the sampler may change the latent (undefined: everywhere)
+    bool first_frame_kept = false;  // a video's first latent frame is the init image's
     std::vector<float> sigmas;
 };
 
@@ -220,6 +229,58 @@ void attach_inpaint(const ModelComponents& m, const ImageRequest& r, const Tenso
     if (r.mask_image) c.denoise_mask = dilate(small_mask);
 }
 
+// Wan2.2 TI2V: the init image's latent is the first latent frame, which the denoise mask
+// keeps (the reference's denoise_mask) and the model sees at timestep 0.
+void keep_first_frame(const ModelComponents& m, const ImageRequest& r, Rng& rng, Conditions& c) {
+    const LatentFormat& f = m.latent;
+    const int64_t T = c.init_latent.size(2), lh = c.init_latent.size(3), lw = c.init_latent.size(4);
+    const Tensor first =
+        to_model_latent(f, m.codec->encode(rgb_image_to_tensor(*r.init_image), rng));
+    const Tensor frame = first.view({1, f.channels, 1, lh, lw});
+    const Shape rest = {1, f.channels, T - 1, lh, lw};
+    c.init_latent = T == 1 ? frame : concat({frame, Tensor::zeros(rest)}, 2);
+    const Tensor keep = Tensor::zeros(frame.shape());
+    c.denoise_mask = T == 1 ? keep : concat({keep, Tensor::full(rest, 1.0f)}, 2);
+    c.first_frame_kept = true;
+}
+
+// Wan image-to-video: a grey clip holding the init image first and the end image last,
+// encoded, after the frame mask; the image encoder's states of both on both sides of guidance.
+void condition_on_frames(const ModelComponents& m, const ImageRequest& r, Rng& rng, Conditions& c) {
+    const Tensor grey = Tensor::full({1, 3, 1, r.height, r.width}, 0.5f);
+    std::vector<Tensor> frames(static_cast<size_t>(r.frames), grey);
+    if (r.init_image) frames.front() = rgb_image_to_tensor(*r.init_image).unsqueeze(2);
+    if (r.end_image) frames.back() = rgb_image_to_tensor(*r.end_image).unsqueeze(2);
+    ExtraInputParts parts;
+    parts.clip_latent = to_model_latent(m.latent, m.codec->encode(concat(frames, 2), rng));
+    const Shape& shape = c.init_latent.shape();
+    parts.frame_mask = video_frame_mask(shape[2], shape[3], shape[4], r.init_image.has_value(),
+                                        r.end_image.has_value());
+    c.concat = assemble_extra_input(m.extra_input, parts, m.latent.factor);
+    const Tensor states = m.image_encoder->encode(r.init_image, r.end_image);
+    c.cond.image_states = states;
+    c.uncond.image_states = states;
+    m.image_encoder->release_weights();
+}
+
+// A video's starting latent [1, C, T, h, w]: zeros, and what the model makes of the given
+// frames (ModelComponents::video_init).
+void attach_video_latent(const ModelComponents& m, const ImageRequest& r, Rng& rng, Conditions& c) {
+    const LatentFormat& f = m.latent;
+    const int64_t T = latent_frames(r.frames), lh = r.height / f.factor, lw = r.width / f.factor;
+    c.init_latent = Tensor::zeros({1, f.channels, T, lh, lw});
+    const bool frames_given = r.init_image || r.end_image;
+    if (m.video_init == VideoInit::None || (!frames_given && m.video_init != VideoInit::Condition))
+        return;
+    SD_CHECK(m.codec->has_encoder(),
+             "%s encodes the video's given frames with its VAE, whose encoder was not loaded",
+             m.family_name.c_str());
+    if (m.video_init == VideoInit::KeepFirstFrame)
+        keep_first_frame(m, r, rng, c);
+    else
+        condition_on_frames(m, r, rng, c);
+}
+
 Conditions prepare(const ModelComponents& m, const Denoiser& d, const ImageRequest& r) {
     const double start = now_seconds();
     Conditions c;
@@ -243,18 +304,18 @@ Conditions prepare(const ModelComponents& m, const Denoiser& d, const ImageReque
     // image draws first, then the references, then an inpaint model's masked image.
     ImageRngs rngs(r.rng, r.sampler_rng, static_cast<uint64_t>(r.seed));
     Tensor image;
-    if (r.init_image) {
+    if (r.frames > 0) {
+        attach_video_latent(m, r, rngs.noise(), c);
+    } else if (r.init_image) {
         SD_CHECK(m.codec->has_encoder(), "img2img needs the VAE encoder, which was not loaded");
         if (r.strength < 1.0f) c.sigmas = img2img_sigmas(c.sigmas, r.strength);
         image = rgb_image_to_tensor(*r.init_image);
         c.init_latent = to_model_latent(f, m.codec->encode(image, rngs.noise()));
     }
     attach_ref_latents(m, r, rngs.noise(), c);
-    if (r.init_image) {
+    if (r.init_image && r.frames == 0) {
         attach_inpaint(m, r, image, rngs.noise(), c);
-    } else if (r.frames > 0) {
-        c.init_latent = Tensor::zeros({1, f.channels, latent_frames(r.frames), lh, lw});
-    } else {
+    } else if (r.frames == 0) {
         c.init_latent = Tensor::zeros({1, f.channels, lh, lw});
         if (m.extra_input == ExtraInput::MaskAndMaskedLatent) {
             // No picture to keep: the whole mask is set and the masked image is zero.
@@ -300,7 +361,15 @@ Denoised denoise(const ModelComponents& m, const Denoiser& d, const ImageRequest
     if (cache.should_forecast()) return forecast(c, x, call, tap, cache);
     const Scalings s = d.scalings(call.sigma);
     Tensor t = Tensor::full({1}, d.sigma_to_t(call.sigma));
-    const Tensor input = x * s.c_in;
+    Tensor input = x * s.c_in;
+    if (c.first_frame_kept) {
+        // The model sees the kept frame as it is, at timestep 0 (the reference's
+        // process_timesteps for Wan2.2 TI2V).
+        input = keep_unmasked(c, input);
+        std::vector<float> per_frame(static_cast<size_t>(x.size(2)), d.sigma_to_t(call.sigma));
+        per_frame[0] = 0.0f;
+        t = Tensor::from_vector({x.size(2)}, per_frame);
+    }
     if (tap.wants(call.step, /*is_noisy=*/true)) tap.fn(call.step, input, true);
     const Tensor model_input = c.concat.defined() ? concat({input, c.concat}, 1) : input;
     // A control model runs for each side of guidance with that side's conditioning.
@@ -472,6 +541,7 @@ ImageRequest settle_request(const ModelComponents& m, const ImageRequest& reques
     const MemoryInputs in = memory_inputs(m, r);
     check_generation_memory(estimate_generation_memory(in), available_memory_bytes(), in, what);
     fit_to_request(r.init_image, r, "init image");
+    fit_to_request(r.end_image, r, "end image");
     fit_to_request(r.mask_image, r, "mask image");
     fit_to_request(r.control_image, r, "control image");
     check_hires(m, r);

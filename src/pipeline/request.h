@@ -37,7 +37,8 @@ struct ImageRequest {
     int frames = 0;
     RngType rng = CUDA_RNG;
     RngType sampler_rng = RNG_TYPE_COUNT;
-    std::optional<image::Image> init_image;  // img2img / inpaint
+    std::optional<image::Image> init_image;  // img2img / inpaint; a video's first frame
+    std::optional<image::Image> end_image;   // a video's last frame (--end-img, FLF2V)
     std::optional<image::Image> mask_image;  // inpaint: white = repaint
     float strength = 0.75f;
     // ControlNet: the hint image (fitted to width x height when its size differs) and the

@@ -13,6 +13,7 @@
 #include "api/tiny_wan.h"
 #include "fixture_files.h"
 #include "io/io_test_util.h"
+#include "models/tiny_wan_vae.h"
 #include "stable-diffusion-ext.h"
 #include "stable-diffusion.h"
 #include "test_util.h"
@@ -27,10 +28,19 @@ struct CtxDeleter {
 };
 using Ctx = std::unique_ptr<sd_ctx_t, CtxDeleter>;
 
-Ctx open_wan(bool umt5 = true) {
-    static const std::string dit = test::tiny_wan_dit();
-    const std::string t5 = test::tiny_t5(umt5, kVocab);
+const std::string& wan21_vae() {
     static const std::string vae = test::fixture_file("wan/wan21_vae_f32_seed42.safetensors");
+    return vae;
+}
+
+// A tiny Wan 2.2 VAE with TI2V's 48 latent channels.
+const std::string& wan22_vae() {
+    static const std::string vae =
+        test::write_f32_safetensors(test::TinyWan22Vae(48).p, "tiny_wan22_vae_48");
+    return vae;
+}
+
+Ctx open_files(const std::string& dit, const std::string& t5, const std::string& vae) {
     const std::string tokenizers = test::fixtures_dir() + "/tokenizers";
     sd_ctx_params_t cp;
     sd_ctx_params_init(&cp);
@@ -42,6 +52,33 @@ Ctx open_wan(bool umt5 = true) {
     sd_ctx_ext_params_init(&ext);
     ext.tokenizer_dir = tokenizers.c_str();
     return Ctx(new_sd_ctx_ext(&cp, &ext));
+}
+
+Ctx open_wan(bool umt5 = true) {
+    static const std::string dit = test::tiny_wan_dit();
+    return open_files(dit, test::tiny_t5(umt5, kVocab), wan21_vae());
+}
+
+// A tiny Wan2.2 TI2V: its DiT reads 48 channels, its VAE is 16x smaller in space.
+Ctx open_ti2v(const std::string& vae = wan22_vae()) {
+    static const std::string dit = test::tiny_wan_dit(48);
+    static const std::string t5 = test::tiny_t5(true, kVocab);
+    return open_files(dit, t5, vae);
+}
+
+std::vector<uint8_t> frame_bytes(const sd_image_t& frame) {
+    return {frame.data, frame.data + frame.width * frame.height * frame.channel};
+}
+
+// The frames of a generate_video run (empty when it fails).
+std::vector<std::vector<uint8_t>> video_frames(sd_ctx_t* ctx, const sd_vid_gen_params_t& v) {
+    sd_image_t* frames = nullptr;
+    int count = 0;
+    std::vector<std::vector<uint8_t>> out;
+    if (!generate_video(ctx, &v, &frames, &count, nullptr)) return out;
+    for (int i = 0; i < count; ++i) out.push_back(frame_bytes(frames[i]));
+    free_sd_images(frames, count);
+    return out;
 }
 
 sd_vid_gen_params_t video_params(int width, int height, int frames) {
@@ -128,6 +165,63 @@ TEST(GenerateVideo, AnImageIsAOneFrameVideo) {
     ASSERT_EQ(count, 1);
     EXPECT_EQ(images[0].width, 32u);
     free_sd_images(images, count);
+}
+
+TEST(GenerateVideo, Ti2vMakesAClipFromText) {
+    Ctx ctx = open_ti2v();
+    ASSERT_NE(ctx, nullptr);
+    sd_vid_gen_params_t v = video_params(40, 32, 5);
+    ASSERT_TRUE(sd_settle_vid_gen_params(ctx.get(), &v, nullptr, 0));
+    EXPECT_EQ(v.width, 64);  // the 32-pixel grid: 16x VAE, 2x2 patches
+    EXPECT_EQ(v.height, 32);
+    const auto frames = video_frames(ctx.get(), v);
+    ASSERT_EQ(frames.size(), 5u);
+    EXPECT_EQ(frames[0].size(), 64u * 32 * 3);
+    EXPECT_NE(frames[0], frames[4]);
+}
+
+// TI2V's init image is the first latent frame, kept through sampling: the first frame (decoded
+// from that latent frame alone, the VAE being causal) is the same whatever the seed, the later
+// ones are not; without the image the first frame follows the seed too.
+TEST(GenerateVideo, Ti2vKeepsTheInitImageAsTheFirstFrame) {
+    Ctx ctx = open_ti2v();
+    ASSERT_NE(ctx, nullptr);
+    std::vector<uint8_t> pixels(64 * 32 * 3);
+    for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i * 7 % 251);
+    sd_vid_gen_params_t v = video_params(64, 32, 5);
+    v.init_image = {64, 32, 3, pixels.data()};
+    v.sample_params.sample_steps = 2;
+    v.seed = 1;
+    const auto a = video_frames(ctx.get(), v);
+    v.seed = 2;
+    const auto b = video_frames(ctx.get(), v);
+    ASSERT_EQ(a.size(), 5u);
+    ASSERT_EQ(b.size(), 5u);
+    EXPECT_EQ(a[0], b[0]);
+    EXPECT_NE(a[4], b[4]);
+    v.init_image = {};
+    const auto c = video_frames(ctx.get(), v);
+    ASSERT_EQ(c.size(), 5u);
+    EXPECT_NE(c[0], b[0]);
+}
+
+// A Wan 2.1 VAE (16 channels) given to TI2V, and an end image to a model without one.
+TEST(GenerateVideo, Ti2vNamesAWrongVaeAndRefusesAnEndImage) {
+    std::string log;
+    sd_set_log_callback(
+        [](sd_log_level_t, const char* t, void* d) { *static_cast<std::string*>(d) += t; }, &log);
+    EXPECT_EQ(open_ti2v(wan21_vae()), nullptr);
+    sd_set_log_callback(nullptr, nullptr);
+    EXPECT_NE(log.find("--vae"), std::string::npos) << log;
+    EXPECT_NE(log.find("Wan 2.2 VAE"), std::string::npos) << log;
+    Ctx ctx = open_ti2v();
+    ASSERT_NE(ctx, nullptr);
+    std::vector<uint8_t> pixels(64 * 32 * 3, 100);
+    sd_vid_gen_params_t v = video_params(64, 32, 5);
+    v.end_image = {64, 32, 3, pixels.data()};
+    char why[512] = "";
+    EXPECT_FALSE(sd_settle_vid_gen_params(ctx.get(), &v, why, sizeof why));
+    EXPECT_NE(std::string(why).find("--end-img"), std::string::npos) << why;
 }
 
 TEST(GenerateVideo, APlainT5IsNotWansTextEncoder) {

@@ -1,5 +1,6 @@
 // A tiny Wan for the tests of the video path: a random DiT and (U)MT5 written as f32 files in
-// the temp folder (used with the fixture Wan 2.1 VAE and the fixtures' UMT5 vocabulary).
+// the temp folder (used with the fixture Wan 2.1 VAE or a tiny Wan 2.2 one, and the fixtures'
+// UMT5 vocabulary).
 #pragma once
 
 #include <cmath>
@@ -26,13 +27,14 @@ struct TinyParams {
     }
 };
 
-// A random Wan DiT of one block, 256 wide (two heads), text width 64, 16 latent channels.
-inline std::string tiny_wan_dit() {
+// A random Wan DiT of one block, 256 wide (two heads), reading `text`-wide states (64: the
+// tiny UMT5's), `latent` channels in and out (16: Wan 2.1 T2V; 48: Wan2.2 TI2V).
+inline std::string tiny_wan_dit(int64_t latent = kTinyWanLatent, int64_t text = kTinyWanText) {
     TinyParams w;
     w.p["patch_embedding.weight"] =
-        random_tensor({kTinyWanDim, kTinyWanLatent, 1, 2, 2}, w.seed++, -0.2f, 0.2f);
+        random_tensor({kTinyWanDim, latent, 1, 2, 2}, w.seed++, -0.2f, 0.2f);
     w.p["patch_embedding.bias"] = random_tensor({kTinyWanDim}, w.seed++, -0.1f, 0.1f);
-    w.linear("text_embedding.0", kTinyWanText, kTinyWanDim);
+    w.linear("text_embedding.0", text, kTinyWanDim);
     w.linear("text_embedding.2", kTinyWanDim, kTinyWanDim);
     w.linear("time_embedding.0", 256, kTinyWanDim);
     w.linear("time_embedding.2", kTinyWanDim, kTinyWanDim);
@@ -48,9 +50,10 @@ inline std::string tiny_wan_dit() {
     w.linear("blocks.0.ffn.0", kTinyWanDim, 64);
     w.linear("blocks.0.ffn.2", 64, kTinyWanDim);
     w.p["blocks.0.modulation"] = random_tensor({1, 6, kTinyWanDim}, w.seed++, -0.1f, 0.1f);
-    w.linear("head.head", kTinyWanDim, 4 * kTinyWanLatent);
+    w.linear("head.head", kTinyWanDim, 4 * latent);
     w.p["head.modulation"] = random_tensor({1, 2, kTinyWanDim}, w.seed++, -0.1f, 0.1f);
-    return write_f32_safetensors(w.p, "tiny_wan_dit");
+    return write_f32_safetensors(
+        w.p, "tiny_wan_dit_" + std::to_string(latent) + "_" + std::to_string(text));
 }
 
 // A T5 of 2 blocks, 4 heads of 16; UMT5 when every block has a position bias.

@@ -196,7 +196,8 @@ def decoder(p, x, cache, chunk):
     return cache.conv(p, "decoder.head.2", x, (1, 1, 1))
 
 
-def encode(p, video):
+def encode(p, video, encoder=encoder):
+    """WanVAE_.encode: 1 + 4 + 4 ... frames a chunk through `encoder`, then conv1's mean."""
     cache = Cache()
     T = video.shape[1]
     outs = []
@@ -208,7 +209,8 @@ def encode(p, video):
     return out[:out.shape[0] // 2]
 
 
-def decode(p, z):
+def decode(p, z, decoder=decoder):
+    """WanVAE_.decode: conv2, then one latent frame a chunk through `decoder`."""
     cache = Cache()
     x = causal_conv3d(p, "conv2", z, (0, 0, 0))
     outs = []

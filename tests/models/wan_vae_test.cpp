@@ -1,7 +1,9 @@
-// The Wan 2.1 VAE: a tiny random one (widths 4 .. 16, z = 4) against the independent numpy
-// implementation in wan_vae_reference.py -- a five-frame clip encoded in two chunks, three
-// latent frames decoded into nine (the time caches of every kind of layer between chunks), an
-// image as a one-frame clip -- and the causal convolution's padding and cache by hand.
+// The Wan 2.1 and 2.2 VAEs: tiny random ones (widths 4 .. 16 or 24, z = 4) against the
+// independent numpy implementations in wan_vae_reference.py and wan22_vae_reference.py -- a
+// five-frame clip encoded in two chunks, three latent frames decoded into nine (the time
+// caches of every kind of layer between chunks; 2.2's level shortcuts on first and later
+// chunks), an image as a one-frame clip -- and the causal convolution's padding and cache by
+// hand.
 #include "models/wan_vae.h"
 
 #include <gtest/gtest.h>
@@ -15,6 +17,7 @@
 #include "base/error.h"
 #include "fixture_files.h"
 #include "io/io_test_util.h"
+#include "models/tiny_wan_vae.h"
 #include "ops/ops.h"
 #include "test_util.h"
 
@@ -23,78 +26,10 @@ namespace {
 
 using Params = std::map<std::string, Tensor>;
 
-constexpr int64_t kDim = 4, kZ = 4;
-
-struct TinyWanVae {
-    Params p;
-    uint32_t seed = 300;
-
-    void conv(const std::string& name, int64_t in, int64_t out, Shape kernel) {
-        int64_t fan_in = in;
-        for (int64_t k : kernel) fan_in *= k;
-        const float bound = 1.0f / std::sqrt(static_cast<float>(fan_in));
-        Shape shape = {out, in};
-        for (int64_t k : kernel) shape.push_back(k);
-        p[name + ".weight"] = test::random_tensor(shape, seed++, -bound, bound);
-        p[name + ".bias"] = test::random_tensor({out}, seed++, -0.1f, 0.1f);
-    }
-    void norm(const std::string& name, int64_t c, Shape tail = {1, 1, 1}) {
-        Shape shape = {c};
-        for (int64_t k : tail) shape.push_back(k);
-        p[name + ".gamma"] = test::random_tensor(shape, seed++, 0.5f, 1.5f);
-    }
-    void residual(const std::string& name, int64_t in, int64_t out) {
-        norm(name + ".residual.0", in);
-        conv(name + ".residual.2", in, out, {3, 3, 3});
-        norm(name + ".residual.3", out);
-        conv(name + ".residual.6", out, out, {3, 3, 3});
-        if (in != out) conv(name + ".shortcut", in, out, {1, 1, 1});
-    }
-    void middle(const std::string& name, int64_t c) {
-        residual(name + ".0", c, c);
-        norm(name + ".1.norm", c, {1, 1});
-        conv(name + ".1.to_qkv", c, 3 * c, {1, 1});
-        conv(name + ".1.proj", c, c, {1, 1});
-        residual(name + ".2", c, c);
-    }
-
-    TinyWanVae() {
-        // Encoder: widths 4, 4, 8, 16, 16; downsamples 2, 5 (time too), 8 (time too).
-        conv("encoder.conv1", 3, kDim, {3, 3, 3});
-        const int64_t enc[] = {kDim, kDim, 2 * kDim, 4 * kDim, 4 * kDim};
-        int index = 0;
-        for (int i = 0; i < 4; ++i) {
-            int64_t in = enc[i];
-            for (int j = 0; j < 2; ++j, in = enc[i + 1])
-                residual("encoder.downsamples." + std::to_string(index++), in, enc[i + 1]);
-            if (i == 3) break;
-            const std::string r = "encoder.downsamples." + std::to_string(index++);
-            conv(r + ".resample.1", enc[i + 1], enc[i + 1], {3, 3});
-            if (i > 0) conv(r + ".time_conv", enc[i + 1], enc[i + 1], {3, 1, 1});
-        }
-        middle("encoder.middle", 4 * kDim);
-        norm("encoder.head.0", 4 * kDim);
-        conv("encoder.head.2", 4 * kDim, 2 * kZ, {3, 3, 3});
-        conv("conv1", 2 * kZ, 2 * kZ, {1, 1, 1});
-        conv("conv2", kZ, kZ, {1, 1, 1});
-        // Decoder: widths 16, 16, 16, 8, 4; upsamples 3, 7 (time too), 11.
-        conv("decoder.conv1", kZ, 4 * kDim, {3, 3, 3});
-        middle("decoder.middle", 4 * kDim);
-        const int64_t dec[] = {4 * kDim, 4 * kDim, 4 * kDim, 2 * kDim, kDim};
-        index = 0;
-        for (int i = 0; i < 4; ++i) {
-            int64_t in = i == 0 ? dec[i] : dec[i] / 2;
-            for (int j = 0; j < 3; ++j, in = dec[i + 1])
-                residual("decoder.upsamples." + std::to_string(index++), in, dec[i + 1]);
-            if (i == 3) break;
-            const std::string r = "decoder.upsamples." + std::to_string(index++);
-            conv(r + ".resample.1", dec[i + 1], dec[i + 1] / 2, {3, 3});
-            if (i < 2) conv(r + ".time_conv", dec[i + 1], 2 * dec[i + 1], {3, 1, 1});
-        }
-        norm("decoder.head.0", kDim);
-        conv("decoder.head.2", kDim, 3, {3, 3, 3});
-    }
-};
+using test::kTinyVaeDim;
+constexpr int64_t kDim = kTinyVaeDim, kZ = 4;
+using test::TinyWan22Vae;
+using test::TinyWanVae;
 
 WanVae load_vae(const std::string& path, bool with_encoder) {
     ModelFiles files;
@@ -107,14 +42,15 @@ Tensor swap_tc(const Tensor& x) {
     return permute_copy(x, {1, 0, 2, 3});
 }
 
-// wan_vae_reference.py on `input` (frames-first), named "video" (encode) or "latent" (decode);
-// its result, frames-first, of `out_shape`.
+// wan_vae_reference.py (or `script`) on `input` (frames-first), named "video" (encode) or
+// "latent" (decode); its result, frames-first, of `out_shape`.
 Tensor numpy_run(const std::string& model, const std::string& what, const Tensor& input,
-                 const Shape& out_shape, const std::string& name) {
+                 const Shape& out_shape, const std::string& name,
+                 const std::string& script = "wan_vae_reference.py") {
     const std::string inputs = test::write_f32_safetensors({{what, swap_tc(input)}}, name + "_in");
     const std::string out_path = testing::TempDir() + "/" + name + "_out.f32";
-    const std::string cmd = "/usr/bin/python3 " + test::tests_source_dir() +
-                            "/models/wan_vae_reference.py " + model + " " + inputs + " " + out_path;
+    const std::string cmd = "/usr/bin/python3 " + test::tests_source_dir() + "/models/" + script +
+                            " " + model + " " + inputs + " " + out_path;
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
     std::ifstream f(out_path, std::ios::binary);
     const Shape wan_shape = {out_shape[1], out_shape[0], out_shape[2], out_shape[3]};
@@ -145,6 +81,8 @@ TEST_F(WanVaeTest, ReadsItsWidthsFromTheWeights) {
     EXPECT_EQ(vae.config().z, kZ);
     EXPECT_EQ(vae.config().dim, kDim);
     EXPECT_EQ(vae.config().dec_dim, kDim);
+    EXPECT_FALSE(vae.config().wan22);
+    EXPECT_EQ(vae.config().scale(), 8);
     EXPECT_TRUE(vae.has_encoder());
     EXPECT_FALSE(load_vae(*model_, false).has_encoder());
 }
@@ -184,6 +122,75 @@ TEST_F(WanVaeTest, RefusesAClipOfTheWrongLength) {
     const WanVae vae = load_vae(*model_, true);
     EXPECT_THROW(vae.encode(test::random_tensor({4, 3, 16, 16}, 44)), Error);
     EXPECT_THROW(load_vae(*model_, false).encode(test::random_tensor({1, 3, 16, 16}, 45)), Error);
+}
+
+class Wan22VaeTest : public testing::Test {
+  protected:
+    static void SetUpTestSuite() {
+        model_ = new std::string(test::write_f32_safetensors(
+            TinyWan22Vae().p, "wan22_vae_tiny_" + std::to_string(::getpid())));
+    }
+    static void TearDownTestSuite() {
+        std::remove(model_->c_str());
+        delete model_;
+    }
+    static Tensor numpy(const std::string& what, const Tensor& input, const Shape& out_shape,
+                        const std::string& name) {
+        return numpy_run(*model_, what, input, out_shape, name, "wan22_vae_reference.py");
+    }
+    static std::string* model_;
+};
+std::string* Wan22VaeTest::model_ = nullptr;
+
+TEST_F(Wan22VaeTest, ReadsItsLayoutFromTheWeights) {
+    const WanVae vae = load_vae(*model_, true);
+    EXPECT_TRUE(vae.config().wan22);
+    EXPECT_EQ(vae.config().patch, 2);
+    EXPECT_EQ(vae.config().scale(), 16);
+    EXPECT_EQ(vae.config().z, kZ);
+    EXPECT_EQ(vae.config().dim, kDim);
+    EXPECT_EQ(vae.config().dec_dim, test::kTinyVaeDecDim22);
+    EXPECT_TRUE(vae.has_encoder());
+    const WanVae decoder = load_vae(*model_, false);
+    EXPECT_FALSE(decoder.has_encoder());
+    EXPECT_TRUE(decoder.config().wan22);
+}
+
+TEST_F(Wan22VaeTest, EncodesAClipInChunksAsNumpy) {
+    const WanVae vae = load_vae(*model_, true);
+    const Tensor video = test::random_tensor({5, 3, 32, 32}, 51);
+    const Tensor got = vae.encode(video);
+    ASSERT_EQ(got.shape(), (Shape{2, kZ, 2, 2}));
+    test::expect_close(got, numpy("video", video, got.shape(), "wan22_enc"), 1e-4, 1e-4,
+                       "Wan 2.2 VAE encode");
+}
+
+TEST_F(Wan22VaeTest, DecodesLatentFramesAsNumpy) {
+    const WanVae vae = load_vae(*model_, false);
+    const Tensor latent = test::random_tensor({3, kZ, 2, 3}, 52);
+    const Tensor got = vae.decode(latent);
+    ASSERT_EQ(got.shape(), (Shape{9, 3, 32, 48}));
+    test::expect_close(got, numpy("latent", latent, got.shape(), "wan22_dec"), 1e-4, 1e-4,
+                       "Wan 2.2 VAE decode");
+}
+
+TEST_F(Wan22VaeTest, AnImageIsAOneFrameClip) {
+    const WanVae vae = load_vae(*model_, true);
+    const Tensor image = test::random_tensor({1, 3, 48, 32}, 53);
+    const Tensor z = vae.encode(image);
+    ASSERT_EQ(z.shape(), (Shape{1, kZ, 3, 2}));
+    test::expect_close(z, numpy("video", image, z.shape(), "wan22_enc1"), 1e-4, 1e-4,
+                       "Wan 2.2 VAE image encode");
+    const Tensor x = vae.decode(z);
+    ASSERT_EQ(x.shape(), (Shape{1, 3, 48, 32}));
+    test::expect_close(x, numpy("latent", z, x.shape(), "wan22_dec1"), 1e-4, 1e-4,
+                       "Wan 2.2 VAE image decode");
+}
+
+TEST_F(Wan22VaeTest, RefusesFramesNotMultiplesOf16) {
+    const WanVae vae = load_vae(*model_, true);
+    EXPECT_THROW(vae.encode(test::random_tensor({1, 3, 24, 32}, 54)), Error);
+    EXPECT_THROW(vae.encode(test::random_tensor({4, 3, 32, 32}, 55)), Error);
 }
 
 // The real Wan 2.1 VAE's layout (the fixture made from its manifest): every tensor bound with

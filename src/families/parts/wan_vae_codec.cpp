@@ -8,8 +8,16 @@
 namespace sd {
 
 Tensor WanVaeCodec::encode(const Tensor& image01, Rng& /*rng: the mean is taken*/) const {
-    SD_CHECK(image01.size(0) == 1, "the Wan VAE encodes one image at a time, not %lld",
+    SD_CHECK(image01.size(0) == 1, "the Wan VAE encodes one image or clip at a time, not %lld",
              static_cast<long long>(image01.size(0)));
+    if (image01.dim() == 5) {  // a clip [1, 3, F, H, W]: the encoder's frames first, and back
+        const int64_t F = image01.size(2), H = image01.size(3), W = image01.size(4);
+        const Tensor frames =
+            permute_copy(image01, {0, 2, 1, 3, 4}).view({F, 3, H, W}) * 2.0f + -1.0f;
+        const Tensor z = vae_.encode(frames);  // [T, z, h, w]
+        return permute_copy(z.view({1, z.size(0), z.size(1), z.size(2), z.size(3)}),
+                            {0, 2, 1, 3, 4});
+    }
     return vae_.encode(image01 * 2.0f + -1.0f);
 }
 
