@@ -1,5 +1,5 @@
-// Wan 2.1 text-to-video (T2V 1.3B and 14B) and Wan2.2 TI2V-5B, as stable-diffusion.cpp runs
-// them:
+// Wan 2.1 text- and image-to-video (T2V, I2V, FLF2V), Wan2.2's I2V and TI2V-5B, as
+// stable-diffusion.cpp runs them:
 //   text: UMT5-XXL (the T5 encoder with a position bias in every block) on the prompt's ids
 //         then </s>, padded with <pad> to windows of 512 that its attention skips; the states
 //         after </s> set to zero (the original Wan keeps the prompt's tokens and pads with
@@ -10,8 +10,11 @@
 //   latent: Wan 2.1: its VAE, 8x in space and 4x in time, 16 channels; Wan2.2 TI2V: the Wan 2.2
 //         VAE, 16x in space, 48 channels (families/parts/wan_vae_codec.h); each channel
 //         normalised by its VAE's mean and std;
-//   TI2V's init image (-i) is the first latent frame, kept and seen at timestep 0.
-// Files: --diffusion-model, --t5xxl (UMT5-XXL), --vae.
+//   TI2V's init image (-i) is the first latent frame, kept and seen at timestep 0;
+//   image-to-video: a 4-channel frame mask and the latent of a grey clip holding the init
+//         image first (and --end-img last) beside the noise (36 channels), and with img_emb
+//         the CLIP-vision states of those frames (pipeline/extra_input.h).
+// Files: --diffusion-model, --t5xxl (UMT5-XXL), --vae; --clip_vision (ViT-H) for img_emb.
 #include "models/wan.h"
 
 #include <string>
@@ -19,7 +22,9 @@
 #include "base/error.h"
 #include "conditioners/dit_text.h"
 #include "families/parts/wan_vae_codec.h"
+#include "models/clip_vision_encoder.h"
 #include "models/t5_encoder.h"
+#include "pipeline/image_tensor.h"
 #include "tokenizer/t5_tokenizer.h"
 
 namespace sd {
@@ -31,6 +36,7 @@ namespace {
 
 const std::string kDm = "model.diffusion_model.";
 const std::string kT5 = "text_encoders.t5xxl.transformer.";
+const std::string kClipVision = "cond_stage_model.transformer.vision_model.";
 constexpr size_t kTextWindow = 512;  // the reference's text_len
 constexpr int64_t kTi2vChannels = 48;
 
@@ -75,6 +81,34 @@ class WanConditioner : public Conditioner {
   private:
     T5Tokenizer tokenizer_;
     T5Encoder umt5_;
+};
+
+// Wan I2V's image encoder: the CLIP-vision (ViT-H) hidden states of the first frame (FLF2V:
+// of the first and then the last), as the reference's get_clip_vision_output(image, false,
+// -2); a frame not given reads as zeros, as there.
+class WanImageEncoder : public ImageEncoder {
+  public:
+    WanImageEncoder(ClipVisionEncoder clip, bool both_frames)
+        : clip_(std::move(clip)), both_frames_(both_frames) {}
+
+    Tensor encode(const std::optional<image::Image>& first,
+                  const std::optional<image::Image>& last) const override {
+        const Tensor states = frame_states(first);
+        return both_frames_ ? concat({states, frame_states(last)}, 1) : states;
+    }
+    void release_weights() const override { clip_.release_weights(); }
+    size_t weight_bytes() const override { return clip_.weight_pages().bytes(); }
+
+  private:
+    Tensor frame_states(const std::optional<image::Image>& frame) const {
+        const ClipVisionConfig& c = clip_.config();
+        if (!frame) return Tensor::zeros({1, c.positions, c.hidden});
+        const Tensor pixels = clip_vision_preprocess(rgb_image_to_tensor(*frame), c.image_size);
+        return clip_.forward(pixels, /*clip_skip=*/-2);
+    }
+
+    ClipVisionEncoder clip_;
+    bool both_frames_;
 };
 
 class WanDiffusionModel : public DiffusionModel {
@@ -130,25 +164,36 @@ void check_vae(const ModelFiles& files, const WanVaeCodec& codec, const Family& 
          want22 ? "wan2.2_vae.safetensors" : "wan_2.1_vae.safetensors");
 }
 
+// Image-to-video (Wan 2.1 I2V / FLF2V with img_emb, Wan2.2 I2V without): the frames condition
+// the model through extra input channels and, with img_emb, the CLIP-vision states.
+void assemble_image_to_video(const ModelFiles& files, const Residency residency,
+                             const Family& family, ModelComponents& m) {
+    m.video_init = VideoInit::Condition;
+    m.extra_input = ExtraInput::FrameMaskAndClipLatent;
+    if (!files.has_prefix(kDm + "img_emb.")) return;
+    if (!files.has_prefix(kClipVision)) fail_missing_role(files, family, ModelRole::ClipVision);
+    m.image_encoder = std::make_unique<WanImageEncoder>(
+        ClipVisionEncoder::load(Weights(files, kClipVision, residency)),
+        files.has_prefix(kDm + "img_emb.emb_pos"));
+}
+
 ModelComponents assemble_wan(const ModelFiles& files, const LoadOptions& options,
                              const Family& family) {
-    SD_CHECK(
-        !files.has_prefix(kDm + "img_emb.") && wan_in_channels(files) != 36,
-        "%s: a Wan image-to-video model (it reads the first frame's latent%s); this build "
-        "runs Wan text-to-video and Wan2.2 TI2V-5B models",
-        files.describe_sources().c_str(),
-        files.has_prefix(kDm + "img_emb.") ? " and a CLIP-vision embedding, --clip_vision" : "");
     check_umt5(files);
     const Residency residency = options.memory.residency;
+    const bool image_to_video = files.has_prefix(kDm + "img_emb.") || wan_in_channels(files) == 36;
     ModelComponents m;
     m.video = true;
     if (&family == &kWan22Ti2vFamily) m.video_init = VideoInit::KeepFirstFrame;
+    if (image_to_video) assemble_image_to_video(files, residency, family, m);
     m.diffusion =
         std::make_unique<WanDiffusionModel>(WanModel::load(Weights(files, kDm, residency)));
     m.conditioner =
         std::make_unique<WanConditioner>(find_t5_vocabulary(files, options, /*umt5=*/true),
                                          T5Encoder::load(Weights(files, kT5, residency)));
-    std::unique_ptr<WanVaeCodec> codec = load_wan_vae(files, options);
+    LoadOptions vae_options = options;
+    vae_options.with_vae_encoder = options.with_vae_encoder || image_to_video;  // its frames
+    std::unique_ptr<WanVaeCodec> codec = load_wan_vae(files, vae_options);
     check_vae(files, *codec, family);
     m.codec = std::move(codec);
     m.denoiser = make_denoiser(resolve_prediction(options.prediction, FLOW_PRED), 5.0f);
@@ -165,9 +210,11 @@ ModelComponents assemble_ti2v(const ModelFiles& files, const LoadOptions& option
 
 }  // namespace
 
-constexpr RoleUse kWanRoles[] = {{ModelRole::DiffusionModel, true},
-                                 {ModelRole::T5, true, "UMT5-XXL text encoder"},
-                                 {ModelRole::Vae, true, "Wan 2.1 VAE"}};
+constexpr RoleUse kWanRoles[] = {
+    {ModelRole::DiffusionModel, true},
+    {ModelRole::T5, true, "UMT5-XXL text encoder"},
+    {ModelRole::Vae, true, "Wan 2.1 VAE"},
+    {ModelRole::ClipVision, false, "CLIP-vision ViT-H image encoder (image-to-video)"}};
 constexpr RoleUse kWan22Ti2vRoles[] = {{ModelRole::DiffusionModel, true},
                                        {ModelRole::T5, true, "UMT5-XXL text encoder"},
                                        {ModelRole::Vae, true, "Wan 2.2 VAE"}};
@@ -181,7 +228,7 @@ extern const Family kWanFamily{"Wan",
                                {},
                                {},  // -M convert's rules for it: not set yet
                                kWanRoles,
-                               "Wan 2.1 T2V 1.3B / 14B"};
+                               "Wan 2.1 T2V, I2V and FLF2V 1.3B / 14B"};
 
 extern const Family kWan22Ti2vFamily{
     "Wan2.2 TI2V",

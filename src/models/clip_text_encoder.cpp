@@ -37,19 +37,8 @@ ClipTextEncoder ClipTextEncoder::load(const Weights& w, const Weights* projectio
     m.position_embedding =
         convert(w["embeddings"]["position_embedding"].get("weight", {c.max_positions, c.hidden}),
                 DType::F32);
-    for (int64_t i = 0; i < c.layers; ++i) {
-        Weights l = w["encoder"]["layers"][static_cast<int>(i)];
-        ClipEncoderLayer layer;
-        layer.layer_norm1 = LayerNorm::load(l["layer_norm1"], c.hidden, 1e-5f);
-        layer.layer_norm2 = LayerNorm::load(l["layer_norm2"], c.hidden, 1e-5f);
-        layer.q_proj = Linear::load(l["self_attn"]["q_proj"], c.hidden, c.hidden);
-        layer.k_proj = Linear::load(l["self_attn"]["k_proj"], c.hidden, c.hidden);
-        layer.v_proj = Linear::load(l["self_attn"]["v_proj"], c.hidden, c.hidden);
-        layer.out_proj = Linear::load(l["self_attn"]["out_proj"], c.hidden, c.hidden);
-        layer.fc1 = Linear::load(l["mlp"]["fc1"], c.hidden, c.intermediate);
-        layer.fc2 = Linear::load(l["mlp"]["fc2"], c.intermediate, c.hidden);
-        m.layers_.push_back(std::move(layer));
-    }
+    m.encoder_ = ClipEncoder::load(w["encoder"], c.layers, c.hidden, c.intermediate, c.heads,
+                                   c.quick_gelu, /*causal=*/true);
     m.final_layer_norm = LayerNorm::load(w["final_layer_norm"], c.hidden, 1e-5f);
     if (projection) {
         auto shape = projection->shape_of("weight");
@@ -65,16 +54,6 @@ ClipTextEncoder ClipTextEncoder::load(const Weights& w, const Weights* projectio
     SD_LOG_INFO("CLIP text encoder: %lld layers, width %lld, %lld heads, %s", (long long)c.layers,
                 (long long)c.hidden, (long long)c.heads, c.quick_gelu ? "quick GELU" : "GELU");
     return m;
-}
-
-Tensor ClipTextEncoder::encoder_layer(const ClipEncoderLayer& l, const Tensor& x) const {
-    Tensor h = l.layer_norm1.forward(x);
-    Tensor attn = multi_head_attention(l.q_proj.forward(h), l.k_proj.forward(h),
-                                       l.v_proj.forward(h), config_.heads, {}, /*causal=*/true);
-    Tensor r = x + l.out_proj.forward(attn);
-    h = l.fc1.forward(l.layer_norm2.forward(r));
-    h = config_.quick_gelu ? quick_gelu(h) : gelu(h);
-    return r + l.fc2.forward(h);
 }
 
 Tensor ClipTextEncoder::embed_tokens(const Tensor& tokens, const Tensor& extra) const {
@@ -111,7 +90,7 @@ Tensor ClipTextEncoder::forward(const Tensor& tokens, int clip_skip, const Tenso
                                             : embedding(token_embedding, tokens);
     Tensor x = tok + position_embedding.narrow(0, 0, length).contiguous();
     const int64_t run = config_.layers - (clip_skip - 1);
-    for (int64_t i = 0; i < run; ++i) x = encoder_layer(layers_[static_cast<size_t>(i)], x);
+    x = encoder_.forward(x, run);
     return final_norm ? final_layer_norm.forward(x) : x;
 }
 

@@ -1,14 +1,15 @@
 // The CLIP text transformer of SD 1.x (OpenAI ViT-L/14), SD 2.x (OpenCLIP ViT-H/14) and SDXL
 // (ViT-L/14 and OpenCLIP ViT-bigG/14 with its text projection; OpenCLIP names converted to
 // these by io/name_conversion), as transformers' CLIPTextModel(WithProjection): token +
-// position embeddings, pre-norm transformer layers with causal self-attention, final layer
-// norm, and for the pooled output the projection of the end token's state.
+// position embeddings, pre-norm transformer layers with causal self-attention (nn/clip_blocks.h,
+// shared with the image tower), final layer norm, and for the pooled output the projection of the
+// end token's state.
 #pragma once
 
 #include <optional>
 #include <vector>
 
-#include "nn/layers.h"
+#include "nn/clip_blocks.h"
 
 namespace sd {
 
@@ -20,12 +21,6 @@ struct ClipConfig {
     int64_t heads = 12;
     int64_t intermediate = 3072;
     bool quick_gelu = true;  // OpenAI CLIP; OpenCLIP uses exact GELU
-};
-
-struct ClipEncoderLayer {
-    LayerNorm layer_norm1, layer_norm2;
-    Linear q_proj, k_proj, v_proj, out_proj;
-    Linear fc1, fc2;
 };
 
 class ClipTextEncoder {
@@ -54,12 +49,11 @@ class ClipTextEncoder {
     const WeightPages& weight_pages() const { return pages_; }
 
   private:
-    Tensor encoder_layer(const ClipEncoderLayer& layer, const Tensor& x) const;
     Tensor embed_tokens(const Tensor& tokens, const Tensor& extra_embeddings) const;
 
     ClipConfig config_;
     Tensor token_embedding, position_embedding;
-    std::vector<ClipEncoderLayer> layers_;
+    ClipEncoder encoder_;  // causal
     LayerNorm final_layer_norm;
     std::optional<Linear> text_projection;  // [proj, hidden], no bias
     WeightPages pages_;

@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "base/thread_pool.h"
+#include "nn/clip_blocks.h"
 #include "nn/dit_blocks.h"
 #include "nn/rope.h"
 #include "ops/ops.h"
@@ -282,24 +283,7 @@ std::pair<int64_t, int64_t> qwen25_vision_size(int64_t height, int64_t width, in
 }
 
 Tensor qwen25_vision_preprocess(const Tensor& image, int64_t out_h, int64_t out_w) {
-    SD_CHECK(image.defined() && image.dtype() == DType::F32 && image.dim() == 4 &&
-                 image.size(0) == 1 && image.size(1) == 3 && image.size(2) > 0 && image.size(3) > 0,
-             "%s: the image must be f32 [1, 3, H, W], not %s", kModel,
-             image.defined() ? image.describe().c_str() : "undefined");
-    SD_CHECK(out_h > 0 && out_w > 0, "%s: cannot resize an image to %lld x %lld px", kModel,
-             (long long)out_h, (long long)out_w);
-    const int64_t H = image.size(2), W = image.size(3);
-    // The reference's float steps; never smaller than the crop (its float product may fall short).
-    const float scale = std::max(static_cast<float>(out_w) / static_cast<float>(W),
-                                 static_cast<float>(out_h) / static_cast<float>(H));
-    const int64_t rh = std::max(out_h, static_cast<int64_t>(scale * static_cast<float>(H)));
-    const int64_t rw = std::max(out_w, static_cast<int64_t>(scale * static_cast<float>(W)));
-    const Tensor resized = interpolate(image, rh, rw, InterpolateMode::Nearest);
-    const Tensor cropped =
-        resized.narrow(2, (rh - out_h) / 2, out_h).narrow(3, (rw - out_w) / 2, out_w);
-    const Tensor mean = Tensor::from_vector({1, 3, 1, 1}, {0.48145466f, 0.4578275f, 0.40821073f});
-    const Tensor stdev = Tensor::from_vector({1, 3, 1, 1}, {0.26862954f, 0.26130258f, 0.27577711f});
-    return div(sub(clamp(cropped, 0.0f, 1.0f), mean), stdev);
+    return clip_image_preprocess(image, out_h, out_w, kModel);  // CLIP's resize, crop, statistics
 }
 
 }  // namespace sd

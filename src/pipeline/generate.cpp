@@ -257,6 +257,7 @@ void condition_on_frames(const ModelComponents& m, const ImageRequest& r, Rng& r
     parts.frame_mask = video_frame_mask(shape[2], shape[3], shape[4], r.init_image.has_value(),
                                         r.end_image.has_value());
     c.concat = assemble_extra_input(m.extra_input, parts, m.latent.factor);
+    if (!m.image_encoder) return;  // Wan2.2 I2V reads the frames' latents alone
     const Tensor states = m.image_encoder->encode(r.init_image, r.end_image);
     c.cond.image_states = states;
     c.uncond.image_states = states;

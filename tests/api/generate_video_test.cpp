@@ -13,6 +13,7 @@
 #include "api/tiny_wan.h"
 #include "fixture_files.h"
 #include "io/io_test_util.h"
+#include "models/tiny_clip_vision.h"
 #include "models/tiny_wan_vae.h"
 #include "stable-diffusion-ext.h"
 #include "stable-diffusion.h"
@@ -222,6 +223,65 @@ TEST(GenerateVideo, Ti2vNamesAWrongVaeAndRefusesAnEndImage) {
     char why[512] = "";
     EXPECT_FALSE(sd_settle_vid_gen_params(ctx.get(), &v, why, sizeof why));
     EXPECT_NE(std::string(why).find("--end-img"), std::string::npos) << why;
+}
+
+// A tiny Wan 2.1 image-to-video model (FLF2V's when `flf`) with a tiny CLIP-vision tower.
+Ctx open_i2v(bool flf, bool with_clip_vision = true) {
+    const std::string dit = test::tiny_wan_dit(16, test::kTinyWanText, test::kTinyClipWidth, flf);
+    static const std::string clip =
+        test::write_f32_safetensors(test::tiny_clip_vision(false), "tiny_clip_vision");
+    static const std::string t5 = test::tiny_t5(true, kVocab);
+    const std::string tokenizers = test::fixtures_dir() + "/tokenizers";
+    sd_ctx_params_t cp;
+    sd_ctx_params_init(&cp);
+    cp.diffusion_model_path = dit.c_str();
+    cp.t5xxl_path = t5.c_str();
+    cp.vae_path = wan21_vae().c_str();
+    cp.clip_vision_path = with_clip_vision ? clip.c_str() : nullptr;
+    cp.n_threads = 2;
+    sd_ctx_ext_params_t ext;
+    sd_ctx_ext_params_init(&ext);
+    ext.tokenizer_dir = tokenizers.c_str();
+    return Ctx(new_sd_ctx_ext(&cp, &ext));
+}
+
+// Image-to-video: the init image (and FLF2V's end image) steer the clip -- another init image
+// gives other frames, the same one the same frames -- and the run without one still works
+// (the reference's grey clip and zero CLIP states).
+TEST(GenerateVideo, ImageToVideoFollowsItsFrames) {
+    for (bool flf : {false, true}) {
+        Ctx ctx = open_i2v(flf);
+        ASSERT_NE(ctx, nullptr) << "flf " << flf;
+        std::vector<uint8_t> a(32 * 32 * 3), b(32 * 32 * 3);
+        for (size_t i = 0; i < a.size(); ++i) {
+            a[i] = static_cast<uint8_t>(i * 13 % 256);
+            b[i] = static_cast<uint8_t>(255 - i * 5 % 256);
+        }
+        sd_vid_gen_params_t v = video_params(32, 32, 5);
+        v.init_image = {32, 32, 3, a.data()};
+        if (flf) v.end_image = {32, 32, 3, b.data()};
+        const auto first = video_frames(ctx.get(), v);
+        const auto again = video_frames(ctx.get(), v);
+        v.init_image = {32, 32, 3, b.data()};
+        const auto other = video_frames(ctx.get(), v);
+        v.init_image = {};
+        v.end_image = {};
+        const auto none = video_frames(ctx.get(), v);
+        ASSERT_EQ(first.size(), 5u);
+        EXPECT_EQ(first, again);
+        ASSERT_EQ(other.size(), 5u);
+        EXPECT_NE(first[0], other[0]);
+        EXPECT_EQ(none.size(), 5u);
+    }
+}
+
+TEST(GenerateVideo, ImageToVideoWithoutClipVisionIsNamed) {
+    std::string log;
+    sd_set_log_callback(
+        [](sd_log_level_t, const char* t, void* d) { *static_cast<std::string*>(d) += t; }, &log);
+    EXPECT_EQ(open_i2v(false, /*with_clip_vision=*/false), nullptr);
+    sd_set_log_callback(nullptr, nullptr);
+    EXPECT_NE(log.find("--clip_vision"), std::string::npos) << log;
 }
 
 TEST(GenerateVideo, APlainT5IsNotWansTextEncoder) {

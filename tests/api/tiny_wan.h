@@ -28,11 +28,15 @@ struct TinyParams {
 };
 
 // A random Wan DiT of one block, 256 wide (two heads), reading `text`-wide states (64: the
-// tiny UMT5's), `latent` channels in and out (16: Wan 2.1 T2V; 48: Wan2.2 TI2V).
-inline std::string tiny_wan_dit(int64_t latent = kTinyWanLatent, int64_t text = kTinyWanText) {
+// tiny UMT5's), `latent` channels out (16: Wan 2.1; 48: Wan2.2 TI2V). With `clip` > 0 an
+// image-to-video one: it reads 2 latent + 4 channels and `clip`-wide CLIP-vision states
+// (img_emb, the image keys and values), FLF2V's emb_pos too when `flf`.
+inline std::string tiny_wan_dit(int64_t latent = kTinyWanLatent, int64_t text = kTinyWanText,
+                                int64_t clip = 0, bool flf = false) {
     TinyParams w;
+    const int64_t in = clip > 0 ? 2 * latent + 4 : latent;
     w.p["patch_embedding.weight"] =
-        random_tensor({kTinyWanDim, latent, 1, 2, 2}, w.seed++, -0.2f, 0.2f);
+        random_tensor({kTinyWanDim, in, 1, 2, 2}, w.seed++, -0.2f, 0.2f);
     w.p["patch_embedding.bias"] = random_tensor({kTinyWanDim}, w.seed++, -0.1f, 0.1f);
     w.linear("text_embedding.0", text, kTinyWanDim);
     w.linear("text_embedding.2", kTinyWanDim, kTinyWanDim);
@@ -52,8 +56,21 @@ inline std::string tiny_wan_dit(int64_t latent = kTinyWanLatent, int64_t text = 
     w.p["blocks.0.modulation"] = random_tensor({1, 6, kTinyWanDim}, w.seed++, -0.1f, 0.1f);
     w.linear("head.head", kTinyWanDim, 4 * latent);
     w.p["head.modulation"] = random_tensor({1, 2, kTinyWanDim}, w.seed++, -0.1f, 0.1f);
-    return write_f32_safetensors(
-        w.p, "tiny_wan_dit_" + std::to_string(latent) + "_" + std::to_string(text));
+    if (clip > 0) {
+        w.linear("blocks.0.cross_attn.k_img", kTinyWanDim, kTinyWanDim);
+        w.linear("blocks.0.cross_attn.v_img", kTinyWanDim, kTinyWanDim);
+        w.scale("blocks.0.cross_attn.norm_k_img.weight", kTinyWanDim);
+        w.scale("img_emb.proj.0.weight", clip);
+        w.p["img_emb.proj.0.bias"] = Tensor::zeros({clip});
+        w.linear("img_emb.proj.1", clip, clip);
+        w.linear("img_emb.proj.3", clip, kTinyWanDim);
+        w.scale("img_emb.proj.4.weight", kTinyWanDim);
+        w.p["img_emb.proj.4.bias"] = Tensor::zeros({kTinyWanDim});
+        if (flf) w.p["img_emb.emb_pos"] = random_tensor({1, 514, clip}, w.seed++, -0.1f, 0.1f);
+    }
+    return write_f32_safetensors(w.p, "tiny_wan_dit_" + std::to_string(latent) + "_" +
+                                          std::to_string(text) + "_" + std::to_string(clip) +
+                                          (flf ? "_flf" : ""));
 }
 
 // A T5 of 2 blocks, 4 heads of 16; UMT5 when every block has a position bias.
