@@ -113,15 +113,27 @@ int run_model_bench(const ModelBenchOptions& o, double peak) {
     const ScopedWeightPatches active(patches);
 
     // One diffusion-model pass on a constant latent, after a warm-up pass.
-    Conditioning cond = model.conditioner->encode({"a photo of a cat", -1, o.width, o.height});
+    ConditionRequest text;
+    text.prompt = "a photo of a cat";
+    text.width = o.width;
+    text.height = o.height;
+    Conditioning cond = model.conditioner->encode(text);
     model.conditioner->release_weights();  // as a generation does
     const LatentFormat& f = model.latent;
-    const Shape latent{1, f.channels, o.height / f.factor, o.width / f.factor};
+    SD_CHECK(o.frames == 0 || (model.video && (o.frames - 1) % 4 == 0),
+             "--video-frames %d: a video model's clip has 1 + 4k frames", o.frames);
+    const int64_t lh = o.height / f.factor, lw = o.width / f.factor;
+    // A video's latent [1, C, T, h, w] (the video VAEs' 4x in time), an image's [1, C, h, w].
+    const Shape latent = o.frames > 0 ? Shape{1, f.channels, 1 + (o.frames - 1) / 4, lh, lw}
+                                      : Shape{1, f.channels, lh, lw};
     Tensor x = Tensor::full(latent, 0.1f);
-    // Inpaint / Fill / Canny-Depth models read extra channels beside the latent.
+    // Inpaint / Fill / Canny-Depth / image-to-video models read extra channels beside it.
     const int64_t extra = model.diffusion->in_channels() - f.channels;
-    if (model.extra_input != ExtraInput::None && extra > 0)
-        x = concat({x, Tensor::zeros({1, extra, latent[2], latent[3]})}, 1);
+    if (model.extra_input != ExtraInput::None && extra > 0) {
+        Shape extra_shape = latent;
+        extra_shape[1] = extra;
+        x = concat({x, Tensor::zeros(extra_shape)}, 1);
+    }
     Tensor t = Tensor::full({1}, model.denoiser->is_flow() ? 0.5f : 500.0f);
     model.diffusion->forward(x, t, cond);
     reset_flop_counter();
@@ -153,7 +165,8 @@ int run_model_bench(const ModelBenchOptions& o, double peak) {
     r.prompt = "a photo of a cat";
     r.width = o.width;
     r.height = o.height;
-    r.steps = o.steps;
+    r.steps = std::max(o.steps, 1);
+    r.frames = o.frames;
     r.method = EULER_SAMPLE_METHOD;
     r.cfg_scale = o.cfg_scale;
     r.guidance = o.guidance;
@@ -166,7 +179,7 @@ int run_model_bench(const ModelBenchOptions& o, double peak) {
     reset_flop_counter();
     t0 = now_seconds();
     c0 = cpu_seconds();
-    generate_images(model, r, hooks);
+    if (o.steps > 0) generate_images(model, r, hooks);
     const double gen_cpu = cpu_seconds() - c0;
     const double generation_peak = phase_peak_rss_mib();
     const double total = now_seconds() - t0;
@@ -178,7 +191,7 @@ int run_model_bench(const ModelBenchOptions& o, double peak) {
     reset_flop_counter();
     double d0 = now_seconds();
     c0 = cpu_seconds();
-    model.codec->decode(z, decode_tiling(model, {}, latent[2], latent[3]));
+    model.codec->decode(z, decode_tiling(model, {}, lh, lw));
     const double decode_s = now_seconds() - d0, decode_flops = counted_flops();
     const double decode_cpu = cpu_seconds() - c0;
     const double decode_peak = phase_peak_rss_mib();
@@ -189,15 +202,17 @@ int run_model_bench(const ModelBenchOptions& o, double peak) {
     const double sampling_s = step_end.empty() ? total : step_end.back() - t0;
     const double step_s = (step_end.size() > 1 ? step_end.back() - step_end.front() : sampling_s) /
                           static_cast<double>(std::max<size_t>(1, step_end.size() - 1));
-    const double step_flops = (gen_flops - decode_flops) / static_cast<double>(o.steps);
-    std::printf("\n%dx%d, %d threads, measured peak %.1f GFLOP/s\n", o.width, o.height,
+    const double step_flops = (gen_flops - decode_flops) / static_cast<double>(r.steps);
+    std::printf("\n%dx%d%s, %d threads, measured peak %.1f GFLOP/s\n", o.width, o.height,
+                o.frames > 0 ? (" x " + std::to_string(o.frames) + " frames").c_str() : "",
                 num_threads(), peak);
     // The steps' CPU time: the generation's less the decode's (prompt encoding included).
-    const double step_cpu = (gen_cpu - decode_cpu) / static_cast<double>(o.steps);
+    const double step_cpu = (gen_cpu - decode_cpu) / static_cast<double>(r.steps);
     print_row("diffusion model pass", pass_s, pass_cpu, pass_flops, peak);
     if (model.control) print_row("ControlNet pass", control_s, control_cpu, control_flops, peak);
-    print_row(o.cfg_scale != 1.0f ? "sampling step (CFG)" : "sampling step", step_s, step_cpu,
-              step_flops, peak);
+    if (o.steps > 0)
+        print_row(o.cfg_scale != 1.0f ? "sampling step (CFG)" : "sampling step", step_s, step_cpu,
+                  step_flops, peak);
     print_row("VAE decode", decode_s, decode_cpu, decode_flops, peak);
     if (!o.taesd.empty()) {
         // TAESD decodes the same latent; the first run faults its weights in, the second counts.

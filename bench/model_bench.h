@@ -21,7 +21,8 @@ struct ModelBenchOptions {
     float guidance = 3.5f;   // distilled guidance (FLUX.1-dev)
     std::string tokenizer_dir;
     int width = 512, height = 512;
-    int steps = 3;          // sampling steps timed (plus one VAE decode)
+    int steps = 3;          // sampling steps timed (plus one VAE decode); 0: no generation
+    int frames = 0;         // --video-frames: a video model's clip of 1 + 4k frames
     bool streamed = false;  // --params-backend disk (Residency::Streamed)
     std::string taesd;      // --taesd FILE: also time its decode of the same latent
     std::string lora;       // --lora FILE[:MULT]: timed with this LoRA applied

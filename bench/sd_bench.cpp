@@ -155,6 +155,8 @@ void usage() {
         "       sd-bench --diffusion-model FILE --vae FILE --clip_l FILE --clip_g FILE\n"
         "                --t5xxl FILE ... (SD3 / SD3.5's MMDiT as separate files)\n"
         "       sd-bench --diffusion-model FILE --vae FILE --llm FILE ... (Z-Image)\n"
+        "       sd-bench --diffusion-model FILE --vae FILE --t5xxl FILE --video-frames 1+4k\n"
+        "                ... (Wan: the DiT pass and the decode of a W x H clip)\n"
         "       sd-bench --upscale-model FILE [-W 128] [-H 128] [--upscale-tile-size 128] [-t N]\n"
         "       sd-bench --t5 FILE [--t5-tokens 256] [-t N]\n"
         "       sd-bench --llm FILE [--llm-tokens 512] [--llm-layers N] [--params-backend disk]\n"
@@ -164,6 +166,8 @@ void usage() {
         "  --model FILE      time a whole model instead of single kernels: UNet pass, step, VAE\n"
         "  --params-backend  disk: the streaming low-memory mode (each layer's pages dropped)\n"
         "  --taesd FILE      with --model: also time TAESD's decode of the same latent\n"
+        "  --steps N         sampling steps of the timed generation; 0: none (pass, decode)\n"
+        "  --video-frames N  a video model's clip of N = 1 + 4k frames\n"
         "  --lora FILE[:M]   time the model with this LoRA (multiplier M, default 1)\n"
         "  --lora-apply-mode auto, immediately or at_runtime (default auto)\n"
         "  --upscale-model F time the ESRGAN upscaler on a W x H image (default 128x128)\n"
@@ -256,7 +260,10 @@ int run(int argc, char** argv) {
             model.height = upscale.height = std::atoi(value().c_str());
         } else if (a == "--steps") {
             model.steps = std::atoi(value().c_str());
-            SD_CHECK(model.steps > 0, "--steps must be positive");
+            SD_CHECK(model.steps >= 0, "--steps must not be negative (0: no generation)");
+        } else if (a == "--video-frames") {
+            model.frames = std::atoi(value().c_str());
+            SD_CHECK(model.frames >= 1, "--video-frames must be positive");
         } else if (a == "--params-backend") {
             std::string v = value();
             SD_CHECK(v == "cpu" || v == "disk", "--params-backend: expected cpu or disk, not '%s'",
