@@ -73,9 +73,8 @@ WanRmsNorm WanRmsNorm::load(const Weights& w, int64_t channels) {
     return {w.get("gamma", want).view({channels})};
 }
 
-Tensor WanRmsNorm::forward(const Tensor& x) const {
-    // Channels last for the norm over each pixel's channels, then back.
-    return permute_copy(rms_norm(permute_copy(x, {0, 2, 3, 1}), gamma, kNormEps), {0, 3, 1, 2});
+Tensor WanRmsNorm::forward(const Tensor& x, bool then_silu) const {
+    return rms_norm_channels(x, gamma, kNormEps, then_silu);
 }
 
 WanResidualBlock WanResidualBlock::load(const Weights& w, int64_t in, int64_t out) {
@@ -90,8 +89,8 @@ WanResidualBlock WanResidualBlock::load(const Weights& w, int64_t in, int64_t ou
 
 Tensor WanResidualBlock::forward(const Tensor& x, CausalConvCache& cache) const {
     const Tensor h = shortcut ? shortcut->forward(x) : x;
-    Tensor y = cache.conv(conv1, silu(norm1.forward(x)));
-    y = cache.conv(conv2, silu(norm2.forward(y)));
+    Tensor y = cache.conv(conv1, norm1.forward(x, /*silu=*/true));
+    y = cache.conv(conv2, norm2.forward(y, /*silu=*/true));
     return add(y, h);
 }
 
@@ -117,9 +116,12 @@ WanResample WanResample::load(const Weights& w, int64_t dim, Mode mode, bool kee
     WanResample r;
     r.mode = mode;
     const bool up = mode == Mode::Upsample2d || mode == Mode::Upsample3d;
-    if (up)
+    if (up) {
+        // Nearest 2x upsampling read by the convolution itself (no 4x copy), Winograd's 3x3.
         r.resample = Conv2d::load(w["resample.1"], dim, keep_width ? dim : dim / 2, 3);
-    else
+        r.resample.options.upsample2x = true;
+        r.resample.options.winograd = true;
+    } else
         r.resample = Conv2d::load(w["resample.1"], dim, dim, 3, 2, 0);
     if (mode == Mode::Upsample3d)
         r.time_conv = CausalConv3d::load(w["time_conv"], dim, 2 * dim, 3, 1, 1, 0);
@@ -148,8 +150,7 @@ Tensor WanResample::forward(const Tensor& in, CausalConvCache& cache) const {
         }
         s.seen = true;
     }
-    if (mode == Mode::Upsample2d || mode == Mode::Upsample3d)
-        return resample.forward(upsample_nearest2x(x));
+    if (mode == Mode::Upsample2d || mode == Mode::Upsample3d) return resample.forward(x);
     x = resample.forward(pad2d(x, 0, 1, 0, 1));
     if (mode == Mode::Downsample3d) {
         // The first chunk's frames are kept whole; later chunks prepend the last kept frame
@@ -236,7 +237,7 @@ Tensor WanVaeEncoder::forward(const Tensor& in, CausalConvCache& cache) const {
         if (level.shortcut) x = add(x, level.shortcut->forward(level_in));
     }
     x = middle2.forward(middle1.forward(middle0.forward(x, cache)), cache);
-    return cache.conv(head, silu(head_norm.forward(x)));
+    return cache.conv(head, head_norm.forward(x, /*silu=*/true));
 }
 
 WanVaeDecoder WanVaeDecoder::load(const Weights& w, const WanVaeConfig& c) {
@@ -280,7 +281,7 @@ Tensor WanVaeDecoder::forward(const Tensor& in, CausalConvCache& cache, bool fir
         if (level.upsample) x = level.upsample->forward(x, cache);
         if (level.shortcut) x = add(x, level.shortcut->forward(level_in, first_chunk));
     }
-    return cache.conv(head, silu(head_norm.forward(x)));
+    return cache.conv(head, head_norm.forward(x, /*silu=*/true));
 }
 
 WanVae WanVae::load(const Weights& w, bool with_encoder) {

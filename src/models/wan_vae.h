@@ -36,7 +36,8 @@ struct WanVaeConfig {
 struct WanRmsNorm {
     Tensor gamma;  // [C]
     static WanRmsNorm load(const Weights& w, int64_t channels);
-    Tensor forward(const Tensor& x) const;
+    // x [T, C, H, W]; SiLU after it when `then_silu` (the residual blocks' and heads').
+    Tensor forward(const Tensor& x, bool then_silu = false) const;
 };
 
 struct WanResidualBlock {

@@ -230,4 +230,48 @@ Tensor rms_norm(const Tensor& x, const Tensor& weight, float eps) {
     return out;
 }
 
+Tensor rms_norm_channels(const Tensor& x, const Tensor& weight, float eps, bool silu) {
+    cpu::require_f32(x, "rms_norm_channels", "x");
+    SD_CHECK(x.dim() >= 2, "rms_norm_channels: x %s has no channel dimension",
+             x.describe().c_str());
+    const int64_t n = x.size(0), c = x.size(1), pixels = x.numel() / std::max<int64_t>(1, n * c);
+    Tensor wkeep;
+    const float* w = affine_param(weight, c, "rms_norm_channels", "weight", x, &wkeep);
+    Tensor out = Tensor::empty(x.shape());
+    if (out.numel() == 0) return out;
+    const Tensor xs = x.contiguous();
+    const float* src = xs.data<float>();
+    float* dst = out.data<float>();
+    // Blocks of kSpan pixels of one image: the sum of squares over the channels, read a
+    // channel's row of the block at a time (contiguous), then the scaled output the same way.
+    constexpr int64_t kSpan = 256;
+    const int64_t spans = (pixels + kSpan - 1) / kSpan;
+    const cpu::UnaryFn silu_fn =
+        cpu::pointwise_kernels().unary[static_cast<int>(cpu::UnaryKind::Silu)];
+    parallel_for(n * spans, 1, [&](int64_t b0, int64_t b1) {
+        float rs[kSpan];
+        for (int64_t b = b0; b < b1; ++b) {
+            const int64_t image = b / spans, p0 = b % spans * kSpan;
+            const int64_t len = std::min(kSpan, pixels - p0);
+            const float* in = src + image * c * pixels + p0;
+            float* o = dst + image * c * pixels + p0;
+            std::fill(rs, rs + len, 0.0f);
+            for (int64_t ch = 0; ch < c; ++ch) {
+                const float* row = in + ch * pixels;
+                for (int64_t i = 0; i < len; ++i) rs[i] += row[i] * row[i];
+            }
+            for (int64_t i = 0; i < len; ++i)
+                rs[i] = 1.0f / std::sqrt(rs[i] / static_cast<float>(c) + eps);
+            for (int64_t ch = 0; ch < c; ++ch) {
+                const float* row = in + ch * pixels;
+                float* out_row = o + ch * pixels;
+                const float g = w ? w[ch] : 1.0f;
+                for (int64_t i = 0; i < len; ++i) out_row[i] = row[i] * rs[i] * g;
+                if (silu) silu_fn(out_row, out_row, len);  // the silu op's kernel, in place
+            }
+        }
+    });
+    return out;
+}
+
 }  // namespace sd

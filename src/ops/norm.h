@@ -26,6 +26,11 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, flo
 // (a head's slice of a fused qkv projection); the result is contiguous.
 Tensor rms_norm(const Tensor& x, const Tensor& weight, float eps = 1e-6f);
 
+// RMS norm over the channels of each pixel: x [N, C, ...] contiguous, out[n, c, p] =
+// x[n, c, p] / sqrt(mean_c(x[n, :, p]^2) + eps) * weight[c] (weight: undefined or [C]), then
+// SiLU when `silu` (the Wan VAE's RMS_norm and its SiLU), without moving the channels last.
+Tensor rms_norm_channels(const Tensor& x, const Tensor& weight, float eps, bool silu = false);
+
 namespace ref {
 Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight, const Tensor& bias,
                   float eps = 1e-5f, bool silu = false);

@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "base/thread_pool.h"
 #include "ops/norm.h"
+#include "ops/ops.h"
 #include "test_util.h"
 
 namespace sd {
@@ -203,6 +204,19 @@ TEST(RmsNorm, MatchesReferenceAndHandValues) {
     test::expect_close(rms_norm(k, Tensor()), ref::rms_norm(k, Tensor()), kTol, kTol, "no weight");
     EXPECT_THROW(rms_norm(k, Tensor::zeros({7})), Error);
     EXPECT_THROW(rms_norm(Tensor::zeros({8}, DType::F16), Tensor()), Error);
+}
+
+// The Wan VAE's norm over each pixel's channels: the last-dimension RMS norm of the
+// channels-last tensor (bit for bit: the same sums in the same order), SiLU fused after it.
+TEST(RmsNormChannels, IsTheChannelsLastRmsNorm) {
+    const Tensor x = test::random_tensor({3, 40, 7, 37}, 501, -2.0f, 2.0f);
+    const Tensor gamma = test::random_tensor({40}, 502, 0.5f, 1.5f);
+    const Tensor want =
+        permute_copy(rms_norm(permute_copy(x, {0, 2, 3, 1}), gamma, 1e-12f), {0, 3, 1, 2});
+    test::expect_close(rms_norm_channels(x, gamma, 1e-12f), want, 0.0f, 0.0f, "norm");
+    test::expect_close(rms_norm_channels(x, gamma, 1e-12f, /*silu=*/true), silu(want), 0.0f, 0.0f,
+                       "norm + silu");
+    EXPECT_THROW(rms_norm_channels(Tensor::zeros({5}), gamma, 1e-6f), Error);
 }
 
 }  // namespace
