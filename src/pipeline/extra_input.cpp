@@ -23,9 +23,14 @@ void check_extra_input(const ModelComponents& m, const ImageRequest& r) {
                      "control_image; --canny makes Canny edges of it)",
                      m.family_name.c_str());
             return;
+        case ExtraInput::FrameMaskAndClipLatent:  // made with or without the frames
+            SD_CHECK(r.frames > 0,
+                     "%s is an image-to-video model: it makes videos (-M vid_gen, "
+                     "generate_video), not images",
+                     m.family_name.c_str());
+            return;
         case ExtraInput::None:
         case ExtraInput::MaskAndMaskedLatent:
-        case ExtraInput::FrameMaskAndClipLatent:  // made with or without the frames
             return;
     }
 }

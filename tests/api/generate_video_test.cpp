@@ -275,6 +275,25 @@ TEST(GenerateVideo, ImageToVideoFollowsItsFrames) {
     }
 }
 
+TEST(GenerateVideo, AnImageToVideoModelMakesNoImages) {
+    Ctx ctx = open_i2v(false);
+    ASSERT_NE(ctx, nullptr);
+    sd_img_gen_params_t p;
+    sd_img_gen_params_init(&p);
+    p.prompt = "a cat";
+    p.width = 32;
+    p.height = 32;
+    p.sample_params.sample_steps = 1;
+    std::string log;
+    sd_set_log_callback(
+        [](sd_log_level_t, const char* t, void* d) { *static_cast<std::string*>(d) += t; }, &log);
+    sd_image_t* images = nullptr;
+    int count = 0;
+    EXPECT_FALSE(generate_image(ctx.get(), &p, &images, &count));
+    sd_set_log_callback(nullptr, nullptr);
+    EXPECT_NE(log.find("image-to-video model"), std::string::npos) << log;
+}
+
 TEST(GenerateVideo, ImageToVideoWithoutClipVisionIsNamed) {
     std::string log;
     sd_set_log_callback(
