@@ -17,6 +17,12 @@
 
 namespace sd::test {
 
+// A temp file's path named after the process and NAME: ctest runs each test of a suite as its
+// own process, in parallel, so a fixed name would be written by two tests at once.
+inline std::string temp_path(const std::string& name) {
+    return testing::TempDir() + "/sd_" + std::to_string(::getpid()) + "_" + name;
+}
+
 // Uniform values in [lo, hi), the same for the same seed on every machine.
 inline Tensor random_tensor(const Shape& shape, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
     std::mt19937 gen(seed);

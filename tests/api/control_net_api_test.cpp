@@ -27,7 +27,7 @@ class ControlNetApi : public testing::Test {
             [](sd_log_level_t, const char* t, void* d) { static_cast<Log*>(d)->text += t; }, &log_);
         ::setenv("SD_TOKENIZER_DIR", (test::fixtures_dir() + "/tokenizers").c_str(), 1);
         model_ = test::generated_checkpoint("sd15", "f16", 1);
-        control_ = testing::TempDir() + "/cn_api_sparse.safetensors";
+        control_ = test::temp_path("cn_api_sparse.safetensors");
         test::run_or_fail("/usr/bin/python3 " + test::tests_source_dir() +
                           "/tools/write_sparse_checkpoint.py " + test::fixtures_dir() +
                           "/manifests/controlnet_sd15.tsv " + control_);

@@ -95,6 +95,29 @@ sd_vid_gen_params_t video_params(int width, int height, int frames) {
     return v;
 }
 
+// The library's log lines while it lives (or until stop()).
+struct LogText {
+    std::string text;
+    LogText() {
+        sd_set_log_callback(
+            [](sd_log_level_t, const char* t, void* d) { static_cast<LogText*>(d)->text += t; },
+            this);
+    }
+    ~LogText() { stop(); }
+    void stop() { sd_set_log_callback(nullptr, nullptr); }
+};
+
+// A 32x32 one-step image request.
+sd_img_gen_params_t small_image_params() {
+    sd_img_gen_params_t p;
+    sd_img_gen_params_init(&p);
+    p.prompt = "a cat";
+    p.width = 32;
+    p.height = 32;
+    p.sample_params.sample_steps = 1;
+    return p;
+}
+
 TEST(GenerateVideo, AClipOfOnePlusFourKFrames) {
     Ctx ctx = open_wan();
     ASSERT_NE(ctx, nullptr);
@@ -154,12 +177,7 @@ TEST(GenerateVideo, InputsOfVariantsNotBuiltAreRefusedByName) {
 TEST(GenerateVideo, AnImageIsAOneFrameVideo) {
     Ctx ctx = open_wan();
     ASSERT_NE(ctx, nullptr);
-    sd_img_gen_params_t p;
-    sd_img_gen_params_init(&p);
-    p.prompt = "a cat";
-    p.width = 32;
-    p.height = 32;
-    p.sample_params.sample_steps = 1;
+    const sd_img_gen_params_t p = small_image_params();
     sd_image_t* images = nullptr;
     int count = 0;
     ASSERT_TRUE(generate_image(ctx.get(), &p, &images, &count));
@@ -208,13 +226,11 @@ TEST(GenerateVideo, Ti2vKeepsTheInitImageAsTheFirstFrame) {
 
 // A Wan 2.1 VAE (16 channels) given to TI2V, and an end image to a model without one.
 TEST(GenerateVideo, Ti2vNamesAWrongVaeAndRefusesAnEndImage) {
-    std::string log;
-    sd_set_log_callback(
-        [](sd_log_level_t, const char* t, void* d) { *static_cast<std::string*>(d) += t; }, &log);
+    LogText log;
     EXPECT_EQ(open_ti2v(wan21_vae()), nullptr);
-    sd_set_log_callback(nullptr, nullptr);
-    EXPECT_NE(log.find("--vae"), std::string::npos) << log;
-    EXPECT_NE(log.find("Wan 2.2 VAE"), std::string::npos) << log;
+    log.stop();
+    EXPECT_NE(log.text.find("--vae"), std::string::npos) << log.text;
+    EXPECT_NE(log.text.find("Wan 2.2 VAE"), std::string::npos) << log.text;
     Ctx ctx = open_ti2v();
     ASSERT_NE(ctx, nullptr);
     std::vector<uint8_t> pixels(64 * 32 * 3, 100);
@@ -278,29 +294,20 @@ TEST(GenerateVideo, ImageToVideoFollowsItsFrames) {
 TEST(GenerateVideo, AnImageToVideoModelMakesNoImages) {
     Ctx ctx = open_i2v(false);
     ASSERT_NE(ctx, nullptr);
-    sd_img_gen_params_t p;
-    sd_img_gen_params_init(&p);
-    p.prompt = "a cat";
-    p.width = 32;
-    p.height = 32;
-    p.sample_params.sample_steps = 1;
-    std::string log;
-    sd_set_log_callback(
-        [](sd_log_level_t, const char* t, void* d) { *static_cast<std::string*>(d) += t; }, &log);
+    const sd_img_gen_params_t p = small_image_params();
+    LogText log;
     sd_image_t* images = nullptr;
     int count = 0;
     EXPECT_FALSE(generate_image(ctx.get(), &p, &images, &count));
-    sd_set_log_callback(nullptr, nullptr);
-    EXPECT_NE(log.find("image-to-video model"), std::string::npos) << log;
+    log.stop();
+    EXPECT_NE(log.text.find("image-to-video model"), std::string::npos) << log.text;
 }
 
 TEST(GenerateVideo, ImageToVideoWithoutClipVisionIsNamed) {
-    std::string log;
-    sd_set_log_callback(
-        [](sd_log_level_t, const char* t, void* d) { *static_cast<std::string*>(d) += t; }, &log);
+    LogText log;
     EXPECT_EQ(open_i2v(false, /*with_clip_vision=*/false), nullptr);
-    sd_set_log_callback(nullptr, nullptr);
-    EXPECT_NE(log.find("--clip_vision"), std::string::npos) << log;
+    log.stop();
+    EXPECT_NE(log.text.find("--clip_vision"), std::string::npos) << log.text;
 }
 
 TEST(GenerateVideo, APlainT5IsNotWansTextEncoder) {

@@ -8,12 +8,13 @@
 
 #include "esrgan_files.h"
 #include "stable-diffusion.h"
+#include "test_util.h"
 
 namespace {
 
 std::string tiny_model(int upsamples) {
     const std::string path =
-        testing::TempDir() + "/api_esrgan_" + std::to_string(upsamples) + ".safetensors";
+        sd::test::temp_path("api_esrgan_" + std::to_string(upsamples) + ".safetensors");
     sd::test::TinyEsrgan t;
     t.upsamples = upsamples;
     sd::test::write_tiny_esrgan(path, t, 11);

@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "base/mapped_file.h"
+#include "test_util.h"
 
 namespace sd {
 namespace {
@@ -67,7 +68,7 @@ TEST(CpuFeatures, DetectsConsistentSet) {
 }
 
 TEST(MappedFile, MapsContentsAndReportsMissingFile) {
-    std::string path = testing::TempDir() + "/sd_mapped_file_test.bin";
+    std::string path = test::temp_path("sd_mapped_file_test.bin");
     {
         std::ofstream f(path, std::ios::binary);
         f << "hello mapped world";

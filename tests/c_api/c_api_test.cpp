@@ -23,7 +23,7 @@ TEST(CApi, C11ProgramGeneratesTheReferenceImage) {
 TEST(CApi, MinimalBindingRunsEndToEnd) {
     std::string model = test::generated_checkpoint("sd15", "f16", 1);
     std::string fx = test::fixtures_dir();
-    const std::string esrgan = testing::TempDir() + "/binding_esrgan.safetensors";
+    const std::string esrgan = test::temp_path("binding_esrgan.safetensors");
     test::write_tiny_esrgan(esrgan, test::TinyEsrgan{}, 3);
     std::string cmd = "SD_TOKENIZER_DIR=" + fx + "/tokenizers " + std::string(SD_MINIMAL_BINDING) +
                       " " + model + " " + esrgan + " 64 2";

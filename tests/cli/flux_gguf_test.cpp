@@ -75,7 +75,7 @@ TEST(FluxGguf, ReferenceCaseOnQ8_0) {
     const std::string t5 =
         cli::converted_q8_0("flux/t5xxl_l2_f16_seed13.safetensors", "flux/t5xxl_l2_q8_0.gguf");
     const std::string folder = test::fixtures_dir() + "/reference/flux";
-    const std::string out = testing::TempDir() + "/sd_flux_gguf_q8_0.png";
+    const std::string out = test::temp_path("sd_flux_gguf_q8_0.png");
     const std::string command =
         quote(SD_CLI_PATH) + " --diffusion-model " + quote(dit) + " --t5xxl " + quote(t5) +
         " --vae " + quote(test::fixture_file("flux/flux_ae_f32_seed11.safetensors")) +
@@ -105,7 +105,7 @@ TEST(FluxGguf, EachTextEncoderFindsItsOwnVocabulary) {
         cli::converted_q8_0("flux/clip_l_f16_seed12.safetensors", "flux/clip_l_q8_0.gguf");
     const std::string t5 =
         cli::converted_q8_0("flux/t5xxl_l2_f16_seed13.safetensors", "flux/t5xxl_l2_q8_0.gguf");
-    const std::string out = testing::TempDir() + "/sd_flux_gguf_vocabularies.png";
+    const std::string out = test::temp_path("sd_flux_gguf_vocabularies.png");
     const std::string command =
         "env -u SD_TOKENIZER_DIR " + quote(SD_CLI_PATH) + " --diffusion-model " +
         quote(test::fixture_file("flux/flux_dev_d2s2_bf16_seed10.safetensors")) + " --t5xxl " +

@@ -49,7 +49,7 @@ TEST(ZImageGguf, TheLlmCarriesItsVocabulary) {
 TEST(ZImageGguf, RunsWithNoTokenizerFiles) {
     const std::string llm = qwen3_q8_0();
     const std::string folder = test::fixtures_dir() + "/reference/zimage";
-    const std::string out = testing::TempDir() + "/sd_zimage_gguf_q8_0.png";
+    const std::string out = test::temp_path("sd_zimage_gguf_q8_0.png");
     const std::string command =
         "env -u SD_TOKENIZER_DIR " + quote(SD_CLI_PATH) + " --diffusion-model " +
         quote(test::fixture_file("zimage/zimage_turbo_d2_bf16_seed30.safetensors")) + " --llm " +

@@ -43,7 +43,7 @@ TEST(FamilyRegistry, DetectsEachLayout) {
 }
 
 TEST(FamilyRegistry, UnknownLayoutNamesTheFamiliesTried) {
-    std::string path = testing::TempDir() + "/unknown.safetensors";
+    std::string path = test::temp_path("unknown.safetensors");
     write_safetensors(path, {{"foo.weight", DType::F32, Shape{4, 4}, [] {
                                   return Tensor::zeros({4, 4});
                               }}});
@@ -118,7 +118,7 @@ TEST(FamilyRegistry, APartTheFamilyTakesNotIsNamedWithItsOption) {
         << error;
 
     // No family of the files' layout: the part no runnable family takes is named.
-    const std::string odd = testing::TempDir() + "/odd_dit.safetensors";
+    const std::string odd = test::temp_path("odd_dit.safetensors");
     write_safetensors(odd, {{"odd_blocks.0.weight", DType::F32, Shape{4, 4}, [] {
                                  return Tensor::zeros({4, 4});
                              }}});

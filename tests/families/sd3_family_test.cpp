@@ -57,7 +57,7 @@ TEST(Sd3Family, MissingTextEncoderIsNamedWithItsOption) {
 
 // The all-in-one file's names (ComfyUI's SD3 checkpoints) reach the parts the family reads.
 TEST(Sd3Family, AllInOneNamesAreCanonical) {
-    const std::string path = testing::TempDir() + "/sd3_all_in_one.safetensors";
+    const std::string path = test::temp_path("sd3_all_in_one.safetensors");
     auto tensor = [](const std::string& name) {
         return OutputTensor{name, DType::F32, Shape{2}, [] { return Tensor::zeros({2}); }};
     };

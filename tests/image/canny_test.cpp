@@ -57,8 +57,8 @@ std::vector<uint8_t> read_ppm_pixels(const std::string& path, size_t bytes) {
 }
 
 Image reference_canny(const Image& img, const CannyOptions& o) {
-    const std::string in = testing::TempDir() + "/canny_in.ppm";
-    const std::string out = testing::TempDir() + "/canny_out.ppm";
+    const std::string in = test::temp_path("canny_in.ppm");
+    const std::string out = test::temp_path("canny_out.ppm");
     write_ppm(in, img);
     test::run_or_fail(
         "/usr/bin/python3 " + test::tests_source_dir() + "/image/canny_reference.py " + in + " " +

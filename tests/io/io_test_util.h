@@ -13,12 +13,9 @@
 
 #include "base/error.h"
 #include "io/tensor_writer.h"
+#include "test_util.h"
 
 namespace sd::test {
-
-inline std::string temp_path(const std::string& name) {
-    return testing::TempDir() + "/sd_" + std::to_string(::getpid()) + "_" + name;
-}
 
 inline std::string write_temp(const std::string& name, const std::string& bytes) {
     std::string path = temp_path(name);

@@ -29,7 +29,7 @@ using test::tiny_chroma;
 Tensor numpy_output(const std::string& model, const Params& in, const std::string& name,
                     const Shape& shape, bool table) {
     const std::string inputs = test::write_f32_safetensors(in, name + "_inputs");
-    const std::string out_path = testing::TempDir() + "/" + name + "_out.f32";
+    const std::string out_path = test::temp_path(name + "_out.f32");
     const std::string cmd = "/usr/bin/python3 " + test::tests_source_dir() +
                             "/models/chroma_reference.py " + model + " " + inputs + " " + out_path +
                             (table ? " table" : "");

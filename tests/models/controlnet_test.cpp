@@ -16,7 +16,7 @@ namespace {
 
 std::string sparse_file(const std::string& manifest, const std::string& name,
                         const std::string& options = "") {
-    const std::string path = testing::TempDir() + "/" + name + ".safetensors";
+    const std::string path = test::temp_path(name + ".safetensors");
     test::run_or_fail("/usr/bin/python3 " + std::string(SD_TESTS_SOURCE_DIR) +
                       "/tools/write_sparse_checkpoint.py " + test::fixtures_dir() + "/manifests/" +
                       manifest + ".tsv " + path + " " + options);

@@ -21,7 +21,7 @@ namespace {
 using test::TinyEsrgan;
 
 std::string tiny_path(const std::string& name) {
-    return testing::TempDir() + "/" + name + ".safetensors";
+    return test::temp_path(name + ".safetensors");
 }
 
 EsrganLayout layout_of(const std::string& path) {

@@ -91,7 +91,7 @@ Inputs tiny_inputs() {
 
 // mmdit_reference.py's prediction for `model` on `in`, without the blocks in `skip`.
 Tensor numpy_forward(const std::string& model, const Inputs& in, const std::string& skip = "") {
-    const std::string out_path = testing::TempDir() + "/mmdit_tiny_out.f32";
+    const std::string out_path = test::temp_path("mmdit_tiny_out.f32");
     const std::string cmd = "cd " + test::tests_source_dir() +
                             "/models && /usr/bin/python3 mmdit_reference.py " + model + " " +
                             in.path + " " + out_path + (skip.empty() ? "" : " " + skip);

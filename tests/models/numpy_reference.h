@@ -22,7 +22,7 @@ inline Tensor numpy_reference(const std::string& script, const std::string& mode
                               const std::map<std::string, Tensor>& inputs, const Shape& shape,
                               const std::string& name) {
     const std::string in_path = write_f32_safetensors(inputs, name + "_inputs");
-    const std::string out_path = testing::TempDir() + "/" + name + "_out.f32";
+    const std::string out_path = test::temp_path(name + "_out.f32");
     const std::string cmd = "/usr/bin/python3 " + tests_source_dir() + "/models/" + script + " " +
                             model + " " + in_path + " " + out_path;
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;

@@ -13,7 +13,7 @@ namespace sd {
 namespace {
 
 UNet load_sparse_sdxl(const std::string& name, const std::string& options, ModelFiles& files) {
-    const std::string path = testing::TempDir() + "/" + name + ".safetensors";
+    const std::string path = test::temp_path(name + ".safetensors");
     test::run_or_fail("/usr/bin/python3 " + std::string(SD_TESTS_SOURCE_DIR) +
                       "/tools/write_sparse_checkpoint.py " + test::fixtures_dir() +
                       "/manifests/sdxl.tsv " + path + " " + options);

@@ -48,7 +48,7 @@ Tensor numpy_run(const std::string& model, const std::string& what, const Tensor
                  const Shape& out_shape, const std::string& name,
                  const std::string& script = "wan_vae_reference.py") {
     const std::string inputs = test::write_f32_safetensors({{what, swap_tc(input)}}, name + "_in");
-    const std::string out_path = testing::TempDir() + "/" + name + "_out.f32";
+    const std::string out_path = test::temp_path(name + "_out.f32");
     const std::string cmd = "/usr/bin/python3 " + test::tests_source_dir() + "/models/" + script +
                             " " + model + " " + inputs + " " + out_path;
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;

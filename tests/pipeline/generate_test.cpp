@@ -257,7 +257,7 @@ TEST_F(Sd15Pipeline, BadRequestsAreErrors) {
 
 // An SD 1.x inpaint checkpoint: the sd15 manifest with a 9-channel conv_in.
 TEST(Sd15InpaintPipeline, RunsTxt2ImgAndInpaint) {
-    std::string manifest = testing::TempDir() + "/sd15inpaint.tsv";
+    std::string manifest = test::temp_path("sd15inpaint.tsv");
     {
         std::ifstream in(test::fixtures_dir() + "/manifests/sd15.tsv");
         std::ofstream out(manifest);
@@ -267,7 +267,7 @@ TEST(Sd15InpaintPipeline, RunsTxt2ImgAndInpaint) {
             out << line << "\n";
         }
     }
-    std::string path = testing::TempDir() + "/sd15inpaint_f16.safetensors";
+    std::string path = test::temp_path("sd15inpaint_f16.safetensors");
     test::run_or_fail("/usr/bin/python3 " + test::fixtures_dir() + "/mkckpt.py " + manifest + " " +
                       path + " --dtype f16 --seed 3 2>/dev/null");
     {

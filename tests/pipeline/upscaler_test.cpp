@@ -64,7 +64,7 @@ TEST(Tiles, CancelStopsBetweenTiles) {
 }
 
 TEST(Upscaler, CancelReachesInsideTheNetwork) {
-    const std::string path = testing::TempDir() + "/upscaler_cancel.safetensors";
+    const std::string path = test::temp_path("upscaler_cancel.safetensors");
     test::write_tiny_esrgan(path, test::TinyEsrgan{}, 61);
     Upscaler whole(path, 0);  // one piece: only the network's ops can stop it
     image::Image img{40, 40, 3, std::vector<uint8_t>(40 * 40 * 3, 90)};
@@ -86,7 +86,7 @@ TEST(Upscaler, CancelReachesInsideTheNetwork) {
 }
 
 TEST(Upscaler, TiledMatchesUntiledWithinTolerance) {
-    const std::string path = testing::TempDir() + "/upscaler_tiny.safetensors";
+    const std::string path = test::temp_path("upscaler_tiny.safetensors");
     test::write_tiny_esrgan(path, test::TinyEsrgan{}, 60);
     Upscaler whole(path, 0), tiled(path, 24);
     EXPECT_EQ(whole.scale(), 4);
@@ -109,7 +109,7 @@ TEST(Upscaler, TiledMatchesUntiledWithinTolerance) {
 }
 
 TEST(Upscaler, ImagesOfAnyChannelCount) {
-    const std::string path = testing::TempDir() + "/upscaler_tiny2.safetensors";
+    const std::string path = test::temp_path("upscaler_tiny2.safetensors");
     test::TinyEsrgan t;
     t.upsamples = 1;
     test::write_tiny_esrgan(path, t, 70);
