@@ -191,7 +191,10 @@ int run_model_bench(const ModelBenchOptions& o, double peak) {
     reset_flop_counter();
     double d0 = now_seconds();
     c0 = cpu_seconds();
-    model.codec->decode(z, decode_tiling(model, {}, lh, lw));
+    VaeTiling tiling;  // as asked, else what a generation picks (tiles when streamed)
+    tiling.enabled = o.vae_tile > 0;
+    tiling.tile_size = o.vae_tile;
+    model.codec->decode(z, decode_tiling(model, tiling, lh, lw));
     const double decode_s = now_seconds() - d0, decode_flops = counted_flops();
     const double decode_cpu = cpu_seconds() - c0;
     const double decode_peak = phase_peak_rss_mib();

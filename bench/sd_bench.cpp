@@ -168,6 +168,7 @@ void usage() {
         "  --taesd FILE      with --model: also time TAESD's decode of the same latent\n"
         "  --steps N         sampling steps of the timed generation; 0: none (pass, decode)\n"
         "  --video-frames N  a video model's clip of N = 1 + 4k frames\n"
+        "  --vae-tile-size N the VAE decode in tiles of N latent pixels (overlap 0.5)\n"
         "  --lora FILE[:M]   time the model with this LoRA (multiplier M, default 1)\n"
         "  --lora-apply-mode auto, immediately or at_runtime (default auto)\n"
         "  --upscale-model F time the ESRGAN upscaler on a W x H image (default 128x128)\n"
@@ -264,6 +265,9 @@ int run(int argc, char** argv) {
         } else if (a == "--video-frames") {
             model.frames = std::atoi(value().c_str());
             SD_CHECK(model.frames >= 1, "--video-frames must be positive");
+        } else if (a == "--vae-tile-size") {
+            model.vae_tile = std::atoi(value().c_str());
+            SD_CHECK(model.vae_tile >= 8, "--vae-tile-size: at least 8 latent pixels");
         } else if (a == "--params-backend") {
             std::string v = value();
             SD_CHECK(v == "cpu" || v == "disk", "--params-backend: expected cpu or disk, not '%s'",

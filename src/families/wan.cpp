@@ -39,6 +39,8 @@ const std::string kT5 = "text_encoders.t5xxl.transformer.";
 const std::string kClipVision = "cond_stage_model.transformer.vision_model.";
 constexpr size_t kTextWindow = 512;  // the reference's text_len
 constexpr int64_t kTi2vChannels = 48;
+// The DiT's activations as the image families' default; the VAE's decode holds far more.
+constexpr ActivationFootprint kWanFootprint{2048, kWanDecodeBytesPerPixel};
 
 // The DiT's latent input channels: 16 (Wan 2.1 / 2.2 T2V), 36 (image-to-video: noise, mask
 // and the first frame's latent), 48 (Wan2.2 TI2V-5B); 0 when the files hold no Wan.
@@ -225,7 +227,7 @@ extern const Family kWanFamily{"Wan",
                                {EULER_SAMPLE_METHOD, DISCRETE_SCHEDULER},
                                {16, 8, 1.0f, 0.0f, {}, kWan21LatentMean, kWan21LatentStd, 1},
                                assemble,
-                               {},
+                               kWanFootprint,
                                {},  // -M convert's rules for it: not set yet
                                kWanRoles,
                                "Wan 2.1 T2V, I2V and FLF2V 1.3B / 14B"};
@@ -236,7 +238,7 @@ extern const Family kWan22Ti2vFamily{
     {EULER_SAMPLE_METHOD, DISCRETE_SCHEDULER},
     {kTi2vChannels, 16, 1.0f, 0.0f, {}, kWan22LatentMean, kWan22LatentStd, 1},
     assemble_ti2v,
-    {},
+    kWanFootprint,
     {},
     kWan22Ti2vRoles,
     "Wan2.2 TI2V 5B (text-to-video, and image-to-video with -i)"};

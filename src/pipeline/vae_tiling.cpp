@@ -10,8 +10,6 @@
 namespace sd {
 namespace {
 
-constexpr int64_t kFactor = 8;  // pixels a latent pixel
-
 // Tile starts along one axis: evenly spread so the last tile ends at the edge.
 std::vector<int64_t> tile_starts(int64_t size, int64_t tile, int64_t stride) {
     if (size <= tile) return {0};
@@ -39,8 +37,7 @@ Tensor decode_tiled(const AutoencoderKL& vae, const Tensor& z, int tile, float o
 }
 
 Tensor decode_tiled(const TileDecoder& decode, const Tensor& z, int tile, float overlap) {
-    SD_CHECK(z.dim() == 4 && z.size(0) == 1, "tiled VAE decode of %s: expected [1, C, h, w]",
-             z.describe().c_str());
+    SD_CHECK(z.dim() == 4, "tiled VAE decode of %s: expected [N, C, h, w]", z.describe().c_str());
     SD_CHECK(tile >= 8, "--vae-tile-size %d is too small (at least 8 latent pixels)", tile);
     SD_CHECK(overlap >= 0.0f && overlap <= 0.5f, "--vae-tile-overlap %g is outside [0, 0.5]",
              overlap);
@@ -50,36 +47,42 @@ Tensor decode_tiled(const TileDecoder& decode, const Tensor& z, int tile, float 
     const int64_t stride = std::max<int64_t>(1, tile - overlap_px);
     const std::vector<int64_t> ys = tile_starts(h, th, stride), xs = tile_starts(w, tw, stride);
     Tensor out, weight;
+    int64_t f = 0, H = 0, W = 0;  // the decoder's scale, and the whole result's size
     for (int64_t y0 : ys) {
         for (int64_t x0 : xs) {
             cancellation_point();
             Tensor part = decode(z.narrow(2, y0, th).narrow(3, x0, tw).contiguous());
             if (!out.defined()) {
-                out = Tensor::zeros({1, part.size(1), h * kFactor, w * kFactor});
-                weight = Tensor::zeros({h * kFactor, w * kFactor});
+                f = part.size(2) / th;
+                SD_CHECK(f >= 1 && part.size(2) == f * th && part.size(3) == f * tw,
+                         "tiled VAE decode: a %lldx%lld tile decoded to %s", (long long)tw,
+                         (long long)th, part.describe().c_str());
+                H = h * f, W = w * f;
+                out = Tensor::zeros({part.size(0), part.size(1), H, W});
+                weight = Tensor::zeros({H, W});
             }
-            const int64_t c = part.size(1), ph = th * kFactor, pw = tw * kFactor;
-            const int64_t py0 = y0 * kFactor, px0 = x0 * kFactor,
-                          ramp = std::max<int64_t>(1, overlap_px * kFactor);
+            // Every frame of a video tile (the batch) is blended with the same weights.
+            const int64_t frames = part.size(0), c = part.size(1), ph = th * f, pw = tw * f;
+            const int64_t py0 = y0 * f, px0 = x0 * f, ramp = std::max<int64_t>(1, overlap_px * f);
             const float* src = part.data<float>();
             float* dst = out.data<float>();
             float* wsum = weight.data<float>();
             for (int64_t y = 0; y < ph; ++y) {
-                float wy = ramp_weight(py0 + y, py0, py0 + ph, h * kFactor, ramp);
+                float wy = ramp_weight(py0 + y, py0, py0 + ph, H, ramp);
                 for (int64_t x = 0; x < pw; ++x) {
-                    float wt = wy * ramp_weight(px0 + x, px0, px0 + pw, w * kFactor, ramp);
-                    const int64_t o = (py0 + y) * w * kFactor + px0 + x;
+                    float wt = wy * ramp_weight(px0 + x, px0, px0 + pw, W, ramp);
+                    const int64_t o = (py0 + y) * W + px0 + x;
                     wsum[o] += wt;
-                    for (int64_t k = 0; k < c; ++k)
-                        dst[k * h * w * kFactor * kFactor + o] += wt * src[(k * ph + y) * pw + x];
+                    for (int64_t k = 0; k < frames * c; ++k)
+                        dst[k * H * W + o] += wt * src[(k * ph + y) * pw + x];
                 }
             }
         }
     }
-    const int64_t plane = h * w * kFactor * kFactor;
+    const int64_t plane = H * W;
     float* dst = out.data<float>();
     const float* wsum = weight.data<float>();
-    for (int64_t k = 0; k < out.size(1); ++k) {
+    for (int64_t k = 0; k < out.size(0) * out.size(1); ++k) {
         for (int64_t i = 0; i < plane; ++i) dst[k * plane + i] /= std::max(wsum[i], 1e-6f);
     }
     return out;

@@ -1,7 +1,6 @@
 #include "families/parts/wan_vae_codec.h"
 
 #include "base/error.h"
-#include "base/log.h"
 #include "ops/ops.h"
 #include "pipeline/vae_tiling.h"
 
@@ -22,17 +21,18 @@ Tensor WanVaeCodec::encode(const Tensor& image01, Rng& /*rng: the mean is taken*
 }
 
 Tensor WanVaeCodec::decode(const Tensor& latent, const VaeTiling& tiling) const {
-    if (latent.dim() == 5) {  // the decoder's activations are frames first: [T, z, h, w]
+    // A video's latent [1, z, T, h, w] goes frames first, [T, z, h, w], as the decoder's
+    // activations; an image's [1, z, h, w] is a one-frame clip, decoded to one frame.
+    Tensor z = latent;
+    if (latent.dim() == 5) {
         SD_CHECK(latent.size(0) == 1, "the Wan VAE decodes one video at a time");
-        if (tiling.enabled) SD_LOG_WARN("--vae-tiling is not applied to a video's decode");
-        return vae_.decode(
-            permute_copy(latent, {0, 2, 1, 3, 4})
-                .view({latent.size(2), latent.size(1), latent.size(3), latent.size(4)}));
+        z = permute_copy(latent, {0, 2, 1, 3, 4})
+                .view({latent.size(2), latent.size(1), latent.size(3), latent.size(4)});
     }
-    // An image's latent [1, z, h, w] is a one-frame clip, decoded to one frame.
-    if (!tiling.enabled) return vae_.decode(latent);
-    return decode_tiled([&](const Tensor& tile) { return vae_.decode(tile); }, latent,
-                        tiling.tile_size, tiling.overlap);
+    if (!tiling.enabled) return vae_.decode(z);
+    // Each tile is a whole clip of its pixels, through the decoder's own frame cache.
+    return decode_tiled([&](const Tensor& tile) { return vae_.decode(tile); }, z, tiling.tile_size,
+                        tiling.overlap);
 }
 
 std::unique_ptr<WanVaeCodec> load_wan_vae(const ModelFiles& files, const LoadOptions& options) {
