@@ -37,6 +37,20 @@ def full_depth(manifest, n_double, n_single):
     return out
 
 
+def repeat_first_block(manifest, prefix, n, widths=None):
+    """MANIFEST's (name, shape)s with PREFIX.0.* repeated as PREFIX.0 .. PREFIX.{N-1} (its other
+    PREFIX.i dropped), each dimension mapped through WIDTHS ({old: new}) when given."""
+    out, widths = [], widths or {}
+    for name, _, shape in manifest:
+        shape = [widths.get(d, d) for d in shape]
+        m = re.match(re.escape(prefix) + r"\.(\d+)\.(.*)", name)
+        if not m:
+            out.append((name, shape))
+        elif m.group(1) == "0":
+            out += [(f"{prefix}.{i}.{m.group(2)}", shape) for i in range(n)]
+    return out
+
+
 def quantized(name, shape, keep=KEEP):
     return (len(shape) >= 2 and shape[-1] % 32 == 0 and not name.endswith((".bias", ".scale"))
             and not any(k in name for k in keep))

@@ -13,25 +13,13 @@ make_flux_full_q8.py). The file is about 15 GB.
 Usage: make_wan14b_q8.py DIT.gguf [--seed 40] [--blocks 40]
 Needs python3-numpy (/usr/bin/python3).
 """
-import argparse, os, re, sys
+import argparse, os, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_flux_full_q8 as q8  # noqa: E402  (also puts mkckpt on the path)
 
 KEEP = ("patch_embedding", "modulation", "text_embedding.", "time_embedding.", "time_projection.", "head.")
 WIDTHS = {1536: 5120, 8960: 13824, 9216: 6 * 5120}  # 1.3B -> 14B
-
-
-def wan14b(manifest, blocks):
-    out = []
-    for name, _, shape in manifest:
-        shape = [WIDTHS.get(d, d) for d in shape]
-        m = re.match(r"blocks\.(\d+)\.(.*)", name)
-        if not m:
-            out.append((name, shape))
-        elif m.group(1) == "0":
-            out += [(f"blocks.{i}.{m.group(2)}", shape) for i in range(blocks)]
-    return out
 
 
 def main():
@@ -42,7 +30,7 @@ def main():
     a = ap.parse_args()
     manifests = os.path.join(q8.mkckpt.__file__.rsplit("/", 1)[0], "manifests")
     dit = q8.mkckpt.read_manifest(os.path.join(manifests, "wan21_t2v_1_3b.tsv"))
-    q8.write_gguf(a.dit, wan14b(dit, a.blocks), "wan", a.seed, keep=KEEP)
+    q8.write_gguf(a.dit, q8.repeat_first_block(dit, "blocks", a.blocks, WIDTHS), "wan", a.seed, keep=KEEP)
 
 
 if __name__ == "__main__":

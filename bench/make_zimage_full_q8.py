@@ -13,24 +13,13 @@ make_flux_full_q8.py). The files are about 6.5 and 4.3 GB.
 Usage: make_zimage_full_q8.py DIT.gguf LLM.gguf [--seed 30] [--llm-seed 31] [--layers 30]
 Needs python3-numpy (/usr/bin/python3).
 """
-import argparse, os, re, sys
+import argparse, os, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_flux_full_q8 as q8  # noqa: E402  (also puts mkckpt on the path)
 
 DIT_KEEP = ("x_embedder.", "cap_embedder.", "t_embedder.", "final_layer.", "pad_token")
 LLM_KEEP = ("norm.",)
-
-
-def full_depth(manifest, layers):
-    out = []
-    for name, _, shape in manifest:
-        m = re.match(r"layers\.(\d+)\.(.*)", name)
-        if not m:
-            out.append((name, shape))
-        elif m.group(1) == "0":
-            out += [(f"layers.{i}.{m.group(2)}", shape) for i in range(layers)]
-    return out
 
 
 def main():
@@ -44,7 +33,7 @@ def main():
     manifests = os.path.join(q8.mkckpt.__file__.rsplit("/", 1)[0], "manifests")
     if not os.path.exists(a.dit):
         dit = q8.mkckpt.read_manifest(os.path.join(manifests, "zimage_turbo_d2.tsv"))
-        q8.write_gguf(a.dit, full_depth(dit, a.layers), "z_image", a.seed, keep=DIT_KEEP)
+        q8.write_gguf(a.dit, q8.repeat_first_block(dit, "layers", a.layers), "z_image", a.seed, keep=DIT_KEEP)
     if not os.path.exists(a.llm):
         llm = [(n, s) for n, _, s in q8.mkckpt.read_manifest(os.path.join(manifests, "qwen3_4b_l36.tsv"))]
         q8.write_gguf(a.llm, llm, "qwen3", a.llm_seed, keep=LLM_KEEP)
