@@ -53,6 +53,38 @@ HiresRequest to_hires(const sd_hires_params_t& p, int width, int height, const M
     return h;
 }
 
+VaeTiling to_vae_tiling(const sd_tiling_params_t& p) {
+    VaeTiling t;
+    t.enabled = p.enabled;
+    if (p.tile_size_x > 0) t.tile_size = p.tile_size_x;
+    if (p.target_overlap > 0) t.overlap = p.target_overlap;
+    return t;
+}
+
+// A two-expert video model's high-noise stage from high_noise_sample_params and
+// moe_boundary; the scheduler is the request's (one schedule for both stages).
+ImageRequest::HighNoiseStage to_high_noise_stage(const LoadedModel& model,
+                                                 const sd_vid_gen_params_t& p) {
+    const sd_sample_params_t& s = p.high_noise_sample_params;
+    ImageRequest::HighNoiseStage h;
+    h.method =
+        s.sample_method == SAMPLE_METHOD_COUNT ? default_sample_method(&model) : s.sample_method;
+    SD_CHECK(h.method >= 0 && h.method < SAMPLE_METHOD_COUNT,
+             "unknown high-noise sampling method %d", static_cast<int>(h.method));
+    h.steps = s.sample_steps;
+    h.cfg_scale = s.guidance.txt_cfg;
+    SD_CHECK(std::isfinite(h.cfg_scale), "--high-noise-cfg-scale must be a number");
+    h.eta = s.eta;
+    h.boundary = p.moe_boundary;
+    SD_CHECK(std::isfinite(h.boundary), "--moe-boundary must be a number");
+    const sd_slg_params_t& slg = s.guidance.slg;
+    SD_CHECK(slg.scale == 0.0f || slg.layer_count == 0,
+             "--high-noise-slg-scale %g: skip-layer guidance needs a model whose blocks can be "
+             "skipped (SD3); %s has none",
+             slg.scale, model.components.family_name.c_str());
+    return h;
+}
+
 }  // namespace
 
 SampleMethod default_sample_method(const LoadedModel* model) {
@@ -186,11 +218,7 @@ ImageRequest to_request(const RequestContext& ctx, const sd_img_gen_params_t& p)
     }
     r.ref_image_args = has(p.ref_image_args) ? p.ref_image_args : "";
     r.control_strength = p.control_strength;
-    r.vae_tiling.enabled = p.vae_tiling_params.enabled;
-    if (p.vae_tiling_params.tile_size_x > 0)
-        r.vae_tiling.tile_size = p.vae_tiling_params.tile_size_x;
-    if (p.vae_tiling_params.target_overlap > 0)
-        r.vae_tiling.overlap = p.vae_tiling_params.target_overlap;
+    r.vae_tiling = to_vae_tiling(p.vae_tiling_params);
     if (p.hires.enabled) r.hires = to_hires(p.hires, r.width, r.height, m);
     const sd_slg_params_t& slg = s.guidance.slg;
     if (slg.layers && slg.layer_count > 0)
@@ -246,7 +274,8 @@ ImageRequest to_video_request(const RequestContext& ctx, const sd_vid_gen_params
     if (r.frames != p.video_frames)
         SD_LOG_WARN("--video-frames %d: a video has 1 + 4k frames; making %d", p.video_frames,
                     r.frames);
-    r.vae_tiling.enabled = p.vae_tiling_params.enabled;
+    r.vae_tiling = to_vae_tiling(p.vae_tiling_params);
+    if (m.high_noise_diffusion) r.high_noise = to_high_noise_stage(ctx.model, p);
     return r;
 }
 
@@ -257,7 +286,9 @@ void settle_vid_gen_params(const RequestContext& ctx, sd_vid_gen_params_t& p) {
     p.height = r.height;
     p.video_frames = r.frames;
     write_back_sampling({r.method, r.scheduler, r.steps, r.flow_shift}, p.sample_params);
-    if (p.high_noise_sample_params.sample_method == SAMPLE_METHOD_COUNT)
+    if (ctx.model.components.high_noise_diffusion)
+        p.high_noise_sample_params.sample_method = r.high_noise.method;
+    else if (p.high_noise_sample_params.sample_method == SAMPLE_METHOD_COUNT)
         p.high_noise_sample_params.sample_method = default_sample_method(&ctx.model);
 }
 

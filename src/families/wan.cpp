@@ -11,10 +11,13 @@
 //         VAE, 16x in space, 48 channels (families/parts/wan_vae_codec.h); each channel
 //         normalised by its VAE's mean and std;
 //   TI2V's init image (-i) is the first latent frame, kept and seen at timestep 0;
+//   Wan2.2 A14B: two experts, the high-noise one (--high-noise-diffusion-model) for the
+//         schedule's steps above --moe-boundary (or --high-noise-steps), the other after;
 //   image-to-video: a 4-channel frame mask and the latent of a grey clip holding the init
 //         image first (and --end-img last) beside the noise (36 channels), and with img_emb
 //         the CLIP-vision states of those frames (pipeline/extra_input.h).
-// Files: --diffusion-model, --t5xxl (UMT5-XXL), --vae; --clip_vision (ViT-H) for img_emb.
+// Files: --diffusion-model, --t5xxl (UMT5-XXL), --vae; --clip_vision (ViT-H) for img_emb;
+// --high-noise-diffusion-model for Wan2.2 A14B.
 #include "models/wan.h"
 
 #include <string>
@@ -35,6 +38,7 @@ extern const Family kWan22Ti2vFamily;
 namespace {
 
 const std::string kDm = "model.diffusion_model.";
+const std::string kHighNoiseDm = "model.high_noise_diffusion_model.";
 const std::string kT5 = "text_encoders.t5xxl.transformer.";
 const std::string kClipVision = "cond_stage_model.transformer.vision_model.";
 constexpr size_t kTextWindow = 512;  // the reference's text_len
@@ -136,6 +140,27 @@ class WanDiffusionModel : public DiffusionModel {
     WanModel model_;
 };
 
+// Wan2.2 A14B's high-noise expert (--high-noise-diffusion-model): a Wan DiT that reads what the
+// low-noise one (--diffusion-model) reads, the same latent channels and image input.
+std::unique_ptr<DiffusionModel> load_high_noise_expert(const ModelFiles& files, Residency residency,
+                                                       const WanConfig& low) {
+    const std::string source = files.source_of(first_with(files, kHighNoiseDm));
+    SD_CHECK(files.has_prefix(kHighNoiseDm + "blocks.0.self_attn."),
+             "--high-noise-diffusion-model: %s holds no Wan DiT (no blocks.0.self_attn.*); it "
+             "takes the high-noise expert of a Wan2.2 A14B pair",
+             source.c_str());
+    WanModel high = WanModel::load(Weights(files, kHighNoiseDm, residency));
+    const WanConfig& c = high.config();
+    SD_CHECK(c.in_channels == low.in_channels && c.out_channels == low.out_channels &&
+                 c.image_input == low.image_input,
+             "--high-noise-diffusion-model: %s is a Wan DiT of %lld input channels%s, the "
+             "--diffusion-model one of %lld%s: the two experts of a Wan2.2 A14B pair read the "
+             "same input (both text-to-video or both image-to-video)",
+             source.c_str(), (long long)c.in_channels, c.image_input ? " with image input" : "",
+             (long long)low.in_channels, low.image_input ? " with image input" : "");
+    return std::make_unique<WanDiffusionModel>(std::move(high));
+}
+
 // The text encoder file is named with --t5xxl when it holds no T5 or a plain T5 (no bias in its
 // later blocks: not UMT5).
 void check_umt5(const ModelFiles& files) {
@@ -188,8 +213,10 @@ ModelComponents assemble_wan(const ModelFiles& files, const LoadOptions& options
     m.video = true;
     if (&family == &kWan22Ti2vFamily) m.video_init = VideoInit::KeepFirstFrame;
     if (image_to_video) assemble_image_to_video(files, residency, family, m);
-    m.diffusion =
-        std::make_unique<WanDiffusionModel>(WanModel::load(Weights(files, kDm, residency)));
+    WanModel low = WanModel::load(Weights(files, kDm, residency));
+    if (files.has_prefix(kHighNoiseDm))
+        m.high_noise_diffusion = load_high_noise_expert(files, residency, low.config());
+    m.diffusion = std::make_unique<WanDiffusionModel>(std::move(low));
     m.conditioner =
         std::make_unique<WanConditioner>(find_t5_vocabulary(files, options, /*umt5=*/true),
                                          T5Encoder::load(Weights(files, kT5, residency)));
@@ -216,21 +243,23 @@ constexpr RoleUse kWanRoles[] = {
     {ModelRole::DiffusionModel, true},
     {ModelRole::T5, true, "UMT5-XXL text encoder"},
     {ModelRole::Vae, true, "Wan 2.1 VAE"},
-    {ModelRole::ClipVision, false, "CLIP-vision ViT-H image encoder (image-to-video)"}};
+    {ModelRole::ClipVision, false, "CLIP-vision ViT-H image encoder (image-to-video)"},
+    {ModelRole::HighNoiseDiffusionModel, false, "Wan2.2 A14B high-noise expert"}};
 constexpr RoleUse kWan22Ti2vRoles[] = {{ModelRole::DiffusionModel, true},
                                        {ModelRole::T5, true, "UMT5-XXL text encoder"},
                                        {ModelRole::Vae, true, "Wan 2.2 VAE"}};
 
 // Defaults as the reference's for its flow models: euler on the discrete schedule.
-extern const Family kWanFamily{"Wan",
-                               detect,
-                               {EULER_SAMPLE_METHOD, DISCRETE_SCHEDULER},
-                               {16, 8, 1.0f, 0.0f, {}, kWan21LatentMean, kWan21LatentStd, 1},
-                               assemble,
-                               kWanFootprint,
-                               {},  // -M convert's rules for it: not set yet
-                               kWanRoles,
-                               "Wan 2.1 T2V, I2V and FLF2V 1.3B / 14B"};
+extern const Family kWanFamily{
+    "Wan",
+    detect,
+    {EULER_SAMPLE_METHOD, DISCRETE_SCHEDULER},
+    {16, 8, 1.0f, 0.0f, {}, kWan21LatentMean, kWan21LatentStd, 1},
+    assemble,
+    kWanFootprint,
+    {},  // -M convert's rules for it: not set yet
+    kWanRoles,
+    "Wan 2.1 T2V, I2V and FLF2V 1.3B / 14B; Wan2.2 A14B T2V / I2V (two experts)"};
 
 extern const Family kWan22Ti2vFamily{
     "Wan2.2 TI2V",

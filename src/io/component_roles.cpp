@@ -17,6 +17,8 @@ constexpr Names kCheckpointMarks = {"cond_stage_model.", "conditioner.", "text_e
 
 constexpr Names kDiffusionAliases = {"unet."};
 constexpr Names kDiffusionFolders = {"unet", "transformer"};
+// Wan2.2's experts saved as whole-model diffusion files keep the diffusion model's prefix.
+constexpr Names kHighNoiseAliases = {"model.diffusion_model."};
 // UNet (original and diffusers), FLUX, SD3.
 constexpr Names kDiffusionMarks = {"input_blocks.", "down_blocks.", "time_embed", "double_blocks.",
                                    "joint_blocks."};
@@ -59,11 +61,11 @@ constexpr ComponentRole kRoles[] = {
     {ModelRole::DiffusionModel, "diffusion model", "--diffusion-model", "", "",
      "diffusion_model_path", "path to a standalone diffusion model",
      "model.diffusion_model.", kDiffusionAliases, kDiffusionFolders, kDiffusionMarks},
-    // Wan2.2's second expert; its diffusers folder is mapped when Wan is built.
+    // Wan2.2 A14B's high-noise expert (families/wan.cpp).
     {ModelRole::HighNoiseDiffusionModel, "high-noise diffusion model",
      "--high-noise-diffusion-model", "", "", "high_noise_diffusion_model_path",
      "path to the standalone high-noise diffusion model (Wan2.2 MoE)",
-     "model.high_noise_diffusion_model.", {}, {}, {}},
+     "model.high_noise_diffusion_model.", kHighNoiseAliases, {}, {}},
     {ModelRole::UncondDiffusionModel, "unconditional diffusion model",
      "--uncond-diffusion-model", "", "", "uncond_diffusion_model_path",
      "path to a separate diffusion model for the unconditional pass",

@@ -204,6 +204,9 @@ struct ModelComponents {
     LatentFormat latent;      // the family's (set by load_model)
     std::unique_ptr<Conditioner> conditioner;
     std::unique_ptr<DiffusionModel> diffusion;
+    // A two-expert model's (Wan2.2 A14B) expert for the schedule's high-noise steps (the
+    // request's ImageRequest::high_noise); `diffusion` takes the rest. Null for one expert.
+    std::unique_ptr<DiffusionModel> high_noise_diffusion;
     std::unique_ptr<LatentCodec> codec;
     std::unique_ptr<Denoiser> denoiser;
     std::unique_ptr<ControlModel> control;      // a ControlNet, when one is loaded

@@ -103,11 +103,28 @@ void check_ref_images(const ModelComponents& m, const ImageRequest& r) {
         SD_LOG_WARN("--ref-image-args pass_to_dit=false: the reference images are not used");
 }
 
+// The request's schedule; a two-expert model's holds its high-noise stage's explicit steps
+// too (ImageRequest::HighNoiseStage).
 std::vector<float> sigma_schedule(const ModelComponents& m, const Denoiser& d,
                                   const ImageRequest& r) {
     if (!r.custom_sigmas.empty())
         return custom_sigmas(r.custom_sigmas.data(), static_cast<int>(r.custom_sigmas.size()));
-    return model_sigmas(m, d, r.scheduler, r.steps, r.width, r.height, std::isfinite(r.flow_shift));
+    const int high_noise_steps = m.high_noise_diffusion ? std::max(0, r.high_noise.steps) : 0;
+    return model_sigmas(m, d, r.scheduler, r.steps + high_noise_steps, r.width, r.height,
+                        std::isfinite(r.flow_shift));
+}
+
+// How many of the schedule's steps a two-expert model's high-noise expert takes: the explicit
+// count, or those before the first sigma below the MoE boundary (none when no sigma is, as
+// the reference).
+size_t high_noise_steps(const ModelComponents& m, const ImageRequest& r,
+                        const std::vector<float>& sigmas) {
+    if (!m.high_noise_diffusion) return 0;
+    const size_t steps = sigmas.size() - 1;
+    if (r.high_noise.steps >= 0) return std::min(static_cast<size_t>(r.high_noise.steps), steps);
+    for (size_t i = 0; i < sigmas.size(); ++i)
+        if (sigmas[i] < r.high_noise.boundary) return i;
+    return 0;
 }
 
 // img2img starts part-way: the last t_enc + 1 sigmas, as the reference cuts them.
@@ -164,6 +181,7 @@ struct Conditions {
     Tensor denoise_mask;        // where the sampler may change the latent (undefined: everywhere)
     bool first_frame_kept = false;  // a video's first latent frame is the init image's
     std::vector<float> sigmas;
+    size_t high_noise_steps = 0;  // the first steps of sigmas, a two-expert model's (Wan2.2)
 };
 
 // The control image as RGB in [0, 1] fitted to width x height, encoded by the control model.
@@ -290,7 +308,9 @@ Conditions prepare(const ModelComponents& m, const Denoiser& d, const ImageReque
     c.cond = m.conditioner->encode(text);
     cancellation_point();
     c.cond.guidance = r.guidance;
-    if (r.cfg_scale != 1.0f) {
+    c.sigmas = sigma_schedule(m, d, r);
+    c.high_noise_steps = high_noise_steps(m, r, c.sigmas);
+    if (r.cfg_scale != 1.0f || (c.high_noise_steps > 0 && r.high_noise.cfg_scale != 1.0f)) {
         text.prompt = r.negative_prompt;
         text.negative = true;
         c.uncond = m.conditioner->encode(text);
@@ -298,7 +318,6 @@ Conditions prepare(const ModelComponents& m, const Denoiser& d, const ImageReque
     }
     if (!m.memory.keep_text_encoder) m.conditioner->release_weights();
     SD_LOG_INFO("prompt encoded in %.2f s", now_seconds() - start);
-    c.sigmas = sigma_schedule(m, d, r);
     const LatentFormat& f = m.latent;
     const int64_t lh = r.height / f.factor, lw = r.width / f.factor;
     // The reference seeds its generator with the request's seed before encoding; the init
@@ -355,9 +374,10 @@ Denoised forecast(const Conditions& c, const Tensor& x, const DenoiseCall& call,
 // The x0 prediction for one evaluation: guidance on the raw model outputs, then the
 // denoiser's scalings; a denoise mask keeps the init latent outside it. The step cache may
 // answer for a side of guidance (keyed by that side's conditioning) or for the whole call.
-Denoised denoise(const ModelComponents& m, const Denoiser& d, const ImageRequest& r,
-                 const Conditions& c, const Tensor& x, const DenoiseCall& call,
-                 const LatentTap& tap, StepCache& cache) {
+// `net` is the diffusion model of the sampling stage (a two-expert model has two).
+Denoised denoise(const ModelComponents& m, const DiffusionModel& net, const Denoiser& d,
+                 const ImageRequest& r, const Conditions& c, const Tensor& x,
+                 const DenoiseCall& call, const LatentTap& tap, StepCache& cache) {
     cache.begin_call(call.step, call.sigma);
     if (cache.should_forecast()) return forecast(c, x, call, tap, cache);
     const Scalings s = d.scalings(call.sigma);
@@ -375,10 +395,10 @@ Denoised denoise(const ModelComponents& m, const Denoiser& d, const ImageRequest
     const Tensor model_input = c.concat.defined() ? concat({input, c.concat}, 1) : input;
     // A control model runs for each side of guidance with that side's conditioning.
     auto network = [&](const Conditioning& cond) {
-        if (!c.control_hint.defined()) return m.diffusion->forward(model_input, t, cond);
+        if (!c.control_hint.defined()) return net.forward(model_input, t, cond);
         const ControlSignal control{m.control->forward(input, t, cond, c.control_hint),
                                     r.control_strength};
-        return m.diffusion->forward(model_input, t, cond, &control);
+        return net.forward(model_input, t, cond, &control);
     };
     auto run = [&](const Conditioning& cond, const Conditioning& key) {
         Tensor out;
@@ -389,7 +409,7 @@ Denoised denoise(const ModelComponents& m, const Denoiser& d, const ImageRequest
     };
     Tensor out_cond = run(c.cond, c.cond);
     Tensor out = out_cond, out_uncond;
-    if (c.uncond.context.defined()) {
+    if (c.uncond.context.defined() && r.cfg_scale != 1.0f) {
         cancellation_point();  // between the two passes of guidance
         out_uncond = run(c.uncond, c.uncond);
         out = classifier_free_guidance(out_cond, out_uncond, r.cfg_scale);
@@ -423,6 +443,74 @@ std::vector<image::Image> decoded_frames(const Tensor& decoded, bool video) {
     return frames;
 }
 
+// One sampling run of a generation: the network, the request whose sampler and guidance it
+// uses, the conditions with its part of the schedule, whose first step is step first_step + 1
+// of total_steps (a two-expert model samples in two stages, the hires fix in a second run).
+struct Stage {
+    const DiffusionModel& net;
+    const ImageRequest& r;
+    Conditions c;
+    int first_step, total_steps;
+};
+
+Tensor sample_stage(const ModelComponents& m, const Denoiser& d, const Stage& s, Tensor x, Rng& rng,
+                    const GenerationHooks& hooks, double start) {
+    SamplerOptions options;
+    options.eta = s.r.eta;
+    options.is_flow = d.is_flow();
+    options.on_step = [&](const StepInfo& info) {
+        if (hooks.progress)
+            hooks.progress(s.first_step + info.step, s.total_steps,
+                           static_cast<float>(now_seconds() - start));
+        return !(hooks.cancel && hooks.cancel->cancelled());
+    };
+    StepCache step_cache(s.r.cache, d.schedule(), s.c.sigmas);
+    DenoiseFn fn = [&](const Tensor& xt, const DenoiseCall& call) {
+        return denoise(m, s.net, d, s.r, s.c, xt, call, hooks.preview, step_cache);
+    };
+    x = sample(s.r.method, fn, std::move(x), s.c.sigmas, rng, options);
+    step_cache.log_summary();
+    return x;
+}
+
+// The request as a two-expert model's high-noise stage samples: its sampler and guidance.
+ImageRequest high_noise_request(const ImageRequest& r) {
+    ImageRequest h = r;
+    h.method = r.high_noise.method;
+    h.cfg_scale = r.high_noise.cfg_scale;
+    h.eta = r.high_noise.eta;
+    return h;
+}
+
+// The sampled latent of one seed: the high-noise expert's steps first where the model has
+// one, then the model's own from where they stopped (no noise added between, as the
+// reference).
+Tensor sample_latent(const ModelComponents& m, const Denoiser& d, const ImageRequest& r,
+                     const Conditions& c, Tensor x, Rng& rng, const GenerationHooks& hooks,
+                     double start) {
+    const size_t split = c.high_noise_steps;
+    const int total = static_cast<int>(c.sigmas.size()) - 1;
+    auto part = [&](size_t from, size_t to) {
+        Conditions stage = c;
+        stage.sigmas.assign(c.sigmas.begin() + static_cast<std::ptrdiff_t>(from),
+                            c.sigmas.begin() + static_cast<std::ptrdiff_t>(to) + 1);
+        return stage;
+    };
+    if (split > 0) {
+        const ImageRequest high = high_noise_request(r);
+        x = sample_stage(m, d, {*m.high_noise_diffusion, high, part(0, split), 0, total},
+                         std::move(x), rng, hooks, start);
+        m.high_noise_diffusion->release_weights();  // the low-noise expert's pages take its place
+        SD_LOG_INFO("high-noise expert: %zu of %d steps in %.2f s", split, total,
+                    now_seconds() - start);
+    }
+    if (static_cast<int>(split) == total) return x;
+    return sample_stage(
+        m, d,
+        {*m.diffusion, r, part(split, static_cast<size_t>(total)), static_cast<int>(split), total},
+        std::move(x), rng, hooks, start);
+}
+
 // The image (or the video's frames) of one seed.
 std::vector<image::Image> generate_one(const ModelComponents& m, const Denoiser& d,
                                        const ImageRequest& r, const Conditions& c, int64_t seed,
@@ -430,22 +518,9 @@ std::vector<image::Image> generate_one(const ModelComponents& m, const Denoiser&
     ImageRngs rngs(r.rng, r.sampler_rng, static_cast<uint64_t>(seed));
     Tensor noise = randn_tensor(rngs.noise(), c.init_latent.shape());
     Tensor x = d.noise_scaling(c.sigmas.front(), noise, c.init_latent);
-    SamplerOptions options;
-    options.eta = r.eta;
-    options.is_flow = d.is_flow();
     const double start = now_seconds();
-    options.on_step = [&](const StepInfo& info) {
-        if (hooks.progress)
-            hooks.progress(info.step, info.steps, static_cast<float>(now_seconds() - start));
-        return !(hooks.cancel && hooks.cancel->cancelled());
-    };
-    StepCache step_cache(r.cache, d.schedule(), c.sigmas);
-    DenoiseFn fn = [&](const Tensor& xt, const DenoiseCall& call) {
-        return denoise(m, d, r, c, xt, call, hooks.preview, step_cache);
-    };
     cache.set(cache_bytes_for(m, /*decoding=*/false));
-    x = sample(r.method, fn, x, c.sigmas, rngs.sampler(), options);
-    step_cache.log_summary();
+    x = sample_latent(m, d, r, c, std::move(x), rngs.sampler(), hooks, start);
     x = d.inverse_noise_scaling(c.sigmas.back(), x);
     SD_LOG_INFO("sampling done in %.2f s", now_seconds() - start);
     if (r.hires.enabled) {  // no mask here (check_request): the whole latent is repainted
@@ -456,13 +531,11 @@ std::vector<image::Image> generate_one(const ModelComponents& m, const Denoiser&
             hires_c.control_hint =
                 encode_control_hint(m, r, r.hires.target_width, r.hires.target_height);
         auto hires_sample = [&](const Tensor& xt, const std::vector<float>& s, Rng& g) {
-            StepCache hires_cache(r.cache, d.schedule(), s);
-            DenoiseFn hires_fn = [&](const Tensor& xh, const DenoiseCall& call) {
-                return denoise(m, d, r, hires_c, xh, call, hooks.preview, hires_cache);
-            };
-            Tensor out = sample(r.method, hires_fn, xt, s, g, options);
-            hires_cache.log_summary();
-            return out;
+            Conditions stage = hires_c;
+            stage.sigmas = s;
+            const int steps = static_cast<int>(s.size()) - 1;
+            return sample_stage(m, d, {*m.diffusion, r, std::move(stage), 0, steps}, xt, g, hooks,
+                                start);
         };
         x = hires_pass(m, d, r.hires, r.scheduler, r.steps, r.rng, r.sampler_rng, seed, x,
                        r.vae_tiling, hires_sample);
@@ -510,6 +583,7 @@ struct IdleAfterGeneration {
     const ModelComponents& m;
     ~IdleAfterGeneration() {
         m.diffusion->release_weights();
+        if (m.high_noise_diffusion) m.high_noise_diffusion->release_weights();
         if (m.control) m.control->release_weights();
         if (!m.memory.keep_text_encoder) m.conditioner->release_weights();
         if (!m.memory.keep_vae) m.codec->release_weights();

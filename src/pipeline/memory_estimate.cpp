@@ -92,6 +92,8 @@ MemoryInputs memory_inputs(const ModelComponents& m, const ImageRequest& r) {
     if (m.memory.residency != Residency::Streamed) {
         in.diffusion_weights = static_cast<double>(m.diffusion->weight_bytes());
         if (m.control) in.diffusion_weights += static_cast<double>(m.control->weight_bytes());
+        if (m.high_noise_diffusion)
+            in.diffusion_weights += static_cast<double>(m.high_noise_diffusion->weight_bytes());
         in.codec_weights = static_cast<double>(m.codec->weight_bytes());
     }
     in.footprint = m.footprint;

@@ -64,6 +64,18 @@ struct ImageRequest {
         float start = 0.01f, end = 0.2f, scale = 0.0f;
         bool active() const { return scale != 0.0f && !layers.empty(); }
     } slg;
+    // A two-expert model's (ModelComponents::high_noise_diffusion) high-noise stage, as the
+    // reference's SamplePlan: with steps >= 0 the schedule has steps + high_noise.steps
+    // sigmas and this stage takes the first high_noise.steps; with steps < 0 the schedule's
+    // steps up to the first sigma below `boundary` (--moe-boundary). Its sampler, CFG scale
+    // and eta are its own; the scheduler and the conditioning are the request's.
+    struct HighNoiseStage {
+        SampleMethod method = EULER_SAMPLE_METHOD;
+        int steps = -1;
+        float cfg_scale = 7.0f;
+        float eta = INFINITY;
+        float boundary = 0.875f;
+    } high_noise;
     // The step cache (--cache-mode, sampling/step_cache.h); each sampling run starts afresh.
     StepCacheParams cache;
 };

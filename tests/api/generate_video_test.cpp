@@ -1,8 +1,8 @@
 // generate_video through the C API on a tiny Wan (a random 1-block DiT 256 wide, a 2-block
 // UMT5 64 wide over the fixtures' synthetic UMT5 vocabulary, the fixture Wan 2.1 VAE): the
 // frames of a 1 + 4k clip, the frame count and size settled by the one resolver, the inputs of
-// the video variants not built refused by name, an image as a one-frame video, and a plain T5
-// refused as Wan's text encoder.
+// the video variants not built refused by name, an image as a one-frame video, a plain T5
+// refused as Wan's text encoder, and Wan2.2 A14B's two experts sharing the schedule.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -41,11 +41,14 @@ const std::string& wan22_vae() {
     return vae;
 }
 
-Ctx open_files(const std::string& dit, const std::string& t5, const std::string& vae) {
+// A context of these files; `high_noise` (when not empty) the high-noise expert.
+Ctx open_files(const std::string& dit, const std::string& t5, const std::string& vae,
+               const std::string& high_noise = "") {
     const std::string tokenizers = test::fixtures_dir() + "/tokenizers";
     sd_ctx_params_t cp;
     sd_ctx_params_init(&cp);
     cp.diffusion_model_path = dit.c_str();
+    if (!high_noise.empty()) cp.high_noise_diffusion_model_path = high_noise.c_str();
     cp.t5xxl_path = t5.c_str();
     cp.vae_path = vae.c_str();
     cp.n_threads = 2;
@@ -312,6 +315,83 @@ TEST(GenerateVideo, ImageToVideoWithoutClipVisionIsNamed) {
 
 TEST(GenerateVideo, APlainT5IsNotWansTextEncoder) {
     EXPECT_EQ(open_wan(/*umt5=*/false), nullptr);
+}
+
+// Wan2.2 A14B's pair: `low` (--diffusion-model) and, when given, `high`
+// (--high-noise-diffusion-model), tiny Wan 2.1-shaped DiTs of two weight seeds.
+Ctx open_experts(uint32_t low, uint32_t high = 0) {
+    static const std::string t5 = test::tiny_t5(true, kVocab);
+    auto dit = [](uint32_t seed) {
+        return test::tiny_wan_dit(16, test::kTinyWanText, 0, false, seed);
+    };
+    return open_files(dit(low), t5, wan21_vae(), high ? dit(high) : "");
+}
+
+// 4 steps of flow shift 5: sigmas 1, 0.9375, 0.833, 0.625, 0; the MoE boundary 0.875 gives the
+// high-noise expert the first 2.
+sd_vid_gen_params_t moe_params() {
+    sd_vid_gen_params_t v = video_params(32, 32, 5);
+    v.sample_params.sample_steps = 4;
+    return v;
+}
+
+// The high-noise expert takes the steps above the boundary and the low-noise one goes on from
+// its latent: a pair of one DiT twice makes that DiT's clip; another high-noise expert changes
+// it, unless the boundary gives it no step; given every step, the clip is its own alone.
+TEST(GenerateVideo, TwoExpertsSplitTheScheduleAtTheBoundary) {
+    Ctx a = open_experts(900), b = open_experts(901), same = open_experts(900, 900),
+        pair = open_experts(900, 901);
+    ASSERT_TRUE(a && b && same && pair);
+    sd_vid_gen_params_t v = moe_params();
+    const auto only_a = video_frames(a.get(), v);
+    ASSERT_EQ(only_a.size(), 5u);
+    EXPECT_EQ(video_frames(same.get(), v), only_a);
+    LogText log;
+    const auto split = video_frames(pair.get(), v);
+    log.stop();
+    ASSERT_EQ(split.size(), 5u);
+    EXPECT_NE(split, only_a);
+    EXPECT_NE(log.text.find("high-noise expert: 2 of 4 steps"), std::string::npos) << log.text;
+    v.moe_boundary = 2.0f;  // the first sigma is below it: no high-noise step
+    EXPECT_EQ(video_frames(pair.get(), v), only_a);
+    v.moe_boundary = 1e-6f;  // only the last sigma is below it: every step is high-noise
+    const auto only_b = video_frames(b.get(), v);
+    ASSERT_EQ(only_b.size(), 5u);
+    EXPECT_EQ(video_frames(pair.get(), v), only_b);
+}
+
+// --high-noise-steps N: a schedule of steps + N sigmas, the first N the high-noise expert's,
+// with its own CFG scale.
+TEST(GenerateVideo, ExplicitHighNoiseStepsLengthenTheSchedule) {
+    Ctx a = open_experts(900), same = open_experts(900, 900), pair = open_experts(900, 901);
+    ASSERT_TRUE(a && same && pair);
+    sd_vid_gen_params_t v = moe_params();
+    const auto four = video_frames(a.get(), v);
+    ASSERT_EQ(four.size(), 5u);
+    v.sample_params.sample_steps = 3;
+    v.high_noise_sample_params.sample_steps = 1;
+    EXPECT_EQ(video_frames(same.get(), v), four);
+    const auto one_high = video_frames(pair.get(), v);
+    EXPECT_NE(one_high, four);
+    v.high_noise_sample_params.guidance.txt_cfg = 1.0f;
+    const auto no_guidance = video_frames(pair.get(), v);
+    ASSERT_EQ(no_guidance.size(), 5u);
+    EXPECT_NE(no_guidance, one_high);
+    sd_vid_gen_params_t settled = v;
+    ASSERT_TRUE(sd_settle_vid_gen_params(pair.get(), &settled, nullptr, 0));
+    EXPECT_EQ(settled.high_noise_sample_params.sample_method, EULER_SAMPLE_METHOD);
+}
+
+TEST(GenerateVideo, AHighNoiseExpertOfAnotherInputIsNamed) {
+    static const std::string t5 = test::tiny_t5(true, kVocab);
+    static const std::string ti2v_dit = test::tiny_wan_dit(48);
+    LogText log;
+    EXPECT_EQ(open_files(test::tiny_wan_dit(), t5, wan21_vae(), ti2v_dit), nullptr);
+    EXPECT_EQ(open_files(ti2v_dit, t5, wan22_vae(), test::tiny_wan_dit()), nullptr);
+    log.stop();
+    EXPECT_NE(log.text.find("--high-noise-diffusion-model: "), std::string::npos) << log.text;
+    EXPECT_NE(log.text.find("48 input channels"), std::string::npos) << log.text;
+    EXPECT_NE(log.text.find("takes no high-noise diffusion model"), std::string::npos) << log.text;
 }
 
 }  // namespace

@@ -30,10 +30,12 @@ struct TinyParams {
 // A random Wan DiT of one block, 256 wide (two heads), reading `text`-wide states (64: the
 // tiny UMT5's), `latent` channels out (16: Wan 2.1; 48: Wan2.2 TI2V). With `clip` > 0 an
 // image-to-video one: it reads 2 latent + 4 channels and `clip`-wide CLIP-vision states
-// (img_emb, the image keys and values), FLF2V's emb_pos too when `flf`.
+// (img_emb, the image keys and values), FLF2V's emb_pos too when `flf`. Another `seed` makes
+// other weights (a second expert).
 inline std::string tiny_wan_dit(int64_t latent = kTinyWanLatent, int64_t text = kTinyWanText,
-                                int64_t clip = 0, bool flf = false) {
+                                int64_t clip = 0, bool flf = false, uint32_t seed = 900) {
     TinyParams w;
+    w.seed = seed;
     const int64_t in = clip > 0 ? 2 * latent + 4 : latent;
     w.p["patch_embedding.weight"] =
         random_tensor({kTinyWanDim, in, 1, 2, 2}, w.seed++, -0.2f, 0.2f);
@@ -70,7 +72,7 @@ inline std::string tiny_wan_dit(int64_t latent = kTinyWanLatent, int64_t text = 
     }
     return write_f32_safetensors(w.p, "tiny_wan_dit_" + std::to_string(latent) + "_" +
                                           std::to_string(text) + "_" + std::to_string(clip) +
-                                          (flf ? "_flf" : ""));
+                                          (flf ? "_flf" : "") + "_" + std::to_string(seed));
 }
 
 // A T5 of 2 blocks, 4 heads of 16; UMT5 when every block has a position bias.
