@@ -56,9 +56,9 @@ void report(const LoraRequest& lora, const LoraStats& s, const std::string& mode
             "LoRA '%s' matched none of the %s model's weights (%zu tensors, %zu of them named "
             "for weights of other sizes): it is not a LoRA for this model",
             lora.path.c_str(), model_name.c_str(), s.tensors, s.misfit);
-    SD_LOG_INFO("LoRA '%s' x%g (%s): %zu of %zu tensors applied to model weights, %zu unmatched",
+    SD_LOG_INFO("LoRA '%s' x%g (%s%s): %zu of %zu tensors applied to model weights, %zu unmatched",
                 lora.path.c_str(), static_cast<double>(lora.multiplier), lora_mode_name(mode),
-                s.applied, s.tensors, s.unmatched);
+                lora.high_noise ? ", high-noise expert" : "", s.applied, s.tensors, s.unmatched);
     if (s.misfit > 0)
         SD_LOG_WARN(
             "LoRA '%s': %zu tensors are named for %s weights but have other sizes: is it "
@@ -93,8 +93,9 @@ LoraStats add_lora_patches(const ModelFiles& model, const LoraRequest& lora, Lor
     for (const std::string& name : file.unknown)
         SD_LOG_DEBUG("LoRA '%s': tensor '%s' is no LoRA part", lora.path.c_str(), name.c_str());
     for (const LoraModule& m : file.modules) {
-        const TensorRecord* target =
-            m.kind() == LoraKind::Incomplete ? nullptr : find_lora_target(model, m.key);
+        const TensorRecord* target = m.kind() == LoraKind::Incomplete
+                                         ? nullptr
+                                         : find_lora_target(model, m.key, lora.high_noise);
         if (!target) {
             s.unmatched += m.tensor_count;
             SD_LOG_DEBUG("LoRA '%s': '%s' matches no model weight", lora.path.c_str(),

@@ -24,9 +24,8 @@ namespace sd {
 struct LoraRequest {
     std::string path;
     float multiplier = 1.0f;
-    bool operator==(const LoraRequest& o) const {
-        return path == o.path && multiplier == o.multiplier;
-    }
+    bool high_noise = false;  // for a two-expert model's high-noise expert (find_lora_target)
+    bool operator==(const LoraRequest& o) const = default;
 };
 
 enum class LoraMode { Immediately, AtRuntime };

@@ -5,6 +5,7 @@
 #include "adapters/lora_file.h"
 #include "adapters/lora_names.h"
 #include "base/error.h"
+#include "io/component_roles.h"
 
 namespace sd {
 namespace {
@@ -89,9 +90,16 @@ std::string family_hint(const std::map<std::string, Parts>& modules) {
 
 }  // namespace
 
-const TensorRecord* find_lora_target(const ModelFiles& model, const std::string& key) {
+const TensorRecord* find_lora_target(const ModelFiles& model, const std::string& key,
+                                     bool high_noise) {
+    const std::string_view low = canonical_prefix(ModelRole::DiffusionModel);
+    const std::string high = canonical_prefix(ModelRole::HighNoiseDiffusionModel);
     for (const std::string& name : lora_target_candidates(key)) {
-        if (const TensorRecord* r = model.find(name)) return r;
+        if (!high_noise) {
+            if (const TensorRecord* r = model.find(name)) return r;
+        } else if (name.compare(0, low.size(), low) == 0) {
+            if (const TensorRecord* r = model.find(high + name.substr(low.size()))) return r;
+        }
     }
     return nullptr;
 }

@@ -11,8 +11,10 @@
 namespace sd {
 
 // The model weight a LoRA module's key names: the first of lora_target_candidates(key) the
-// model has, or null.
-const TensorRecord* find_lora_target(const ModelFiles& model, const std::string& key);
+// model has, or null. A high-noise LoRA (`<lora:|high_noise|...>`) patches the same names in a
+// two-expert model's high-noise expert (Wan2.2 A14B) and nothing else.
+const TensorRecord* find_lora_target(const ModelFiles& model, const std::string& key,
+                                     bool high_noise = false);
 
 struct LoraFit {
     size_t tensors = 0;    // in the file

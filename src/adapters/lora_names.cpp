@@ -42,60 +42,23 @@ const std::vector<LoraTarget>& lora_targets() {
     return targets;
 }
 
-// Module names with an underscore of their own (diffusers, LDM and CLIP), longest first so
+// Module names with an underscore of their own (diffusers, LDM, CLIP, Wan), longest first so
 // that "transformer_blocks" wins over a shorter name inside it.
 const std::vector<std::string>& compound_names() {
     static const std::vector<std::string> names = [] {
-        std::vector<std::string> n = {"down_blocks",
-                                      "up_blocks",
-                                      "mid_block",
-                                      "transformer_blocks",
-                                      "proj_in",
-                                      "proj_out",
-                                      "to_q",
-                                      "to_k",
-                                      "to_v",
-                                      "to_out",
-                                      "time_emb_proj",
-                                      "conv_shortcut",
-                                      "conv_in",
-                                      "conv_out",
-                                      "conv_norm_out",
-                                      "time_embedding",
-                                      "linear_1",
-                                      "linear_2",
-                                      "add_embedding",
-                                      "input_blocks",
-                                      "middle_block",
-                                      "output_blocks",
-                                      "in_layers",
-                                      "out_layers",
-                                      "emb_layers",
-                                      "skip_connection",
-                                      "time_embed",
-                                      "label_emb",
-                                      "text_model",
-                                      "self_attn",
-                                      "q_proj",
-                                      "k_proj",
-                                      "v_proj",
-                                      "out_proj",
-                                      "final_layer_norm",
-                                      "layer_norm1",
-                                      "layer_norm2",
-                                      "text_projection",
-                                      "token_embedding",
-                                      "position_embedding",
-                                      "to_q_lora",
-                                      "to_k_lora",
-                                      "to_v_lora",
-                                      "to_out_lora",
-                                      "add_k_proj",
-                                      "add_v_proj",
-                                      "nin_shortcut",
-                                      "norm_out",
-                                      "quant_conv",
-                                      "post_quant_conv"};
+        std::vector<std::string> n = {
+            "down_blocks", "up_blocks", "mid_block", "transformer_blocks", "proj_in", "proj_out",
+            "to_q", "to_k", "to_v", "to_out", "time_emb_proj", "conv_shortcut", "conv_in",
+            "conv_out", "conv_norm_out", "time_embedding", "linear_1", "linear_2", "add_embedding",
+            "input_blocks", "middle_block", "output_blocks", "in_layers", "out_layers",
+            "emb_layers", "skip_connection", "time_embed", "label_emb", "text_model", "self_attn",
+            "q_proj", "k_proj", "v_proj", "out_proj", "final_layer_norm", "layer_norm1",
+            "layer_norm2", "text_projection", "token_embedding", "position_embedding", "to_q_lora",
+            "to_k_lora", "to_v_lora", "to_out_lora", "add_k_proj", "add_v_proj", "nin_shortcut",
+            "norm_out", "quant_conv", "post_quant_conv",
+            // the Wan DiT's (musubi-tuner's kohya keys)
+            "cross_attn", "text_embedding", "time_projection", "patch_embedding", "img_emb",
+            "k_img", "v_img"};
         std::sort(n.begin(), n.end(),
                   [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
         return n;

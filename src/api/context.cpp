@@ -288,9 +288,9 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* params, sd_imag
                               request.width / m.latent.factor));
         // Merging LoRAs runs ops before the generation's run scope: on the context's threads.
         const sd::ScopedThreadCount lora_threads(m.memory.threads);
-        const sd::WeightPatches* patches =
-            sd_ctx->loras.update(sd_ctx->files, sd::api::lora_requests(*params), sd_ctx->lora_mode,
-                                 sd_ctx->model.components.family_name);
+        const sd::WeightPatches* patches = sd_ctx->loras.update(
+            sd_ctx->files, sd::api::lora_requests(params->loras, params->lora_count, m),
+            sd_ctx->lora_mode, m.family_name);
         const sd::ScopedWeightPatches active(patches);
         const ReleaseSpareCodec release_spare{*sd_ctx};
         return run_and_hand_out(*sd_ctx, request, hooks, images_out, num_images_out);
@@ -319,10 +319,15 @@ bool generate_video(sd_ctx_t* sd_ctx, const sd_vid_gen_params_t* params, sd_imag
     try {
         const sd::ImageRequest request =
             sd::api::to_video_request(request_context(*sd_ctx), *params);
-        SD_CHECK(params->lora_count == 0, "LoRAs for a video model are not supported yet");
         sd::GenerationHooks hooks;
         hooks.progress = progress_reporter();
         hooks.cancel = &sd_ctx->cancel;
+        const sd::ModelComponents& m = sd_ctx->model.components;
+        const sd::ScopedThreadCount lora_threads(m.memory.threads);
+        const sd::WeightPatches* patches = sd_ctx->loras.update(
+            sd_ctx->files, sd::api::lora_requests(params->loras, params->lora_count, m),
+            sd_ctx->lora_mode, m.family_name);
+        const sd::ScopedWeightPatches active(patches);
         return run_and_hand_out(*sd_ctx, request, hooks, frames_out, num_frames_out);
     } catch (const std::exception& e) {
         SD_LOG_ERROR("%s", e.what());

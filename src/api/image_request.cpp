@@ -292,19 +292,20 @@ void settle_vid_gen_params(const RequestContext& ctx, sd_vid_gen_params_t& p) {
         p.high_noise_sample_params.sample_method = default_sample_method(&ctx.model);
 }
 
-std::vector<LoraRequest> lora_requests(const sd_img_gen_params_t& p) {
+std::vector<LoraRequest> lora_requests(const sd_lora_t* loras, uint32_t count,
+                                       const ModelComponents& m) {
     std::vector<LoraRequest> out;
-    for (uint32_t i = 0; i < p.lora_count && p.loras; ++i) {
-        const sd_lora_t& l = p.loras[i];
+    for (uint32_t i = 0; i < count && loras; ++i) {
+        const sd_lora_t& l = loras[i];
         SD_CHECK(has(l.path), "LoRA %u has no path", i);
-        if (l.is_high_noise) {
+        if (l.is_high_noise && !m.high_noise_diffusion) {
             SD_LOG_WARN(
-                "LoRA '%s' is for a high-noise model, which an image model has not; "
-                "ignoring it",
-                l.path);
+                "LoRA '%s' is for a high-noise expert, which the %s model has not "
+                "(--high-noise-diffusion-model); ignoring it",
+                l.path, m.family_name.c_str());
             continue;
         }
-        out.push_back({l.path, l.multiplier});
+        out.push_back({l.path, l.multiplier, l.is_high_noise});
     }
     return out;
 }

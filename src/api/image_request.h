@@ -71,7 +71,10 @@ ImageRequest to_video_request(const RequestContext& ctx, const sd_vid_gen_params
 // high_noise_sample_params' method).
 void settle_vid_gen_params(const RequestContext& ctx, sd_vid_gen_params_t& p);
 
-// The image LoRAs of a request; high-noise ones belong to a video model's second stage.
-std::vector<LoraRequest> lora_requests(const sd_img_gen_params_t& p);
+// The LoRAs of a request (sd_img_gen_params_t's or sd_vid_gen_params_t's). High-noise ones
+// patch a two-expert model's high-noise expert (Wan2.2 A14B); a model without one ignores
+// them with a warning.
+std::vector<LoraRequest> lora_requests(const sd_lora_t* loras, uint32_t count,
+                                       const ModelComponents& m);
 
 }  // namespace sd::api

@@ -127,5 +127,26 @@ TEST_F(LoraFitTest, ALoraForAnotherFamilyIsOneErrorNamingIt) {
     EXPECT_ERROR_CONTAINS(lora_fit(good + ".missing", model_), "fit_good.safetensors.missing");
 }
 
+// A high-noise LoRA patches the same module of a two-expert model's high-noise expert, and
+// nothing of the low-noise one or the text encoder.
+TEST(LoraTarget, AHighNoiseLoraPatchesTheHighNoiseExpert) {
+    const std::string low = "model.diffusion_model.blocks.0.self_attn.q.weight";
+    const std::string high = "model.high_noise_diffusion_model.blocks.0.self_attn.q.weight";
+    const std::string path = write_tensors("experts.safetensors", {{low, random_tensor({8, 8}, 1)},
+                                                                   {high, random_tensor({8, 8}, 2)},
+                                                                   {kQ, random_tensor({8, 8}, 3)}});
+    ModelFiles model;
+    model.add(path, ModelRole::Checkpoint);
+    const std::string key = "diffusion_model.blocks.0.self_attn.q";
+    ASSERT_NE(find_lora_target(model, key), nullptr);
+    EXPECT_EQ(find_lora_target(model, key)->name, low);
+    ASSERT_NE(find_lora_target(model, key, /*high_noise=*/true), nullptr);
+    EXPECT_EQ(find_lora_target(model, key, true)->name, high);
+    EXPECT_EQ(find_lora_target(model, "lora_unet_blocks_0_self_attn_q", true)->name, high);
+    EXPECT_NE(find_lora_target(model, kTe), nullptr);
+    EXPECT_EQ(find_lora_target(model, kTe, true), nullptr);
+    std::filesystem::remove(path);
+}
+
 }  // namespace
 }  // namespace sd

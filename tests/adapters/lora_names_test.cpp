@@ -90,5 +90,23 @@ TEST(LoraNames, DiffusersPeftAndLdmDottedNames) {
     EXPECT_EQ(first("diffusion_model.out.2"), "model.diffusion_model.out.2.weight");
 }
 
+// Wan LoRAs: ComfyUI's / lightx2v's dotted keys and musubi-tuner's kohya ones.
+TEST(LoraNames, WanDitKeys) {
+    EXPECT_EQ(first("diffusion_model.blocks.3.cross_attn.k"),
+              "model.diffusion_model.blocks.3.cross_attn.k.weight");
+    EXPECT_EQ(first("lora_unet_blocks_3_cross_attn_k"),
+              "model.diffusion_model.blocks.3.cross_attn.k.weight");
+    EXPECT_EQ(first("lora_unet_blocks_0_self_attn_o"),
+              "model.diffusion_model.blocks.0.self_attn.o.weight");
+    EXPECT_EQ(first("lora_unet_blocks_12_ffn_2"), "model.diffusion_model.blocks.12.ffn.2.weight");
+    EXPECT_EQ(first("lora_unet_blocks_1_cross_attn_k_img"),
+              "model.diffusion_model.blocks.1.cross_attn.k_img.weight");
+    EXPECT_EQ(first("lora_unet_time_projection_1"),
+              "model.diffusion_model.time_projection.1.weight");
+    EXPECT_EQ(first("lora_unet_text_embedding_0"), "model.diffusion_model.text_embedding.0.weight");
+    EXPECT_EQ(first("lora_unet_img_emb_proj_1"), "model.diffusion_model.img_emb.proj.1.weight");
+    EXPECT_EQ(first("lora_unet_head_head"), "model.diffusion_model.head.head.weight");
+}
+
 }  // namespace
 }  // namespace sd

@@ -2,7 +2,8 @@
 // UMT5 64 wide over the fixtures' synthetic UMT5 vocabulary, the fixture Wan 2.1 VAE): the
 // frames of a 1 + 4k clip, the frame count and size settled by the one resolver, the inputs of
 // the video variants not built refused by name, an image as a one-frame video, a plain T5
-// refused as Wan's text encoder, and Wan2.2 A14B's two experts sharing the schedule.
+// refused as Wan's text encoder, Wan2.2 A14B's two experts sharing the schedule, and LoRAs on
+// either expert.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -392,6 +393,54 @@ TEST(GenerateVideo, AHighNoiseExpertOfAnotherInputIsNamed) {
     EXPECT_NE(log.text.find("--high-noise-diffusion-model: "), std::string::npos) << log.text;
     EXPECT_NE(log.text.find("48 input channels"), std::string::npos) << log.text;
     EXPECT_NE(log.text.find("takes no high-noise diffusion model"), std::string::npos) << log.text;
+}
+
+// A LoRA in ComfyUI's names on the tiny Wan DiT's self-attention query and cross-attention key.
+std::string tiny_wan_lora() {
+    std::map<std::string, Tensor> p;
+    uint32_t seed = 40;
+    for (const std::string m : {"blocks.0.self_attn.q", "blocks.0.cross_attn.k"}) {
+        p["diffusion_model." + m + ".lora_down.weight"] =
+            test::random_tensor({4, test::kTinyWanDim}, seed++, -0.5f, 0.5f);
+        p["diffusion_model." + m + ".lora_up.weight"] =
+            test::random_tensor({test::kTinyWanDim, 4}, seed++, -0.5f, 0.5f);
+    }
+    return test::write_f32_safetensors(p, "tiny_wan_lora");
+}
+
+// A LoRA patches a video model and leaves with the request; a high-noise one patches the
+// high-noise expert alone (no high-noise step: no change), and a model without one ignores it
+// with a warning.
+TEST(GenerateVideo, LorasPatchTheirExpert) {
+    Ctx a = open_experts(900), pair = open_experts(900, 901);
+    ASSERT_TRUE(a && pair);
+    static const std::string path = tiny_wan_lora();
+    sd_lora_t lora{};
+    lora.multiplier = 1.0f;
+    lora.path = path.c_str();
+    sd_vid_gen_params_t v = moe_params();
+    const auto base = video_frames(a.get(), v);
+    ASSERT_EQ(base.size(), 5u);
+    v.loras = &lora;
+    v.lora_count = 1;
+    const auto patched = video_frames(a.get(), v);
+    ASSERT_EQ(patched.size(), 5u);
+    EXPECT_NE(patched, base);
+    lora.is_high_noise = true;
+    LogText log;
+    EXPECT_EQ(video_frames(a.get(), v), base);
+    log.stop();
+    EXPECT_NE(log.text.find("is for a high-noise expert, which the Wan model has not"),
+              std::string::npos)
+        << log.text;
+    v.lora_count = 0;
+    const auto pair_base = video_frames(pair.get(), v);
+    v.lora_count = 1;
+    const auto pair_high = video_frames(pair.get(), v);
+    ASSERT_EQ(pair_high.size(), 5u);
+    EXPECT_NE(pair_high, pair_base);
+    v.moe_boundary = 2.0f;  // every step is the low-noise expert's
+    EXPECT_EQ(video_frames(pair.get(), v), base);
 }
 
 }  // namespace
