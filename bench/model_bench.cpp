@@ -187,20 +187,23 @@ int run_model_bench(const ModelBenchOptions& o, double peak) {
 
     Tensor z = Tensor::full(latent, 0.1f);
     const CacheBudget decode_cache(cache_bytes_for(model, /*decoding=*/true));  // as a generation
-    reset_peak_rss(&overall_peak);
-    reset_flop_counter();
-    double d0 = now_seconds();
-    c0 = cpu_seconds();
-    VaeTiling tiling;  // as asked, else what a generation picks (tiles when streamed)
-    tiling.enabled = o.vae_tile > 0;
-    tiling.tile_size = o.vae_tile;
-    model.codec->decode(z, decode_tiling(model, tiling, lh, lw));
-    const double decode_s = now_seconds() - d0, decode_flops = counted_flops();
-    const double decode_cpu = cpu_seconds() - c0;
-    const double decode_peak = phase_peak_rss_mib();
-    model.codec->release_weights();
-    CachingAllocator::instance().trim();
-    overall_peak = std::max(overall_peak, decode_peak);
+    double d0 = 0, decode_s = 0, decode_flops = 0, decode_cpu = 0, decode_peak = 0;
+    if (o.decode) {
+        reset_peak_rss(&overall_peak);
+        reset_flop_counter();
+        d0 = now_seconds();
+        c0 = cpu_seconds();
+        VaeTiling tiling;  // as asked, else what a generation picks (tiles when streamed)
+        tiling.enabled = o.vae_tile > 0;
+        tiling.tile_size = o.vae_tile;
+        model.codec->decode(z, decode_tiling(model, tiling, lh, lw));
+        decode_s = now_seconds() - d0, decode_flops = counted_flops();
+        decode_cpu = cpu_seconds() - c0;
+        decode_peak = phase_peak_rss_mib();
+        model.codec->release_weights();
+        CachingAllocator::instance().trim();
+        overall_peak = std::max(overall_peak, decode_peak);
+    }
 
     const double sampling_s = step_end.empty() ? total : step_end.back() - t0;
     const double step_s = (step_end.size() > 1 ? step_end.back() - step_end.front() : sampling_s) /
@@ -216,7 +219,7 @@ int run_model_bench(const ModelBenchOptions& o, double peak) {
     if (o.steps > 0)
         print_row(o.cfg_scale != 1.0f ? "sampling step (CFG)" : "sampling step", step_s, step_cpu,
                   step_flops, peak);
-    print_row("VAE decode", decode_s, decode_cpu, decode_flops, peak);
+    if (o.decode) print_row("VAE decode", decode_s, decode_cpu, decode_flops, peak);
     if (!o.taesd.empty()) {
         // TAESD decodes the same latent; the first run faults its weights in, the second counts.
         const auto tae = load_taesd_codec(o.taesd, model.latent, options.memory.residency);
@@ -227,8 +230,9 @@ int run_model_bench(const ModelBenchOptions& o, double peak) {
         tae->decode(z, {});
         const double tae_s = now_seconds() - d0;
         print_row("TAESD decode", tae_s, cpu_seconds() - c0, counted_flops(), peak);
-        std::printf("%-22s %10.1f %% of the VAE decode's time\n", "TAESD / VAE",
-                    100.0 * tae_s / decode_s);
+        if (o.decode)
+            std::printf("%-22s %10.1f %% of the VAE decode's time\n", "TAESD / VAE",
+                        100.0 * tae_s / decode_s);
     }
     std::printf("%-22s %10.3f s (%d steps + decode)\n", "whole generation", total, o.steps);
     std::printf(

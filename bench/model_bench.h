@@ -24,6 +24,7 @@ struct ModelBenchOptions {
     int steps = 3;          // sampling steps timed (plus one VAE decode); 0: no generation
     int frames = 0;         // --video-frames: a video model's clip of 1 + 4k frames
     int vae_tile = 0;       // --vae-tile-size: the decode in tiles of this many latent pixels
+    bool decode = true;     // --no-decode: time the diffusion model alone
     bool streamed = false;  // --params-backend disk (Residency::Streamed)
     std::string taesd;      // --taesd FILE: also time its decode of the same latent
     std::string lora;       // --lora FILE[:MULT]: timed with this LoRA applied

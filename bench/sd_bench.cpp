@@ -169,6 +169,7 @@ void usage() {
         "  --steps N         sampling steps of the timed generation; 0: none (pass, decode)\n"
         "  --video-frames N  a video model's clip of N = 1 + 4k frames\n"
         "  --vae-tile-size N the VAE decode in tiles of N latent pixels (overlap 0.5)\n"
+        "  --no-decode       no VAE decode (a large video's DiT pass alone)\n"
         "  --lora FILE[:M]   time the model with this LoRA (multiplier M, default 1)\n"
         "  --lora-apply-mode auto, immediately or at_runtime (default auto)\n"
         "  --upscale-model F time the ESRGAN upscaler on a W x H image (default 128x128)\n"
@@ -265,6 +266,8 @@ int run(int argc, char** argv) {
         } else if (a == "--video-frames") {
             model.frames = std::atoi(value().c_str());
             SD_CHECK(model.frames >= 1, "--video-frames must be positive");
+        } else if (a == "--no-decode") {
+            model.decode = false;
         } else if (a == "--vae-tile-size") {
             model.vae_tile = std::atoi(value().c_str());
             SD_CHECK(model.vae_tile >= 8, "--vae-tile-size: at least 8 latent pixels");

@@ -275,6 +275,11 @@ ImageRequest to_video_request(const RequestContext& ctx, const sd_vid_gen_params
         SD_LOG_WARN("--video-frames %d: a video has 1 + 4k frames; making %d", p.video_frames,
                     r.frames);
     r.vae_tiling = to_vae_tiling(p.vae_tiling_params);
+    if (p.vae_tiling_params.temporal_tiling)
+        SD_LOG_INFO(
+            "--temporal-tiling: the %s VAE decodes one latent frame (4 frames) at a time through "
+            "its causal cache already",
+            m.family_name.c_str());
     if (m.high_noise_diffusion) r.high_noise = to_high_noise_stage(ctx.model, p);
     return r;
 }
