@@ -257,7 +257,7 @@ extern const Family kWanFamily{
     {16, 8, 1.0f, 0.0f, {}, kWan21LatentMean, kWan21LatentStd, 1},
     assemble,
     kWanFootprint,
-    {},  // -M convert's rules for it: not set yet
+    {},  // -M convert: the reference tool's rules for every model (embeddings, biases kept)
     kWanRoles,
     "Wan 2.1 T2V, I2V and FLF2V 1.3B / 14B; Wan2.2 A14B T2V / I2V (two experts)"};
 
@@ -268,7 +268,7 @@ extern const Family kWan22Ti2vFamily{
     {kTi2vChannels, 16, 1.0f, 0.0f, {}, kWan22LatentMean, kWan22LatentStd, 1},
     assemble_ti2v,
     kWanFootprint,
-    {},
+    {},  // -M convert: the reference tool's rules for every model
     kWan22Ti2vRoles,
     "Wan2.2 TI2V 5B (text-to-video, and image-to-video with -i)"};
 

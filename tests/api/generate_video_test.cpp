@@ -13,6 +13,7 @@
 
 #include "api/tiny_wan.h"
 #include "fixture_files.h"
+#include "image_compare.h"
 #include "io/io_test_util.h"
 #include "models/tiny_clip_vision.h"
 #include "models/tiny_wan_vae.h"
@@ -441,6 +442,23 @@ TEST(GenerateVideo, LorasPatchTheirExpert) {
     EXPECT_NE(pair_high, pair_base);
     v.moe_boundary = 2.0f;  // every step is the low-noise expert's
     EXPECT_EQ(video_frames(pair.get(), v), base);
+}
+
+// -M convert of a Wan DiT as the reference tool converts it (its norm scales and modulation
+// quantized too, its embeddings and biases kept) gives a model that loads and makes the clip.
+TEST(GenerateVideo, AConvertedQ8WanMakesTheClip) {
+    static const std::string t5 = test::tiny_t5(true, kVocab);
+    const std::string dit = test::tiny_wan_dit();
+    const std::string q8 = test::temp_path("tiny_wan_dit_q8_0.gguf");
+    ASSERT_TRUE(convert(dit.c_str(), nullptr, q8.c_str(), SD_TYPE_Q8_0, nullptr, false));
+    Ctx f32 = open_files(dit, t5, wan21_vae()), quantized = open_files(q8, t5, wan21_vae());
+    ASSERT_TRUE(f32 && quantized);
+    const sd_vid_gen_params_t v = video_params(32, 32, 5);
+    const auto a = video_frames(f32.get(), v), b = video_frames(quantized.get(), v);
+    ASSERT_EQ(a.size(), 5u);
+    ASSERT_EQ(b.size(), 5u);
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_GT(test::psnr(a[i], b[i]), 45.0) << "frame " << i;
+    std::remove(q8.c_str());
 }
 
 }  // namespace
