@@ -47,7 +47,9 @@ find_package(JPEG REQUIRED)
 find_package(ZLIB REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(SD_WEBP REQUIRED IMPORTED_TARGET libwebp libwebpmux)
-target_link_libraries(stable-diffusion PRIVATE PNG::PNG JPEG::JPEG ZLIB::ZLIB PkgConfig::SD_WEBP)
+pkg_check_modules(SD_VPX REQUIRED IMPORTED_TARGET vpx)  # VP8 for .webm videos
+target_link_libraries(stable-diffusion PRIVATE PNG::PNG JPEG::JPEG ZLIB::ZLIB PkgConfig::SD_WEBP
+                                               PkgConfig::SD_VPX)
 
 execute_process(COMMAND git rev-parse --short=8 HEAD
                 WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}

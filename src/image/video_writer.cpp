@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "base/error.h"
+#include "image/webm_writer.h"
 #include "io/file_output.h"
 
 namespace sd::image {
@@ -179,15 +180,22 @@ std::vector<uint8_t> animated_webp(std::span<const Image> frames, int fps, int q
 std::vector<uint8_t> encode_video(VideoFormat format, std::span<const Image> frames, int fps,
                                   int quality) {
     check_frames(frames, fps);
-    return format == VideoFormat::AnimatedWebp ? animated_webp(frames, fps, quality)
-                                               : mjpeg_avi(frames, fps, quality);
+    switch (format) {
+        case VideoFormat::AnimatedWebp:
+            return animated_webp(frames, fps, quality);
+        case VideoFormat::WebmVp8:
+            return webm_vp8(frames, fps, quality);
+        default:
+            return mjpeg_avi(frames, fps, quality);
+    }
 }
 
 VideoFormat video_format_from_path(const std::string& path) {
     std::string ext = path.substr(std::min(path.size(), path.rfind('.')));
     std::transform(ext.begin(), ext.end(), ext.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return ext == ".webp" ? VideoFormat::AnimatedWebp : VideoFormat::MjpegAvi;
+    if (ext == ".webp") return VideoFormat::AnimatedWebp;
+    return ext == ".webm" ? VideoFormat::WebmVp8 : VideoFormat::MjpegAvi;
 }
 
 void write_video(const std::string& path, std::span<const Image> frames, int fps, int quality) {

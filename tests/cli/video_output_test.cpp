@@ -1,6 +1,6 @@
 // sd-cli -M vid_gen's outputs on a tiny Wan: an -o with %d writes a PNG a frame, clip.avi an
-// MJPEG AVI, clip.webp an animated WebP, and any other name the AVI beside it (as the
-// reference program).
+// MJPEG AVI, clip.webp an animated WebP, clip.webm a WebM, and any other name the AVI beside
+// it (as the reference program).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -76,7 +76,7 @@ TEST(CliVideo, APatternWritesAPngAFrame) {
     fs::remove_all(dir);
 }
 
-TEST(CliVideo, AviAndAnimatedWebp) {
+TEST(CliVideo, AviAnimatedWebpAndWebm) {
     fs::path dir = run_video("clip.avi");
     std::vector<uint8_t> avi = image::read_file_bytes((dir / "clip.avi").string());
     EXPECT_EQ(std::string(avi.begin() + 8, avi.begin() + 12), "AVI ");
@@ -87,6 +87,13 @@ TEST(CliVideo, AviAndAnimatedWebp) {
     const std::vector<uint8_t> webp = image::read_file_bytes((dir / "clip.webp").string());
     EXPECT_EQ(std::string(webp.begin() + 8, webp.begin() + 12), "WEBP");
     EXPECT_EQ(count_of(webp, "ANMF"), 5);
+    fs::remove_all(dir);
+
+    dir = run_video("clip.webm");  // EBML, DocType "webm" (its structure: webm_writer_test)
+    const std::vector<uint8_t> webm = image::read_file_bytes((dir / "clip.webm").string());
+    EXPECT_EQ(std::vector<uint8_t>(webm.begin(), webm.begin() + 4),
+              (std::vector<uint8_t>{0x1A, 0x45, 0xDF, 0xA3}));
+    EXPECT_EQ(count_of(webm, "V_VP8"), 1);
     fs::remove_all(dir);
 
     dir = run_video("clip.png");  // no %d: the video, named .avi

@@ -228,7 +228,8 @@ std::vector<OptionSpec> program_options() {
     return {
         text("-o", "--output", G, &CliParams::output_path, "./output.png",
              "path to write the result image to; a printf-style %d (e.g. output_%03d.png) numbers "
-             "the images of a batch"),
+             "the images of a batch (or a video's frames); a video's single file is an animated "
+             ".webp, a .webm or else an .avi"),
         integer("", "--output-begin-idx", G, &CliParams::output_begin_idx, "0",
                 "first index of the output image sequence (non-negative)"),
         text("", "--preview-path", G, &CliParams::preview_path, "./preview.png",

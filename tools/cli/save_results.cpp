@@ -36,11 +36,11 @@ bool write_one(const CliParams& p, const GenerationRequest& r, const sd_image_t&
     }
 }
 
-// A video's frames as one file, as the reference: an animated WebP for a .webp path, else an
-// MJPEG AVI with the extension made .avi.
+// A video's frames as one file, as the reference: an animated WebP for a .webp path, a WebM
+// for .webm, else an MJPEG AVI with the extension made .avi.
 bool write_video_file(const CliParams& p, const ImageList& images) {
     std::string path = p.output_path;
-    if (sd::image::video_format_from_path(path) != sd::image::VideoFormat::AnimatedWebp) {
+    if (sd::image::video_format_from_path(path) == sd::image::VideoFormat::MjpegAvi) {
         const std::filesystem::path as_path(path);
         if (as_path.extension() != ".avi")
             path = std::filesystem::path(as_path).replace_extension(".avi").string();
