@@ -12,6 +12,7 @@
 #include "cli_options.h"
 #include "esrgan_files.h"
 #include "request_error.h"
+#include "request_test_util.h"
 
 namespace server {
 namespace {
@@ -25,12 +26,7 @@ class IdleRunner : public JobRunner {
 };
 
 std::string png_b64(uint32_t w, uint32_t h) {
-    sd::image::Image image;
-    image.width = w;
-    image.height = h;
-    image.channels = 3;
-    image.pixels.assign(static_cast<size_t>(w) * h * 3, 90);
-    return base64_encode(sd::image::encode_image(sd::image::Format::Png, image, ""));
+    return test::png_b64(w, h, 90);
 }
 
 sd::image::Image decode(const json& reply) {

@@ -33,6 +33,13 @@ TEST_F(RequestReplay, JsonKindsParseAgainWithTheApiNodesSeed) {
     EXPECT_EQ(c.request.width, 256);
     EXPECT_EQ(c.params.batch_count, 2);
     EXPECT_EQ(c.request.seed, 7);
+    const nlohmann::json video = {
+        {"prompt", "a fox"}, {"video_frames", 9}, {"output_format", "avi"}};
+    const JobSpec d = replay_request({"native_video", video}, 5, ctx);
+    EXPECT_TRUE(d.video());
+    EXPECT_EQ(d.params.video_frames, 9);
+    EXPECT_EQ(d.output.video_format, sd::image::VideoFormat::MjpegAvi);
+    EXPECT_EQ(d.request.seed, 5);
 }
 
 TEST_F(RequestReplay, FormPartsRoundTripThroughJson) {

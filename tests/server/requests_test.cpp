@@ -12,27 +12,15 @@
 #include "cli_options.h"
 #include "io/tensor_writer.h"
 #include "request_error.h"
+#include "request_test_util.h"
 
 namespace server {
 namespace {
 
 using nlohmann::json;
 
-cli::CliParams defaults_from(std::vector<const char*> args) {
-    args.insert(args.begin(), "sd-server");
-    cli::CliParams p;
-    cli::parse_command_line(static_cast<int>(args.size()), args.data(), p);
-    return p;
-}
-
-std::string png_b64(uint32_t w, uint32_t h, uint8_t value = 128, uint32_t channels = 3) {
-    sd::image::Image image;
-    image.width = w;
-    image.height = h;
-    image.channels = channels;
-    image.pixels.assign(static_cast<size_t>(w) * h * channels, value);
-    return base64_encode(sd::image::encode_image(sd::image::Format::Png, image, ""));
-}
+using test::defaults_from;
+using test::png_b64;
 
 template <class F>
 void expect_field_error(F f, const std::string& field) {

@@ -2,6 +2,8 @@
 // pixels malloc'ed, released with free_sd_images), and the ESRGAN pass over them.
 #pragma once
 
+#include <utility>
+
 #include "cli_params.h"
 #include "image/image_io.h"
 #include "stable-diffusion.h"
@@ -15,6 +17,16 @@ class ImageList {
     ~ImageList() { free_sd_images(images_, count_); }
     ImageList(const ImageList&) = delete;
     ImageList& operator=(const ImageList&) = delete;
+    ImageList(ImageList&& other) noexcept
+        : images_(std::exchange(other.images_, nullptr)), count_(std::exchange(other.count_, 0)) {}
+    ImageList& operator=(ImageList&& other) noexcept {
+        if (this != &other) {
+            free_sd_images(images_, count_);
+            images_ = std::exchange(other.images_, nullptr);
+            count_ = std::exchange(other.count_, 0);
+        }
+        return *this;
+    }
 
     // A copy of `image` in the library's layout.
     static ImageList copy_of(const sd::image::Image& image);

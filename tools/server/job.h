@@ -22,12 +22,14 @@ inline bool is_finished(JobStatus s) {
     return s == JobStatus::Completed || s == JobStatus::Failed || s == JobStatus::Cancelled;
 }
 
+// An image of a job's result, or a vid_gen job's whole clip (frames > 0).
 struct ResultImage {
     std::string b64;         // the encoded file, base64
     int64_t seed = 0;        // the seed this image was sampled with
     std::string parameters;  // the "parameters" text embedded in it (also when not embedded)
     uint32_t width = 0;
     uint32_t height = 0;
+    int frames = 0;  // a clip: its frame count (the container holds them all)
 };
 
 // Sampling steps done across the whole job (every image of a batch), and the image being

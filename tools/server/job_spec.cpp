@@ -75,6 +75,7 @@ JobSpec finalize_request(cli::CliParams p, RequestInputs in, const OutputOptions
     // Images of another size are fitted to the (aligned) size by the library; no mask
     // repaints everything.
     r.init_image = std::move(in.init_image);
+    r.end_image = std::move(in.end_image);
     r.mask_image = std::move(in.mask_image);
     if (in.invert_mask)
         for (uint8_t& v : r.mask_image.pixels) v = static_cast<uint8_t>(255 - v);
@@ -141,6 +142,36 @@ const char* output_mime_type(sd::image::Format format) {
             return "image/webp";
         default:
             return "image/png";
+    }
+}
+
+std::optional<sd::image::VideoFormat> video_format_from_name(const std::string& name) {
+    using sd::image::VideoFormat;
+    if (name == "webm") return VideoFormat::WebmVp8;
+    if (name == "webp") return VideoFormat::AnimatedWebp;
+    if (name == "avi") return VideoFormat::MjpegAvi;
+    return std::nullopt;
+}
+
+const char* video_format_name(sd::image::VideoFormat format) {
+    switch (format) {
+        case sd::image::VideoFormat::AnimatedWebp:
+            return "webp";
+        case sd::image::VideoFormat::MjpegAvi:
+            return "avi";
+        default:
+            return "webm";
+    }
+}
+
+const char* video_mime_type(sd::image::VideoFormat format) {
+    switch (format) {
+        case sd::image::VideoFormat::AnimatedWebp:
+            return "image/webp";
+        case sd::image::VideoFormat::MjpegAvi:
+            return "video/x-msvideo";
+        default:
+            return "video/webm";
     }
 }
 

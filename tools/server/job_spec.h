@@ -14,6 +14,7 @@
 #include "cli_params.h"
 #include "generation_request.h"
 #include "image/image_io.h"
+#include "image/video_writer.h"
 #include "request_source.h"
 #include "server_config.h"
 
@@ -21,13 +22,15 @@ namespace server {
 
 struct OutputOptions {
     sd::image::Format format = sd::image::Format::Png;
-    int compression = 100;  // 0..100: quality of JPEG and WebP
+    sd::image::VideoFormat video_format = sd::image::VideoFormat::WebmVp8;  // a vid_gen job's
+    int compression = 100;  // 0..100: quality of JPEG, WebP and the video's frames
     bool embed_metadata = true;
 };
 
 struct RequestInputs {
     sd::image::Image init_image;
     std::string init_image_field;  // for messages about its size
+    sd::image::Image end_image;    // a video's last frame (FLF2V)
     sd::image::Image mask_image;   // grey
     bool invert_mask = false;
     sd::image::Image control_image;
@@ -54,6 +57,9 @@ struct JobSpec {
     cli::GenerationRequest request;  // prompt, seed, size and images (settled when it ran)
     OutputOptions output;
     RequestSource source;  // the request as received (what the Redis queue sends a worker)
+
+    // A vid_gen job: one clip, returned as one container file.
+    bool video() const { return params.mode == cli::Mode::VidGen; }
 };
 
 // Throws RequestError (an init image whose size breaks the limits, an unknown hires
@@ -72,5 +78,10 @@ std::optional<sd::image::Format> output_format_from_name(const std::string& name
 // "png", "jpeg", "webp".
 const char* output_format_name(sd::image::Format format);
 const char* output_mime_type(sd::image::Format format);
+// A vid_gen job's container: "webm", "webp" (animated) or "avi" (MJPEG); std::nullopt
+// otherwise.
+std::optional<sd::image::VideoFormat> video_format_from_name(const std::string& name);
+const char* video_format_name(sd::image::VideoFormat format);
+const char* video_mime_type(sd::image::VideoFormat format);
 
 }  // namespace server

@@ -171,6 +171,7 @@ int serve(server::ServerConfig config, cli::CliParams params, const sigset_t& st
         if (runner) runner->check_lora(path);
     };
     state.ref_images = runner && runner->takes_ref_images();
+    if (runner) state.makes_video = runner->makes_video();
     if (!config.serve_html_path.empty()) state.index_html = read_text_file(config.serve_html_path);
     configure_http(*svr, state);
     queues.start();

@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "base64.h"
 #include "generation_request.h"
+#include "image/video_writer.h"
 #include "image_metadata.h"
 #include "log_output.h"
 #include "result_images.h"
@@ -38,6 +39,23 @@ std::vector<ResultImage> encode_results(const JobSpec& spec, const cli::ImageLis
         out.push_back(std::move(result));
     }
     return out;
+}
+
+// A clip's frames as one container file (the request's format, its fps and quality).
+ResultImage encode_clip(const JobSpec& spec, const cli::ImageList& frames) {
+    std::vector<sd::image::Image> images;
+    for (int i = 0; i < frames.size(); ++i)
+        if (frames[i].data) images.push_back(cli::to_image(frames[i]));
+    ResultImage result;
+    result.seed = spec.request.seed;
+    result.parameters = cli::image_parameters(spec.params, spec.request, result.seed);
+    result.width = images.empty() ? 0 : images[0].width;
+    result.height = images.empty() ? 0 : images[0].height;
+    result.frames = static_cast<int>(images.size());
+    const int quality = std::clamp(spec.output.compression, 1, 100);
+    result.b64 = base64_encode(
+        sd::image::encode_video(spec.output.video_format, images, spec.params.fps, quality));
+    return result;
 }
 
 // generate_image clears a cancel made before it started, as the reference's does. While a job
@@ -108,34 +126,62 @@ RunOutcome ModelRunner::run(JobSpec& spec, const RunHooks& hooks) {
     return outcome;
 }
 
+// The library settles the seed, size, sampler, scheduler and steps; the job's spec takes
+// them, so that its images' parameters and the replies name what ran. False with `why` set
+// when the request cannot run on this model.
+bool ModelRunner::generate(JobSpec& spec, const RunHooks& hooks, cli::ImageList& out,
+                           std::string& why) {
+    char message[1024];
+    sd_image_t* raw = nullptr;
+    int count = 0;
+    bool ok = false;
+    if (spec.video()) {
+        sd_vid_gen_params_t params = cli::make_vid_gen_params(spec.params, spec.request);
+        if (!sd_settle_vid_gen_params(ctx_, &params, message, sizeof message)) {
+            why = message;
+            return false;
+        }
+        cli::report_settled(params, spec.params, spec.request);
+        sd_audio_t* audio = nullptr;
+        {
+            const CancelRelay relay(ctx_, hooks.cancelled);
+            ok = generate_video(ctx_, &params, &raw, &count, &audio);
+        }
+        free_sd_audio(audio);
+    } else {
+        sd_img_gen_params_t params = cli::make_img_gen_params(spec.params, spec.request);
+        if (!sd_settle_img_gen_params(ctx_, &params, message, sizeof message)) {
+            why = message;
+            return false;
+        }
+        cli::report_settled(params, spec.params, spec.request);
+        const CancelRelay relay(ctx_, hooks.cancelled);
+        ok = generate_image(ctx_, &params, &raw, &count);
+    }
+    if (!ok) {
+        free_sd_images(raw, count);
+        return false;
+    }
+    out = cli::ImageList(raw, count);
+    return true;
+}
+
 RunOutcome ModelRunner::run_job(JobSpec& spec, const RunHooks& hooks) {
     RunOutcome outcome;
     ErrorCapture errors;
     try {
         ProgressRelay::Scope scope(relay_, hooks);
-        sd_img_gen_params_t params = cli::make_img_gen_params(spec.params, spec.request);
-        // The library settles the seed, size, sampler, scheduler and steps; the job's spec
-        // takes them, so that its images' parameters and the replies name what ran.
-        char why[1024];
-        if (!sd_settle_img_gen_params(ctx_, &params, why, sizeof why)) {
-            outcome.error = why;
+        cli::ImageList images;
+        if (!generate(spec, hooks, images, outcome.error)) {
+            if (outcome.error.empty())
+                outcome.error = errors.text().empty() ? "the generation failed" : errors.text();
             return outcome;
         }
-        cli::report_settled(params, spec.params, spec.request);
-        sd_image_t* raw = nullptr;
-        int count = 0;
-        bool ok = false;
-        {
-            const CancelRelay relay(ctx_, hooks.cancelled);
-            ok = generate_image(ctx_, &params, &raw, &count);
+        if (spec.video()) {
+            if (images.size() > 0) outcome.images.push_back(encode_clip(spec, images));
+        } else {
+            outcome.images = encode_results(spec, images);
         }
-        if (!ok) {
-            free_sd_images(raw, count);
-            outcome.error = errors.text().empty() ? "the generation failed" : errors.text();
-            return outcome;
-        }
-        cli::ImageList images(raw, count);
-        outcome.images = encode_results(spec, images);
         outcome.ok = !outcome.images.empty();
         if (!outcome.ok) outcome.error = "the generation returned no images";
     } catch (const std::exception& e) {

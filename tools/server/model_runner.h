@@ -9,6 +9,7 @@
 #include "cli_params.h"
 #include "job.h"
 #include "progress.h"
+#include "result_images.h"
 #include "stable-diffusion-ext.h"
 #include "stable-diffusion.h"
 
@@ -27,11 +28,14 @@ class ModelRunner : public JobRunner {
     void check_lora(const std::string& path) const;
     // Whether the model takes reference images (an edit model such as FLUX.1 Kontext).
     bool takes_ref_images() const { return sd_takes_ref_images(ctx_); }
+    // Whether the model makes videos (vid_gen jobs: Wan).
+    bool makes_video() const { return sd_ctx_supports_video_generation(ctx_); }
     void interrupt() override;
 
   private:
     ModelRunner(sd_ctx_t* ctx, const PreviewOptions& preview);
     RunOutcome run_job(JobSpec& spec, const RunHooks& hooks);
+    bool generate(JobSpec& spec, const RunHooks& hooks, cli::ImageList& out, std::string& why);
 
     sd_ctx_t* ctx_;
     ProgressRelay relay_;

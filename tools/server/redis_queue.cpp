@@ -1,5 +1,6 @@
 #include "redis_queue.h"
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 
@@ -61,6 +62,7 @@ std::shared_ptr<const std::vector<ResultImage>> images_from(const std::string& t
         image.parameters = j.value("parameters", "");
         image.width = j.value("width", 0u);
         image.height = j.value("height", 0u);
+        image.frames = j.value("frames", 0);
         images->push_back(std::move(image));
     }
     return images;
@@ -129,6 +131,8 @@ std::string RedisQueue::submit(JobSpec spec, const std::string& api, Retention r
         {"body", spec.source.body},
         {"seed", spec.request.seed}}.dump();
     spec.source = {};
+    const std::string format = spec.video() ? video_format_name(spec.output.video_format)
+                                            : output_format_name(spec.output.format);
     const std::vector<std::string> fields = {
         "HSET",          job_key(id),
         "status",        "queued",
@@ -137,7 +141,9 @@ std::string RedisQueue::submit(JobSpec spec, const std::string& api, Retention r
         "payload",       payload,
         "created",       std::to_string(unix_now()),
         "images",        std::to_string(spec.params.batch_count),
-        "output_format", output_format_name(spec.output.format),
+        "output_format", format,
+        "mode",          spec.video() ? "vid_gen" : "img_gen",
+        "fps",           std::to_string(spec.params.fps),
         "retention",     retention == Retention::Timed ? "timed" : "collect"};
     const std::string stream = stream_key(settings_.model);
     redis_call([&] {
@@ -210,7 +216,7 @@ Lookup RedisQueue::read(RedisClient& client, const std::string& id, JobSnapshot*
     }
     if (s.status == JobStatus::Queued && !field("entry").empty())
         s.queue_position = queue_position(client, field("model"), field("entry"));
-    s.spec = spec_of(id, field("output_format"), field("settled"));
+    s.spec = spec_of(id, {field("mode"), field("output_format"), field("fps")}, field("settled"));
     return Lookup::Found;
 }
 
@@ -226,7 +232,7 @@ int RedisQueue::queue_position(RedisClient& client, const std::string& model,
 }
 
 // This node's parsed request (a synchronous job), else what the hash says of it.
-std::shared_ptr<JobSpec> RedisQueue::spec_of(const std::string& id, const std::string& format,
+std::shared_ptr<JobSpec> RedisQueue::spec_of(const std::string& id, const OutputFields& output,
                                              const std::string& settled) {
     std::shared_ptr<JobSpec> local;
     {
@@ -236,7 +242,15 @@ std::shared_ptr<JobSpec> RedisQueue::spec_of(const std::string& id, const std::s
     }
     if (!local) {
         local = std::make_shared<JobSpec>();
-        local->output.format = output_format_from_name(format).value_or(sd::image::Format::Png);
+        if (output.mode == "vid_gen") {
+            local->params.mode = cli::Mode::VidGen;
+            local->output.video_format =
+                video_format_from_name(output.format).value_or(sd::image::VideoFormat::WebmVp8);
+            local->params.fps = std::max(1, static_cast<int>(to_int(output.fps)));
+        } else {
+            local->output.format =
+                output_format_from_name(output.format).value_or(sd::image::Format::Png);
+        }
     }
     apply_settled(*local, settled);
     return local;

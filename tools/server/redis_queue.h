@@ -47,7 +47,11 @@ class RedisQueue : public QueueBackend {
     void listen_done();
     Lookup read(RedisClient& client, const std::string& id, JobSnapshot* out);
     int queue_position(RedisClient& client, const std::string& model, const std::string& entry);
-    std::shared_ptr<JobSpec> spec_of(const std::string& id, const std::string& format,
+    // A job hash's output fields: mode ("vid_gen" or "img_gen"), output_format, fps.
+    struct OutputFields {
+        std::string mode, format, fps;
+    };
+    std::shared_ptr<JobSpec> spec_of(const std::string& id, const OutputFields& output,
                                      const std::string& settled);
     nlohmann::json live_workers(RedisClient& client);
     void record_entry(RedisClient& client, const std::string& id, const std::string& entry);

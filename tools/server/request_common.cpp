@@ -63,23 +63,23 @@ std::optional<std::pair<int, int>> parse_size(const std::string& text, const std
     return std::pair{w, h};
 }
 
-void apply_sampler_name(const std::string& name, const std::string& field, cli::CliParams& p,
+void apply_sampler_name(const std::string& name, const std::string& field, sd_sample_params_t& s,
                         bool scheduler_given) {
     auto choice = sampler_from_name(name);
     if (!choice)
         throw bad_field(field, "unknown sampler '" + name.substr(0, 60) +
                                    "' (GET /sdapi/v1/samplers lists them)");
-    p.sample_params.sample_method = choice->method;
-    if (choice->scheduler != SCHEDULER_COUNT && !scheduler_given)
-        p.sample_params.scheduler = choice->scheduler;
+    s.sample_method = choice->method;
+    if (choice->scheduler != SCHEDULER_COUNT && !scheduler_given) s.scheduler = choice->scheduler;
 }
 
-void apply_scheduler_name(const std::string& name, const std::string& field, cli::CliParams& p) {
+void apply_scheduler_name(const std::string& name, const std::string& field,
+                          sd_sample_params_t& s) {
     auto scheduler = scheduler_from_name(name);
     if (!scheduler)
         throw bad_field(field, "unknown scheduler '" + name.substr(0, 60) +
                                    "' (GET /sdapi/v1/schedulers lists them)");
-    p.sample_params.scheduler = *scheduler;
+    s.scheduler = *scheduler;
 }
 
 std::string resolve_lora_path(const std::string& lora_dir, const std::string& name,

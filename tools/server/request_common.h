@@ -22,11 +22,11 @@ std::optional<int> read_image_side(const FieldReader& f, const std::string& key,
 std::optional<std::pair<int, int>> parse_size(const std::string& text, const std::string& field,
                                               const ServerLimits& limits);
 
-// A sampler name in any spelling (name_maps.h) into p; the scheduler a webui label implies
+// A sampler name in any spelling (name_maps.h) into `s`; the scheduler a webui label implies
 // applies unless `scheduler_given`.
-void apply_sampler_name(const std::string& name, const std::string& field, cli::CliParams& p,
+void apply_sampler_name(const std::string& name, const std::string& field, sd_sample_params_t& s,
                         bool scheduler_given);
-void apply_scheduler_name(const std::string& name, const std::string& field, cli::CliParams& p);
+void apply_scheduler_name(const std::string& name, const std::string& field, sd_sample_params_t& s);
 
 // A LoRA file named relative to --lora-model-dir (with or without its extension); it must
 // stay inside that folder.

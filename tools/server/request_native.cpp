@@ -1,5 +1,6 @@
 // The native schema of /sdcpp/v1/img_gen (the reference server's api.md), which
-// <sd_cpp_extra_args> blocks in the other APIs use too.
+// <sd_cpp_extra_args> blocks in the other APIs use too, and the fields /sdcpp/v1/vid_gen shares
+// with it (request_native_video.cpp).
 #include <cmath>
 #include <vector>
 
@@ -27,11 +28,8 @@ void refuse_unbuilt(const FieldReader& f, const std::string& key, const char* cl
         throw bad_field(f.name(key), spec->not_built + " is not built in this engine yet");
 }
 
+// img_gen's images besides init_image (a shared field).
 void read_images(const FieldReader& f, RequestInputs& in) {
-    if (auto v = f.string("init_image")) {
-        in.init_image = decode_image_text(*v, 3, f.name("init_image"));
-        in.init_image_field = f.name("init_image");
-    }
     if (auto v = f.string("mask_image"))
         in.mask_image = decode_image_text(*v, 1, f.name("mask_image"));
     if (auto v = f.string("control_image"))
@@ -54,23 +52,6 @@ void read_guidance(const FieldReader& g, sd_guidance_params_t& out, std::vector<
         if (auto v = slg->number("layer_end", 0, 1)) out.slg.layer_end = to_float(*v);
         if (auto v = slg->number("scale", 0, 100)) out.slg.scale = to_float(*v);
     }
-}
-
-void read_sample_params(const FieldReader& s, const ServerLimits& limits, cli::CliParams& p) {
-    sd_sample_params_t& sp = p.sample_params;
-    const bool scheduler_given = s.has("scheduler");
-    if (auto v = s.string("scheduler")) apply_scheduler_name(*v, s.name("scheduler"), p);
-    if (auto v = s.string("sample_method"))
-        apply_sampler_name(*v, s.name("sample_method"), p, scheduler_given);
-    if (auto v = s.integer("sample_steps", 1, limits.max_steps)) sp.sample_steps = *v;
-    if (auto v = s.number("eta", 0, 100)) sp.eta = to_float(*v);
-    if (auto v = s.integer("shifted_timestep", 0, 1000)) sp.shifted_timestep = *v;
-    if (auto v = s.numbers("custom_sigmas", 0, 1e6)) {
-        p.custom_sigmas.clear();
-        for (double d : *v) p.custom_sigmas.push_back(to_float(d));
-    }
-    if (auto v = s.number("flow_shift", -1000, 1000)) sp.flow_shift = to_float(*v);
-    if (auto g = s.object("guidance")) read_guidance(*g, sp.guidance, p.skip_layers);
 }
 
 void read_hires(const FieldReader& h, const ServerLimits& limits, cli::CliParams& p) {
@@ -209,8 +190,28 @@ void reject_unknown_keys(const json& object, const std::string& path, const char
 
 }  // namespace
 
-void apply_native_fields(const FieldReader& f, const ParseContext& ctx, cli::CliParams& p,
-                         RequestInputs& in, OutputOptions& out) {
+void read_native_sample_params(const FieldReader& s, const ServerLimits& limits,
+                               sd_sample_params_t& sp, std::vector<int>& skip_layers,
+                               std::vector<float>* custom_sigmas, int min_steps) {
+    const bool scheduler_given = s.has("scheduler");
+    if (auto v = s.string("scheduler")) apply_scheduler_name(*v, s.name("scheduler"), sp);
+    if (auto v = s.string("sample_method"))
+        apply_sampler_name(*v, s.name("sample_method"), sp, scheduler_given);
+    if (auto v = s.integer("sample_steps", min_steps, limits.max_steps)) sp.sample_steps = *v;
+    if (auto v = s.number("eta", 0, 100)) sp.eta = to_float(*v);
+    if (auto v = s.integer("shifted_timestep", 0, 1000)) sp.shifted_timestep = *v;
+    if (s.has("custom_sigmas") && !custom_sigmas)
+        throw bad_field(s.name("custom_sigmas"), "custom sigmas are sample_params' alone");
+    if (auto v = s.numbers("custom_sigmas", 0, 1e6)) {
+        custom_sigmas->clear();
+        for (double d : *v) custom_sigmas->push_back(to_float(d));
+    }
+    if (auto v = s.number("flow_shift", -1000, 1000)) sp.flow_shift = to_float(*v);
+    if (auto g = s.object("guidance")) read_guidance(*g, sp.guidance, skip_layers);
+}
+
+void apply_shared_native_fields(const FieldReader& f, const ParseContext& ctx, cli::CliParams& p,
+                                RequestInputs& in, OutputOptions& out) {
     const ServerLimits& limits = ctx.limits;
     if (auto v = f.string("prompt")) p.prompt = *v;
     if (auto v = f.string("negative_prompt")) p.negative_prompt = *v;
@@ -219,6 +220,22 @@ void apply_native_fields(const FieldReader& f, const ParseContext& ctx, cli::Cli
     if (auto v = read_image_side(f, "height", limits)) p.height = *v;
     if (auto v = f.number("strength", 0, 1)) p.strength = to_float(*v);
     if (auto v = f.int64("seed")) p.seed = *v;
+    if (auto v = f.string("init_image")) {
+        in.init_image = decode_image_text(*v, 3, f.name("init_image"));
+        in.init_image_field = f.name("init_image");
+    }
+    if (auto s = f.object("sample_params"))
+        read_native_sample_params(*s, limits, p.sample_params, p.skip_layers, &p.custom_sigmas, 1);
+    if (f.has("lora")) in.loras = read_loras(f, "lora", ctx.defaults.lora_model_dir);
+    if (auto t = f.object("vae_tiling_params")) read_tiling(*t, p);
+    read_cache(f, p);
+    if (auto v = f.integer("output_compression", 0, 100)) out.compression = *v;
+}
+
+void apply_native_fields(const FieldReader& f, const ParseContext& ctx, cli::CliParams& p,
+                         RequestInputs& in, OutputOptions& out) {
+    const ServerLimits& limits = ctx.limits;
+    apply_shared_native_fields(f, ctx, p, in, out);
     if (auto v = f.integer("batch_count", 1, limits.max_batch)) p.batch_count = *v;
     if (auto v = f.boolean("auto_resize_ref_image")) p.auto_resize_ref_image = *v;
     if (auto v = f.boolean("increase_ref_index")) p.increase_ref_index = *v;
@@ -227,13 +244,8 @@ void apply_native_fields(const FieldReader& f, const ParseContext& ctx, cli::Cli
     if (auto v = f.number("ip_adapter_strength", 0, 10)) p.ip_adapter_strength = to_float(*v);
     if (auto v = f.boolean("embed_image_metadata")) out.embed_metadata = *v;
     read_images(f, in);
-    if (auto s = f.object("sample_params")) read_sample_params(*s, limits, p);
-    if (f.has("lora")) in.loras = read_loras(f, "lora", ctx.defaults.lora_model_dir);
     if (auto h = f.object("hires")) read_hires(*h, limits, p);
-    if (auto t = f.object("vae_tiling_params")) read_tiling(*t, p);
-    read_cache(f, p);
     if (auto v = f.string("output_format")) apply_output_format(*v, f.name("output_format"), out);
-    if (auto v = f.integer("output_compression", 0, 100)) out.compression = *v;
 }
 
 JobSpec parse_native_request(const json& body, const ParseContext& ctx) {

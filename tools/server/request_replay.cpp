@@ -36,6 +36,7 @@ std::vector<FormPart> form_parts_from_json(const json& parts) {
 JobSpec parse_by_kind(const RequestSource& source, const ParseContext& ctx) {
     const std::string& kind = source.kind;
     if (kind == "native") return parse_native_request(source.body, ctx);
+    if (kind == "native_video") return parse_native_video_request(source.body, ctx);
     if (kind == "openai_generation") return parse_openai_generation(source.body, ctx);
     if (kind == "openai_edit") return parse_openai_edit(form_parts_from_json(source.body), ctx);
     if (kind == "sdapi_txt2img" || kind == "sdapi_img2img")

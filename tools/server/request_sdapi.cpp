@@ -42,11 +42,11 @@ void read_override_settings(const FieldReader& f, cli::CliParams& p) {
 
 void read_sampler(const FieldReader& f, cli::CliParams& p) {
     const bool scheduler_given = f.has("scheduler");
-    if (auto v = f.string("scheduler")) apply_scheduler_name(*v, "scheduler", p);
+    if (auto v = f.string("scheduler")) apply_scheduler_name(*v, "scheduler", p.sample_params);
     if (auto v = f.string("sampler_name")) {
-        apply_sampler_name(*v, "sampler_name", p, scheduler_given);
+        apply_sampler_name(*v, "sampler_name", p.sample_params, scheduler_given);
     } else if (auto legacy = f.string("sampler_index")) {
-        apply_sampler_name(*legacy, "sampler_index", p, scheduler_given);
+        apply_sampler_name(*legacy, "sampler_index", p.sample_params, scheduler_given);
     }
 }
 

@@ -10,8 +10,8 @@
 namespace server {
 
 struct RequestSource {
-    // "native", "openai_generation", "openai_edit" (body: the form parts, contents base64),
-    // "sdapi_txt2img", "sdapi_img2img"; empty: not recorded.
+    // "native", "native_video" (/sdcpp/v1/vid_gen), "openai_generation", "openai_edit" (body: the
+    // form parts, contents base64), "sdapi_txt2img", "sdapi_img2img"; empty: not recorded.
     std::string kind;
     nlohmann::json body;
 };

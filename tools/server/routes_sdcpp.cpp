@@ -1,5 +1,6 @@
-// The native async API: GET /sdcpp/v1/capabilities, POST /sdcpp/v1/img_gen (202 with a job
-// id), GET /sdcpp/v1/jobs/{id} (status, progress, images), POST /sdcpp/v1/jobs/{id}/cancel.
+// The native async API: GET /sdcpp/v1/capabilities, POST /sdcpp/v1/img_gen and
+// /sdcpp/v1/vid_gen (202 with a job id), GET /sdcpp/v1/jobs/{id} (status, progress, images), POST
+// /sdcpp/v1/jobs/{id}/cancel.
 #include <cmath>
 #include <filesystem>
 
@@ -22,9 +23,9 @@ json nullable_time(int64_t t) {
     return t == 0 ? json(nullptr) : json(t);
 }
 
-json sample_params_json(const cli::CliParams& p) {
-    const sd_sample_params_t& s = p.sample_params;
-    return {
+json sample_params_json(const sd_sample_params_t& s, const std::vector<int>& skip_layers,
+                        const std::vector<float>* custom_sigmas) {
+    json out = {
         {"scheduler", s.scheduler == SCHEDULER_COUNT ? "default" : sd_scheduler_name(s.scheduler)},
         {"sample_method", s.sample_method == SAMPLE_METHOD_COUNT
                               ? "default"
@@ -32,20 +33,22 @@ json sample_params_json(const cli::CliParams& p) {
         {"sample_steps", s.sample_steps},
         {"eta", finite_or_null(s.eta)},
         {"shifted_timestep", s.shifted_timestep},
-        {"custom_sigmas", p.custom_sigmas},
         {"flow_shift", finite_or_null(s.flow_shift)},
         {"guidance",
          {{"txt_cfg", s.guidance.txt_cfg},
           {"img_cfg", finite_or_null(s.guidance.img_cfg)},
           {"distilled_guidance", s.guidance.distilled_guidance},
           {"slg",
-           {{"layers", p.skip_layers},
+           {{"layers", skip_layers},
             {"layer_start", s.guidance.slg.layer_start},
             {"layer_end", s.guidance.slg.layer_end},
             {"scale", s.guidance.slg.scale}}}}}};
+    if (custom_sigmas) out["custom_sigmas"] = *custom_sigmas;
+    return out;
 }
 
-json defaults_json(const cli::CliParams& p) {
+// The defaults both modes share.
+json shared_defaults_json(const cli::CliParams& p) {
     const sd_tiling_params_t& t = p.vae_tiling_params;
     return {{"prompt", p.prompt},
             {"negative_prompt", p.negative_prompt},
@@ -54,24 +57,7 @@ json defaults_json(const cli::CliParams& p) {
             {"height", p.height > 0 ? p.height : 512},
             {"strength", p.strength},
             {"seed", p.seed},
-            {"batch_count", p.batch_count},
-            {"auto_resize_ref_image", p.auto_resize_ref_image},
-            {"increase_ref_index", p.increase_ref_index},
-            {"ref_image_args", p.ref_image_args},
-            {"control_strength", p.control_strength},
-            {"ip_adapter_strength", p.ip_adapter_strength},
-            {"embed_image_metadata", p.embed_image_metadata},
-            {"sample_params", sample_params_json(p)},
-            {"hires",
-             {{"enabled", p.hires},
-              {"upscaler", p.hires_upscaler},
-              {"scale", p.hires_scale},
-              {"target_width", p.hires_width},
-              {"target_height", p.hires_height},
-              {"steps", p.hires_steps},
-              {"denoising_strength", p.hires_denoising_strength},
-              {"custom_sigmas", p.hires_custom_sigmas},
-              {"upscale_tile_size", p.hires_upscale_tile_size}}},
+            {"sample_params", sample_params_json(p.sample_params, p.skip_layers, &p.custom_sigmas)},
             {"vae_tiling_params",
              {{"enabled", t.enabled},
               {"temporal_tiling", t.temporal_tiling},
@@ -85,22 +71,70 @@ json defaults_json(const cli::CliParams& p) {
             {"cache_option", p.cache_option},
             {"scm_mask", p.scm_mask},
             {"scm_policy_dynamic", p.scm_policy_dynamic},
-            {"output_format", "png"},
             {"output_compression", 100}};
 }
 
-// What this engine generates today: img2img and inpainting, VAE tiling, ControlNet (with the
-// server's --control-net), reference images (edit models: FLUX Kontext), step caches
-// (--cache-mode); IP-Adapter, LoRA and the hires fix come later.
+json video_defaults_json(const cli::CliParams& p) {
+    json out = shared_defaults_json(p);
+    out["video_frames"] = p.video_frames;
+    out["fps"] = p.fps;
+    out["moe_boundary"] = p.moe_boundary;
+    out["vace_strength"] = p.vace_strength;
+    out["high_noise_sample_params"] =
+        sample_params_json(p.high_noise_sample_params, p.high_noise_skip_layers, nullptr);
+    out["output_format"] = "webm";
+    return out;
+}
+
+json image_defaults_json(const cli::CliParams& p) {
+    json out = shared_defaults_json(p);
+    out.update({{"batch_count", p.batch_count},
+                {"auto_resize_ref_image", p.auto_resize_ref_image},
+                {"increase_ref_index", p.increase_ref_index},
+                {"ref_image_args", p.ref_image_args},
+                {"control_strength", p.control_strength},
+                {"ip_adapter_strength", p.ip_adapter_strength},
+                {"embed_image_metadata", p.embed_image_metadata},
+                {"hires",
+                 {{"enabled", p.hires},
+                  {"upscaler", p.hires_upscaler},
+                  {"scale", p.hires_scale},
+                  {"target_width", p.hires_width},
+                  {"target_height", p.hires_height},
+                  {"steps", p.hires_steps},
+                  {"denoising_strength", p.hires_denoising_strength},
+                  {"custom_sigmas", p.hires_custom_sigmas},
+                  {"upscale_tile_size", p.hires_upscale_tile_size}}},
+                {"output_format", "png"}});
+    return out;
+}
+
+// What this engine generates: img2img and inpainting, ControlNet (with the server's
+// --control-net), reference images (edit models), LoRA, the hires fix, VAE tiling, step caches;
+// IP-Adapter is not built. A clip: init and end images (Wan I2V / FLF2V / TI2V), the
+// high-noise expert's own sampling (Wan2.2 A14B); VACE control frames are not built.
 json features_json() {
     return {{"init_image", true},
             {"mask_image", true},
             {"control_image", true},
             {"ip_adapter_image", false},
             {"ref_images", true},
-            {"lora", false},
+            {"lora", true},
             {"vae_tiling", true},
-            {"hires", false},
+            {"hires", true},
+            {"cache", true},
+            {"cancel_queued", true},
+            {"cancel_generating", true},
+            {"preview", true}};
+}
+
+json video_features_json() {
+    return {{"init_image", true},
+            {"end_image", true},
+            {"control_frames", false},
+            {"high_noise_sample_params", true},
+            {"lora", true},
+            {"vae_tiling", true},
             {"cache", true},
             {"cancel_queued", true},
             {"cancel_generating", true},
@@ -117,8 +151,19 @@ json capabilities_json(const ServerState& state) {
         upscalers.push_back({{"name", name}, {"model", false}, {"image_upscale", false}});
     for (const ModelFile& f : list_upscaler_models(state.defaults.hires_upscalers_dir))
         upscalers.push_back({{"name", f.name}, {"model", true}, {"image_upscale", false}});
-    const json formats = json::array({"png", "jpeg", "webp"});
-    const json defaults = defaults_json(state.defaults);
+    // A video model's server takes both modes, vid_gen first; an API node without the model
+    // offers both (its workers' model decides).
+    json defaults = {{"img_gen", image_defaults_json(state.defaults)}};
+    json formats = {{"img_gen", json::array({"png", "jpeg", "webp"})}};
+    json features = {{"img_gen", features_json()}};
+    json modes = json::array({"img_gen"});
+    if (state.makes_video != false) {
+        defaults["vid_gen"] = video_defaults_json(state.defaults);
+        formats["vid_gen"] = json::array({"webm", "webp", "avi"});
+        features["vid_gen"] = video_features_json();
+        modes.push_back("vid_gen");
+    }
+    const std::string current = state.makes_video == true ? "vid_gen" : "img_gen";
     const ServerLimits& l = state.config.limits;
     json samplers = json::array({"default"}), schedulers = json::array({"default"});
     for (const std::string& name : native_sampler_names()) samplers.push_back(name);
@@ -127,14 +172,14 @@ json capabilities_json(const ServerState& state) {
              {{"name", model.filename().string()},
               {"stem", model.stem().string()},
               {"path", model.string()}}},
-            {"current_mode", "img_gen"},
-            {"supported_modes", json::array({"img_gen"})},
-            {"defaults", defaults},
-            {"defaults_by_mode", {{"img_gen", defaults}}},
-            {"output_formats", formats},
-            {"output_formats_by_mode", {{"img_gen", formats}}},
-            {"features", features_json()},
-            {"features_by_mode", {{"img_gen", features_json()}}},
+            {"current_mode", current},
+            {"supported_modes", modes},
+            {"defaults", defaults[current]},
+            {"defaults_by_mode", defaults},
+            {"output_formats", formats[current]},
+            {"output_formats_by_mode", formats},
+            {"features", features[current]},
+            {"features_by_mode", features},
             {"samplers", samplers},
             {"schedulers", schedulers},
             {"loras", loras},
@@ -153,8 +198,9 @@ json capabilities_json(const ServerState& state) {
 
 json job_json(const JobSnapshot& job) {
     const JobProgress& p = job.progress;
+    const bool video = job.spec && job.spec->video();
     json out = {{"id", job.id},
-                {"kind", "img_gen"},
+                {"kind", video ? "vid_gen" : "img_gen"},
                 {"status", job_status_name(job.status)},
                 {"created", job.created},
                 {"started", nullable_time(job.started)},
@@ -178,7 +224,20 @@ json job_json(const JobSnapshot& job) {
     } else {
         out["preview"] = nullptr;
     }
-    if (job.status == JobStatus::Completed && job.images) {
+    if (job.status == JobStatus::Completed && job.images && video) {
+        // One container file, as the reference's vid_gen result.
+        const ResultImage* clip = job.images->empty() ? nullptr : &job.images->front();
+        const sd::image::VideoFormat format = job.spec->output.video_format;
+        out["result"] = {{"output_format", video_format_name(format)},
+                         {"mime_type", video_mime_type(format)},
+                         {"fps", job.spec->params.fps},
+                         {"frame_count", clip ? clip->frames : 0},
+                         {"width", clip ? clip->width : 0},
+                         {"height", clip ? clip->height : 0},
+                         {"seed", clip ? clip->seed : job.spec->request.seed},
+                         {"parameters", clip ? clip->parameters : ""},
+                         {"b64_json", clip ? clip->b64 : ""}};
+    } else if (job.status == JobStatus::Completed && job.images) {
         json images = json::array();
         for (size_t i = 0; i < job.images->size(); ++i) {
             const ResultImage& image = (*job.images)[i];
@@ -207,6 +266,21 @@ void send_missing(httplib::Response& res, Lookup lookup, const std::string& id) 
         send_error(res, 404, "job_not_found", "no job " + id);
 }
 
+// Queues a parsed job: 202 with its id and where to poll it.
+void send_accepted(httplib::Response& res, ServerState& state, JobSpec spec) {
+    const char* kind = spec.video() ? "vid_gen" : "img_gen";
+    const std::string id = state.queue.submit(std::move(spec), "sdcpp", Retention::Timed);
+    JobSnapshot job;
+    state.queue.find(id, &job);
+    send_json(res, 202,
+              {{"id", id},
+               {"kind", kind},
+               {"status", job_status_name(job.status)},
+               {"created", job.created},
+               {"queue_position", job.queue_position},
+               {"poll_url", "/sdcpp/v1/jobs/" + id}});
+}
+
 }  // namespace
 
 void register_sdcpp_routes(httplib::Server& svr, ServerState& state) {
@@ -215,22 +289,25 @@ void register_sdcpp_routes(httplib::Server& svr, ServerState& state) {
                 send_json(res, 200, capabilities_json(state));
             }));
 
-    svr.Post(
-        "/sdcpp/v1/img_gen", guarded([&state](const httplib::Request& req, httplib::Response& res) {
-            json body = parse_body(req);
-            JobSpec spec = parse_native_request(body, state.parse_context());
-            spec.source = {"native", std::move(body)};
-            const std::string id = state.queue.submit(std::move(spec), "sdcpp", Retention::Timed);
-            JobSnapshot job;
-            state.queue.find(id, &job);
-            json out = {{"id", id},
-                        {"kind", "img_gen"},
-                        {"status", job_status_name(job.status)},
-                        {"created", job.created},
-                        {"queue_position", job.queue_position},
-                        {"poll_url", "/sdcpp/v1/jobs/" + id}};
-            send_json(res, 202, out);
-        }));
+    svr.Post("/sdcpp/v1/img_gen",
+             guarded([&state](const httplib::Request& req, httplib::Response& res) {
+                 json body = parse_body(req);
+                 JobSpec spec = parse_native_request(body, state.parse_context());
+                 spec.source = {"native", std::move(body)};
+                 send_accepted(res, state, std::move(spec));
+             }));
+
+    svr.Post("/sdcpp/v1/vid_gen",
+             guarded([&state](const httplib::Request& req, httplib::Response& res) {
+                 if (state.makes_video == false)
+                     return send_error(res, 400, "unsupported_mode",
+                                       "the loaded model makes images, not videos: vid_gen needs a "
+                                       "video model such as Wan (POST /sdcpp/v1/img_gen)");
+                 json body = parse_body(req);
+                 JobSpec spec = parse_native_video_request(body, state.parse_context());
+                 spec.source = {"native_video", std::move(body)};
+                 send_accepted(res, state, std::move(spec));
+             }));
 
     svr.Get(R"(/sdcpp/v1/jobs/([A-Za-z0-9_\-]{1,80}))",
             guarded([&state](const httplib::Request& req, httplib::Response& res) {

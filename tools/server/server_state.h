@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <string>
 
 #include "cli_params.h"
@@ -23,6 +24,8 @@ struct ServerState {
     std::string index_html;   // --serve-html-path's page; empty: the built-in one
     LoraCheck check_lora;     // a request's LoRAs against the loaded model
     bool ref_images = false;  // the loaded model takes reference images
+    // The loaded model makes videos; unknown on an API node without the model.
+    std::optional<bool> makes_video;
     std::atomic<bool> stopping{false};
     std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 

@@ -60,7 +60,8 @@ std::string result_json(const std::vector<ResultImage>& images) {
                        {"seed", i.seed},
                        {"parameters", i.parameters},
                        {"width", i.width},
-                       {"height", i.height}});
+                       {"height", i.height},
+                       {"frames", i.frames}});
     return out.dump();
 }
 

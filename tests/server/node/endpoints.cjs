@@ -175,6 +175,15 @@ async function nativeRoutes(base) {
         caps.json.samplers.includes("euler") && caps.json.limits.max_queue_size > 0 &&
         caps.json.features.preview === true,
         "GET /sdcpp/v1/capabilities");
+  check(caps.json.current_mode === "img_gen" &&
+        JSON.stringify(caps.json.supported_modes) === '["img_gen"]' &&
+        caps.json.defaults_by_mode.vid_gen === undefined,
+        "an image model's capabilities offer img_gen alone", JSON.stringify(caps.json.supported_modes));
+  const video = await request(base, "POST", "/sdcpp/v1/vid_gen",
+                              { json: { prompt: "a cat", video_frames: 5 } });
+  check(video.status === 400 && video.json.error.code === "unsupported_mode" &&
+        /video model/.test(video.json.error.message),
+        "POST /sdcpp/v1/vid_gen on an image model: 400 naming the mode", video.text);
   const submit = await request(base, "POST", "/sdcpp/v1/img_gen", {
     json: { prompt: "a green cube", width: 64, height: 64, seed: 11, batch_count: 2,
             sample_params: { sample_steps: 2, sample_method: "euler", guidance: { txt_cfg: 1 } } } });
