@@ -150,14 +150,21 @@ constexpr RoleUse kQwenImageRoles[] = {{ModelRole::DiffusionModel, true},
                                        {ModelRole::LlmVision, false, "Qwen2.5-VL vision tower"},
                                        {ModelRole::Vae, true, "Wan 2.1 VAE"}};
 
+// The Wan 2.1 VAE decoding one image holds about 8.6 KB a pixel (sd-bench at 1024x1024: 8.4 GiB
+// above the weights, against the KL VAE's 2.8 KB), so the streamed mode decodes in smaller
+// tiles; the DiT's activations as the image families' default.
+constexpr ActivationFootprint kQwenImageFootprint{2048, 8600};
+
 // Defaults as the reference's for its flow models: euler on the discrete schedule.
 extern const Family kQwenImageFamily{"Qwen-Image",
                                      detect,
                                      {EULER_SAMPLE_METHOD, DISCRETE_SCHEDULER},
                                      {16, 8, 1.0f, 0.0f, {}, kWan21LatentMean, kWan21LatentStd, 1},
                                      assemble,
+                                     kQwenImageFootprint,
+                                     // -M convert: the reference tool's rules for every model
+                                     // (FLUX's img_in. / txt_in. keep its input layers)
                                      {},
-                                     {},  // -M convert's rules for it: not set yet
                                      kQwenImageRoles,
                                      "Qwen-Image, Qwen-Image-Edit"};
 

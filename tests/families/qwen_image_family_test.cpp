@@ -3,7 +3,7 @@
 // (the Wan VAE's per-channel statistics, flow shift 3, euler / discrete), Edit-2511's
 // zero_cond_t from --model-args, a wrong or missing text encoder named with --llm; the Edit
 // template's token layout by hand; the vision tower in the LLM file or apart, and an edit
-// without one refused by name.
+// without one refused by name; the Wan VAE's decode footprint.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 #include "families/registry.h"
 #include "fixture_files.h"
 #include "io/io_test_util.h"
+#include "pipeline/decode_tiling.h"
 #include "pipeline/generate.h"
 #include "test_util.h"
 
@@ -66,6 +67,18 @@ TEST(QwenImageFamily, AssemblesWithTheReferenceDefaults) {
     EXPECT_EQ(m.components.ref_images.preset, "qwen");
     // The template's 34 dropped tokens are still counted for the prompt limit.
     EXPECT_GT(m.components.conditioner->count_tokens("a cat"), 34u);
+}
+
+// The Wan VAE holds ~8.6 KB a pixel decoding an image (3x the KL VAE): the streamed mode decodes
+// a 1024x1024 image in tiles of 44 latent pixels (352 px, ~1.1 GB each), not whole (8.4 GiB).
+TEST(QwenImageFamily, TheStreamedModeDecodesInTilesForTheWanVae) {
+    LoadedModel m = load_model(qwen_image_files(files_once().llm), test::family_test_options());
+    EXPECT_DOUBLE_EQ(m.components.footprint.decode_per_pixel, 8600);
+    m.components.memory.residency = Residency::Streamed;
+    const VaeTiling t = decode_tiling(m.components, {}, 128, 128);
+    EXPECT_TRUE(t.enabled);
+    EXPECT_EQ(t.tile_size, 44);
+    EXPECT_FALSE(decode_tiling(m.components, {}, 40, 40).enabled);
 }
 
 TEST(QwenImageFamily, AnLlmOfAnotherWidthIsNamed) {

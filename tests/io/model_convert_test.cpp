@@ -116,6 +116,28 @@ TEST(ConvertChoices, FluxDiT) {
     }
 }
 
+// The Qwen-Image DiT: the reference converts every weight but img_in's and txt_in's (its FLUX
+// names hit them), the per-head q/k norm scales and txt_norm too; biases stay. At q4_K the
+// 128-wide norm scales are not a whole block and stay.
+TEST(ConvertChoices, QwenImageDiT) {
+    const auto tensors = manifest("qwen_image_d2.tsv", "model.diffusion_model.");
+    ASSERT_EQ(tensors.size(), 77u);
+    std::set<std::string> weights, norms;
+    for (const ManifestTensor& t : tensors) {
+        if (!t.name.ends_with(".weight") || t.name.find("img_in.") != std::string::npos ||
+            t.name.find("txt_in.") != std::string::npos)
+            continue;
+        weights.insert(t.name);
+        if (t.name.find(".attn.norm_") != std::string::npos) norms.insert(t.name);
+    }
+    EXPECT_EQ(weights.size(), 41u);
+    EXPECT_EQ(norms.size(), 8u);
+    EXPECT_EQ(converted(tensors, DType::Q8_0), weights);
+    std::set<std::string> q4 = weights;
+    for (const std::string& n : norms) q4.erase(n);
+    EXPECT_EQ(converted(tensors, DType::Q4_K), q4);
+}
+
 // T5-XXL: every tensor is converted at q8_0, layer norms, the shared embedding and the
 // relative position table included (the reference has no exception for them); at q4_K the
 // position table's rows of 64 are not a whole block and stay.
