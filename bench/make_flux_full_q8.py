@@ -20,7 +20,7 @@ sys.path.insert(0, FIXTURES)
 import numpy as np  # noqa: E402
 import mkckpt  # noqa: E402
 
-GGML_F32, GGML_BF16, GGML_Q8_0 = 0, 30, 8
+GGML_F32, GGML_BF16, GGML_Q8_0, GGML_Q4_K = 0, 30, 8, 12
 KEEP = ("img_in.", "txt_in.", "time_in.", "vector_in.", "guidance_in.", "final_layer.", "embedding")
 ALIGN = 32
 
@@ -51,14 +51,9 @@ def repeat_first_block(manifest, prefix, n, widths=None):
     return out
 
 
-def quantized(name, shape, keep=KEEP):
-    return (len(shape) >= 2 and shape[-1] % 32 == 0 and not name.endswith((".bias", ".scale"))
+def quantized(name, shape, keep=KEEP, block=32):
+    return (len(shape) >= 2 and shape[-1] % block == 0 and not name.endswith((".bias", ".scale"))
             and not any(k in name for k in keep))
-
-
-def nbytes(name, shape, keep=KEEP):
-    n = int(np.prod(shape))
-    return n // 32 * 34 if quantized(name, shape, keep) else n * 2
 
 
 def q8_0(v):
@@ -72,24 +67,64 @@ def q8_0(v):
     return out.tobytes()
 
 
+def q4_k(v):
+    """ggml's block_q4_K: 256 values as 8 sub-blocks of 32, each q * d * sc - dmin * m with
+    4-bit q and 6-bit sc, m (packed in 12 bytes); d, dmin f16 first, then the scales, the quants."""
+    x = v.astype(np.float32).reshape(-1, 8, 32)
+    n = x.shape[0]
+    low = np.minimum(x.min(axis=2), 0)
+    scale, m = (x.max(axis=2) - low) / 15, -low
+
+    def six_bit(values):
+        top = values.max(axis=1) / 63
+        inv = np.divide(1.0, top, out=np.zeros_like(top), where=top != 0)
+        return top, np.clip(np.rint(values * inv[:, None]), 0, 63).astype(np.uint8)
+
+    d, sc = six_bit(scale)
+    dmin, mq = six_bit(m)
+    step = d[:, None] * sc
+    inv = np.divide(1.0, step, out=np.zeros_like(step), where=step != 0)
+    q = np.clip(np.rint((x + (dmin[:, None] * mq)[:, :, None]) * inv[:, :, None]), 0, 15).astype(np.uint8)
+    out = np.empty((n, 144), np.uint8)
+    out[:, 0:2] = d.astype(np.float16).view(np.uint8).reshape(-1, 2)
+    out[:, 2:4] = dmin.astype(np.float16).view(np.uint8).reshape(-1, 2)
+    out[:, 4:8] = sc[:, :4] | ((sc[:, 4:] >> 4) << 6)
+    out[:, 8:12] = mq[:, :4] | ((mq[:, 4:] >> 4) << 6)
+    out[:, 12:16] = (sc[:, 4:] & 0xF) | ((mq[:, 4:] & 0xF) << 4)
+    out[:, 16:] = (q[:, 0::2, :] | (q[:, 1::2, :] << 4)).reshape(n, 128)
+    return out.tobytes()
+
+
+# name: (ggml type, values a block, bytes a block, encoder)
+QUANTS = {"q8_0": (GGML_Q8_0, 32, 34, q8_0), "q4_K": (GGML_Q4_K, 256, 144, q4_k)}
+
+
+def nbytes(name, shape, keep=KEEP, quant="q8_0"):
+    _, block, size, _ = QUANTS[quant]
+    n = int(np.prod(shape))
+    return n // block * size if quantized(name, shape, keep, block) else n * 2
+
+
 def gguf_string(s):
     b = s.encode()
     return struct.pack("<Q", len(b)) + b
 
 
-def write_gguf(out, tensors, arch, seed, part=None, keep=KEEP):
-    """Write TENSORS ([(name, shape)]) with mkckpt's values for SEED: q8_0 where quantized()
-    says so, bf16 otherwise. PART "FIRST:END" fills only those tensors of an existing OUT.part."""
+def write_gguf(out, tensors, arch, seed, part=None, keep=KEEP, quant="q8_0"):
+    """Write TENSORS ([(name, shape)]) with mkckpt's values for SEED: QUANT (q8_0 or q4_K) where
+    quantized() says so, bf16 otherwise. PART "FIRST:END" fills only those tensors of an existing
+    OUT.part."""
+    qtype, block, _, encode = QUANTS[quant]
     head = struct.pack("<IIQQ", 0x46554747, 3, len(tensors), 1)
     head += gguf_string("general.architecture") + struct.pack("<I", 8) + gguf_string(arch)
     offset, offsets = 0, []
     for name, shape in tensors:
         offsets.append(offset)
-        kind = GGML_Q8_0 if quantized(name, shape, keep) else GGML_BF16
+        kind = qtype if quantized(name, shape, keep, block) else GGML_BF16
         head += gguf_string(name) + struct.pack("<I", len(shape))
         head += b"".join(struct.pack("<Q", d) for d in reversed(shape))
         head += struct.pack("<IQ", kind, offset)
-        offset += (nbytes(name, shape, keep) + ALIGN - 1) // ALIGN * ALIGN
+        offset += (nbytes(name, shape, keep, quant) + ALIGN - 1) // ALIGN * ALIGN
     head += b"\0" * ((ALIGN - len(head) % ALIGN) % ALIGN)
 
     tmp = out + ".part"
@@ -101,7 +136,7 @@ def write_gguf(out, tensors, arch, seed, part=None, keep=KEEP):
                 continue
             f.seek(len(head) + offsets[i])
             v = np.concatenate(list(mkckpt.values(name, shape, seed)))  # mkckpt yields chunks
-            data = q8_0(v) if quantized(name, shape, keep) else mkckpt.to_bytes(v, "bf16")
+            data = encode(v) if quantized(name, shape, keep, block) else mkckpt.to_bytes(v, "bf16")
             f.write(data + b"\0" * ((ALIGN - len(data) % ALIGN) % ALIGN))
             if i % 50 == 0:
                 print(f"{i}/{len(tensors)} {name}", file=sys.stderr, flush=True)
