@@ -8,6 +8,7 @@
 #include "api/cache_request.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "image/image_resize.h"
 #include "pipeline/image_size.h"
 #include "pipeline/prompt_length.h"
 #include "sampling/rng.h"
@@ -244,6 +245,33 @@ void write_back(const ImageRequest& r, sd_img_gen_params_t& p) {
     }
 }
 
+namespace {
+
+// A VACE model's control clip (--control-video), each frame fitted to the video's size, and
+// its strength; another model ignores the frames, as the reference does, saying so.
+void attach_control_frames(const ModelComponents& m, const sd_vid_gen_params_t& p,
+                           ImageRequest& r) {
+    SD_CHECK(p.control_frames_size >= 0 && (p.control_frames || p.control_frames_size == 0),
+             "control_frames: %d frames but no array", p.control_frames_size);
+    SD_CHECK(std::isfinite(p.vace_strength), "--vace-strength must be a number");
+    r.control_video_strength = p.vace_strength;
+    if (p.control_frames_size == 0) return;
+    if (!m.control_video) {
+        SD_LOG_WARN("--control-video: %s has no VACE blocks; its %d control frames are not used",
+                    m.family_name.c_str(), p.control_frames_size);
+        return;
+    }
+    for (int i = 0; i < p.control_frames_size; ++i) {
+        const std::string what = "control frame " + std::to_string(i + 1);
+        auto frame = to_image8(p.control_frames[i], what.c_str());
+        SD_CHECK(frame.has_value(), "%s has no pixels (data is NULL)", what.c_str());
+        r.control_frames.push_back(
+            image::fit(*frame, static_cast<uint32_t>(r.width), static_cast<uint32_t>(r.height)));
+    }
+}
+
+}  // namespace
+
 ImageRequest to_video_request(const RequestContext& ctx, const sd_vid_gen_params_t& p) {
     const ModelComponents& m = ctx.model.components;
     SD_CHECK(m.video,
@@ -251,15 +279,14 @@ ImageRequest to_video_request(const RequestContext& ctx, const sd_vid_gen_params
              "model such as Wan",
              m.family_name.c_str());
     // Inputs of the video variants this build does not run yet: refused, naming them.
-    SD_CHECK(!p.init_image.data || m.video_init != VideoInit::None,
+    SD_CHECK(!p.init_image.data || m.video_init != VideoInit::None || m.control_video,
              "%s makes videos from text only: an init image (-i) needs an image-to-video model "
-             "(Wan I2V, FLF2V or Wan2.2 TI2V-5B)",
+             "(Wan I2V, FLF2V or Wan2.2 TI2V-5B) or a VACE model (its reference image)",
              m.family_name.c_str());
     SD_CHECK(!p.end_image.data || m.video_init == VideoInit::Condition,
              "%s takes no end image (--end-img): a video's last frame conditions Wan I2V and "
              "FLF2V models",
              m.family_name.c_str());
-    if (p.control_frames_size > 0) fail("--control-video (VACE) is not supported yet");
     if (p.ref_images_count > 0 || p.ref_videos_count > 0 || p.ref_audios_count > 0)
         fail("reference images, videos or audio for a video are not supported yet");
     if (p.hires.enabled) fail("the hires fix is for images, not videos");
@@ -269,6 +296,7 @@ ImageRequest to_video_request(const RequestContext& ctx, const sd_vid_gen_params
     ImageRequest r = settle_shared(ctx, p);
     r.init_image = to_image8(p.init_image, "init image");
     r.end_image = to_image8(p.end_image, "end image");
+    attach_control_frames(m, p, r);
     // The video VAEs' grid: 1 + 4k frames, as the reference aligns them (down).
     r.frames = (p.video_frames - 1) / 4 * 4 + 1;
     if (r.frames != p.video_frames)

@@ -126,9 +126,10 @@ class WanDiffusionModel : public DiffusionModel {
     Tensor forward(const Tensor& x, const Tensor& timesteps, const Conditioning& c,
                    const ControlSignal* control) const override {
         SD_CHECK(!control, "ControlNet is not supported for Wan models");
-        if (x.dim() == 5) return model_.forward(x, timesteps, c.context, c.image_states);
+        const WanVaceInput vace{c.control_video, c.control_video_strength};
+        if (x.dim() == 5) return model_.forward(x, timesteps, c.context, c.image_states, vace);
         const Tensor video = x.view({x.size(0), x.size(1), 1, x.size(2), x.size(3)});
-        const Tensor out = model_.forward(video, timesteps, c.context, c.image_states);
+        const Tensor out = model_.forward(video, timesteps, c.context, c.image_states, vace);
         return out.view({out.size(0), out.size(1), out.size(3), out.size(4)});
     }
     int64_t in_channels() const override { return model_.config().in_channels; }
@@ -214,6 +215,7 @@ ModelComponents assemble_wan(const ModelFiles& files, const LoadOptions& options
     if (&family == &kWan22Ti2vFamily) m.video_init = VideoInit::KeepFirstFrame;
     if (image_to_video) assemble_image_to_video(files, residency, family, m);
     WanModel low = WanModel::load(Weights(files, kDm, residency));
+    m.control_video = low.config().vace_layers > 0;
     if (files.has_prefix(kHighNoiseDm))
         m.high_noise_diffusion = load_high_noise_expert(files, residency, low.config());
     m.diffusion = std::make_unique<WanDiffusionModel>(std::move(low));
@@ -221,7 +223,8 @@ ModelComponents assemble_wan(const ModelFiles& files, const LoadOptions& options
         std::make_unique<WanConditioner>(find_t5_vocabulary(files, options, /*umt5=*/true),
                                          T5Encoder::load(Weights(files, kT5, residency)));
     LoadOptions vae_options = options;
-    vae_options.with_vae_encoder = options.with_vae_encoder || image_to_video;  // its frames
+    // Image-to-video encodes its frames, VACE its control clip.
+    vae_options.with_vae_encoder = options.with_vae_encoder || image_to_video || m.control_video;
     std::unique_ptr<WanVaeCodec> codec = load_wan_vae(files, vae_options);
     check_vae(files, *codec, family);
     m.codec = std::move(codec);
@@ -259,7 +262,7 @@ extern const Family kWanFamily{
     kWanFootprint,
     {},  // -M convert: the reference tool's rules for every model (embeddings, biases kept)
     kWanRoles,
-    "Wan 2.1 T2V, I2V and FLF2V 1.3B / 14B; Wan2.2 A14B T2V / I2V (two experts)"};
+    "Wan 2.1 T2V, I2V, FLF2V and VACE 1.3B / 14B; Wan2.2 A14B T2V / I2V (two experts)"};
 
 extern const Family kWan22Ti2vFamily{
     "Wan2.2 TI2V",

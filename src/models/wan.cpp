@@ -32,6 +32,12 @@ WanConfig read_config(const Weights& w) {
     c.layers = w.count_numbered("blocks", "self_attn.q.weight");
     c.image_input = w.has("img_emb.proj.1.weight");
     if (c.image_input) c.clip_dim = dim_of(w, "img_emb.proj.1.weight", 1);
+    if (w.has("vace_patch_embedding.weight")) {
+        c.vace_in_channels = dim_of(w, "vace_patch_embedding.weight", 1);
+        c.vace_layers = w.count_numbered("vace_blocks", "self_attn.q.weight");
+        SD_CHECK(c.vace_layers > 0 && c.vace_layers <= c.layers,
+                 "Wan VACE: %d VACE blocks for %d blocks", c.vace_layers, c.layers);
+    }
     SD_CHECK(c.dim % c.head_dim == 0, "Wan: width %lld is not a whole number of %lld-wide heads",
              (long long)c.dim, (long long)c.head_dim);
     c.heads = c.dim / c.head_dim;
@@ -54,6 +60,27 @@ WanAttention load_attention(const Weights& a, int64_t dim, bool image_input = fa
         at.norm_k_img = a.get("norm_k_img.weight", {dim});
     }
     return at;
+}
+
+WanBlock load_block(const Weights& b, const WanConfig& c) {
+    const int64_t D = c.dim;
+    WanBlock k;
+    k.modulation = convert(b.get("modulation", {1, 6, D}), DType::F32).view({1, 6 * D});
+    k.self_attn = load_attention(b["self_attn"], D);
+    k.cross_attn = load_attention(b["cross_attn"], D, c.image_input);
+    k.norm3 = LayerNorm::load(b["norm3"], D, c.eps);
+    k.ffn_in = Linear::load(b["ffn"]["0"], D, c.ffn);
+    k.ffn_out = Linear::load(b["ffn"]["2"], c.ffn, D);
+    return k;
+}
+
+// A 1x2x2 Conv3d's weight [D, C, 1, 2, 2] as a Linear over patch tokens.
+Linear load_patch_embedding(const Weights& w, const std::string& name, int64_t D, int64_t C) {
+    Linear l;
+    l.weight = w.get(name + ".weight", {D, C, 1, kPatch, kPatch}).view({D, C * kPatch * kPatch});
+    l.bias = w.get(name + ".bias", {D});
+    l.name = w.prefix() + name + ".weight";
+    return l;
 }
 
 // [1, C, T, H, W] -> [1, T h w, C 2 2] tokens, frame by frame (the Conv3d's order).
@@ -133,26 +160,22 @@ WanModel WanModel::load(const Weights& w) {
     m.config_ = read_config(w);
     const WanConfig& c = m.config_;
     const int64_t D = c.dim;
-    m.patch_embedding.weight =
-        w.get("patch_embedding.weight", {D, c.in_channels, 1, kPatch, kPatch})
-            .view({D, c.in_channels * kPatch * kPatch});
-    m.patch_embedding.bias = w.get("patch_embedding.bias", {D});
-    m.patch_embedding.name = w.prefix() + "patch_embedding.weight";
+    m.patch_embedding = load_patch_embedding(w, "patch_embedding", D, c.in_channels);
     m.text_in = Linear::load(w["text_embedding"]["0"], c.text_dim, D);
     m.text_out = Linear::load(w["text_embedding"]["2"], D, D);
     m.time_embedding = {Linear::load(w["time_embedding"]["0"], c.freq_dim, D),
                         Linear::load(w["time_embedding"]["2"], D, D)};
     m.time_projection = Linear::load(w["time_projection"]["1"], D, 6 * D);
-    for (int i = 0; i < c.layers; ++i) {
-        const Weights b = w["blocks"][i];
-        WanBlock k;
-        k.modulation = convert(b.get("modulation", {1, 6, D}), DType::F32).view({1, 6 * D});
-        k.self_attn = load_attention(b["self_attn"], D);
-        k.cross_attn = load_attention(b["cross_attn"], D, c.image_input);
-        k.norm3 = LayerNorm::load(b["norm3"], D, c.eps);
-        k.ffn_in = Linear::load(b["ffn"]["0"], D, c.ffn);
-        k.ffn_out = Linear::load(b["ffn"]["2"], c.ffn, D);
-        m.blocks.push_back(std::move(k));
+    for (int i = 0; i < c.layers; ++i) m.blocks.push_back(load_block(w["blocks"][i], c));
+    if (c.vace_in_channels > 0) {
+        m.vace_patch_embedding =
+            load_patch_embedding(w, "vace_patch_embedding", D, c.vace_in_channels);
+        for (int i = 0; i < c.vace_layers; ++i) {
+            const Weights b = w["vace_blocks"][i];
+            WanVaceBlock v{load_block(b, c), std::nullopt, Linear::load(b["after_proj"], D, D)};
+            if (i == 0) v.before_proj = Linear::load(b["before_proj"], D, D);
+            m.vace_blocks.push_back(std::move(v));
+        }
     }
     m.head_modulation = convert(w.get("head.modulation", {1, 2, D}), DType::F32).view({1, 2 * D});
     m.head = Linear::load(w["head"]["head"], D, kPatch * kPatch * c.out_channels);
@@ -163,6 +186,9 @@ WanModel WanModel::load(const Weights& w) {
         "Wan%s: %d blocks, width %lld (%lld heads), feed-forward %lld, %lld -> %lld channels",
         c.image_input ? " image-to-video" : "", c.layers, (long long)D, (long long)c.heads,
         (long long)c.ffn, (long long)c.in_channels, (long long)c.out_channels);
+    if (c.vace_layers > 0)
+        SD_LOG_INFO("Wan VACE: %d control blocks (after every %d), %lld context channels",
+                    c.vace_layers, c.layers / c.vace_layers, (long long)c.vace_in_channels);
     return m;
 }
 
@@ -201,8 +227,14 @@ Tensor WanModel::block(const WanBlock& b, const Tensor& x, const Tensor& e0, con
     return frame_gated(h, f, mod, 5, D);
 }
 
+const WanVaceBlock* WanModel::vace_after(size_t i) const {
+    if (vace_blocks.empty()) return nullptr;
+    const size_t every = blocks.size() / vace_blocks.size();
+    return i % every == 0 && i / every < vace_blocks.size() ? &vace_blocks[i / every] : nullptr;
+}
+
 Tensor WanModel::forward(const Tensor& x, const Tensor& timesteps, const Tensor& context,
-                         const Tensor& clip_states) const {
+                         const Tensor& clip_states, const WanVaceInput& vace) const {
     const WanConfig& c = config_;
     SD_CHECK(x.dim() == 5 && x.size(0) == 1 && x.size(1) == c.in_channels,
              "Wan: latent %s, want [1, %lld, T, H, W]", x.describe().c_str(),
@@ -233,7 +265,27 @@ Tensor WanModel::forward(const Tensor& x, const Tensor& timesteps, const Tensor&
 
     Tensor tokens = patch_embedding.forward(video_tokens(x));
     const Tensor rope = rope_table(wan_positions(T, H / kPatch, W / kPatch), c.axes_dim, c.theta);
-    for (const WanBlock& b : blocks) tokens = block(b, tokens, e0, text, image, rope);
+    // VACE: the control stream runs beside the main one, each of its blocks after its main
+    // block, its hint added to the main stream.
+    Tensor control;
+    const Tensor input = tokens;
+    if (c.vace_layers > 0) {
+        const Tensor& v = vace.context;
+        SD_CHECK(v.defined() && v.dim() == 5 && v.size(1) == c.vace_in_channels && v.size(2) == T &&
+                     v.size(3) == H && v.size(4) == W,
+                 "Wan VACE: the control context is %s, want [1, %lld, %lld, %lld, %lld]",
+                 v.defined() ? v.describe().c_str() : "missing", (long long)c.vace_in_channels,
+                 (long long)T, (long long)H, (long long)W);
+        control = vace_patch_embedding.forward(video_tokens(v));
+    }
+    for (size_t i = 0; i < blocks.size(); ++i) {
+        tokens = block(blocks[i], tokens, e0, text, image, rope);
+        if (const WanVaceBlock* v = vace_after(i)) {
+            if (v->before_proj) control = v->before_proj->forward(control) + input;
+            control = block(v->block, control, e0, text, image, rope);
+            tokens = tokens + v->after_proj.forward(control) * vace.strength;
+        }
+    }
 
     const Tensor head_mod = concat({e, e}, 1) + head_modulation;  // shift, scale
     const Tensor out = head.forward(frame_modulated_norm(tokens, head_mod, 0, c.dim));

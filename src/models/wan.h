@@ -14,6 +14,10 @@
 //   back to frames with the channels innermost in each patch.
 // Image-to-video adds img_emb (the first frame's CLIP-vision states as image tokens) and an
 // image half to every cross-attention; its input holds the mask and the first frame's latent.
+// VACE (control videos) adds vace_patch_embedding (a 1x2x2 Conv3d of the control context: the
+// control clip's two latents and its mask) and vace_blocks.N, Wan blocks whose stream starts as
+// before_proj(context tokens) + the input tokens (block 0) and whose after_proj is a hint, added
+// times the strength to the main stream after main block N * (layers / vace blocks).
 // Widths and depth are read from the weights; heads are 128 wide (every released Wan).
 #pragma once
 
@@ -35,8 +39,10 @@ struct WanConfig {
     int64_t text_dim = 4096;  // UMT5-XXL's width
     int64_t freq_dim = 256;   // the timestep sinusoid's width
     int layers = 30;
-    bool image_input = false;  // image-to-video: img_emb and the image cross-attention
-    int64_t clip_dim = 1280;   // the CLIP-vision states' width (ViT-H)
+    bool image_input = false;      // image-to-video: img_emb and the image cross-attention
+    int64_t clip_dim = 1280;       // the CLIP-vision states' width (ViT-H)
+    int64_t vace_in_channels = 0;  // VACE: the control context's channels (96); 0: none
+    int vace_layers = 0;           // VACE blocks
     float eps = 1e-6f;
     float theta = 10000.0f;
     std::vector<int> axes_dim = {44, 42, 42};  // frame, row, column
@@ -70,6 +76,20 @@ struct WanBlock {
     Linear ffn_in, ffn_out;  // ffn.0, ffn.2
 };
 
+// A VACE block: a Wan block on the control stream, whose after_proj is the hint.
+struct WanVaceBlock {
+    WanBlock block;
+    std::optional<Linear> before_proj;  // block 0's: the context tokens into the stream
+    Linear after_proj;
+};
+
+// A VACE model's control input: the context [1, vace_in_channels, T, H, W] (the latent grid)
+// and how strongly its hints steer.
+struct WanVaceInput {
+    Tensor context;
+    float strength = 1.0f;
+};
+
 class WanModel {
   public:
     // w = "model.diffusion_model."; throws listing every missing or mis-shaped tensor.
@@ -79,10 +99,11 @@ class WanModel {
     // latent, the 4-channel frame mask and the conditioning video's latent), timesteps: f32 [1]
     // or [T] (one per frame, Wan2.2 TI2V's), the flow denoiser's t = sigma * 1000, context: the
     // text encoder's states [1, L, text_dim], clip_states: image-to-video's CLIP-vision states
-    // [1, n, clip_dim] (required by such a model, unused by others).
+    // [1, n, clip_dim] (required by such a model, unused by others), vace: a VACE model's
+    // control input (required by such a model).
     // Returns the flow velocity [1, C_out, T, H, W].
     Tensor forward(const Tensor& x, const Tensor& timesteps, const Tensor& context,
-                   const Tensor& clip_states = {}) const;
+                   const Tensor& clip_states = {}, const WanVaceInput& vace = {}) const;
 
     const WanConfig& config() const { return config_; }
     void release_weights() const { pages_.release(); }
@@ -94,6 +115,8 @@ class WanModel {
                            const Tensor& image) const;
     Tensor block(const WanBlock& b, const Tensor& x, const Tensor& e0, const Tensor& context,
                  const Tensor& image, const Tensor& rope) const;
+    // The VACE block that follows main block `i`, or nullptr.
+    const WanVaceBlock* vace_after(size_t i) const;
 
     WanConfig config_;
     Linear patch_embedding;  // the Conv3d's weight as [dim, C * 2 * 2]
@@ -101,6 +124,8 @@ class WanModel {
     MlpEmbedder time_embedding;  // time_embedding.0, .2
     std::optional<WanImageEmbedding> img_emb;
     std::vector<WanBlock> blocks;
+    Linear vace_patch_embedding;  // VACE: the Conv3d's weight as [dim, vace_in_channels * 2 * 2]
+    std::vector<WanVaceBlock> vace_blocks;
     Tensor head_modulation;  // [2 dim], f32
     Linear head;
     WeightPages pages_;

@@ -41,6 +41,10 @@ struct Conditioning {
     // An image-to-video model's image encoder states of the video's given frames (Wan I2V's
     // CLIP vision; set by the loop, the same on both sides of guidance).
     Tensor image_states;
+    // A control-video model's context (Wan VACE: the control clip's latents and mask,
+    // [1, 96, T, h, w]) and the strength of its hints; set by the loop, on both sides.
+    Tensor control_video;
+    float control_video_strength = 1.0f;
 };
 
 struct ConditionRequest {
@@ -216,6 +220,9 @@ struct ModelComponents {
     // / 4), the codec decoding them to frames [F, 3, H, W].
     bool video = false;
     VideoInit video_init = VideoInit::None;
+    // The diffusion model takes a control video (Wan VACE: Conditioning::control_video, built
+    // from the request's control frames and its init image as the reference frame).
+    bool control_video = false;
     std::unique_ptr<ImageEncoder> image_encoder;  // VideoInit::Condition's
     // The flow shift follows the request (FLUX.2's Flux2FlowDenoiser): every scheduler reads a
     // FluxFlowSchedule shifted by flux2_empirical_mu(image tokens, steps).

@@ -41,9 +41,9 @@ void check_video(const ModelComponents& m, const ImageRequest& r) {
     SD_CHECK(m.video,
              "%s is an image model: video generation (vid_gen) needs a video model such as Wan",
              m.family_name.c_str());
-    SD_CHECK(!r.init_image || m.video_init != VideoInit::None,
+    SD_CHECK(!r.init_image || m.video_init != VideoInit::None || m.control_video,
              "%s makes videos from text only: an init image (-i) needs an image-to-video model "
-             "(Wan I2V, FLF2V or Wan2.2 TI2V-5B)",
+             "(Wan I2V, FLF2V or Wan2.2 TI2V-5B) or a VACE model (its reference image)",
              m.family_name.c_str());
     SD_CHECK(!r.end_image || m.video_init == VideoInit::Condition,
              "%s takes no end image (--end-img): a video's last frame conditions Wan I2V and "
@@ -180,6 +180,7 @@ struct Conditions {
     Tensor init_latent;         // zeros for txt2img
     Tensor denoise_mask;        // where the sampler may change the latent (undefined: everywhere)
     bool first_frame_kept = false;  // a video's first latent frame is the init image's
+    int64_t reference_frames = 0;   // latent frames before the video's, dropped before decoding
     std::vector<float> sigmas;
     size_t high_noise_steps = 0;  // the first steps of sigmas, a two-expert model's (Wan2.2)
 };
@@ -282,12 +283,55 @@ void condition_on_frames(const ModelComponents& m, const ImageRequest& r, Rng& r
     m.image_encoder->release_weights();
 }
 
+// A clip [1, 3, F, H, W] of `frames` frames: the given ones first, grey after them.
+Tensor clip_of(const std::vector<image::Image>& given, int frames, int width, int height) {
+    const Tensor grey = Tensor::full({1, 3, 1, height, width}, 0.5f);
+    std::vector<Tensor> clip(static_cast<size_t>(frames), grey);
+    for (size_t i = 0; i < std::min(clip.size(), given.size()); ++i)
+        clip[i] = rgb_image_to_tensor(given[i]).unsqueeze(2);
+    return concat(clip, 2);
+}
+
+// Wan VACE's control context [1, 96, T, h, w], as the reference's generate_video builds it:
+// the latents of the inactive part (a grey clip: the mask is all ones) and of the reactive
+// part (the control clip), then the mask as 64 channels (the 8x8 pixels of a latent pixel:
+// ones). An init image is a reference frame before them (its latent, then zeros), which the
+// latent carries while sampling and drops before the decode.
+void attach_control_video(const ModelComponents& m, const ImageRequest& r, Rng& rng,
+                          Conditions& c) {
+    SD_CHECK(m.codec->has_encoder(),
+             "%s encodes the control video with its VAE, whose encoder was not loaded",
+             m.family_name.c_str());
+    const LatentFormat& f = m.latent;
+    const Tensor inactive =
+        to_model_latent(f, m.codec->encode(clip_of({}, r.frames, r.width, r.height), rng));
+    const Tensor reactive = to_model_latent(
+        f, m.codec->encode(clip_of(r.control_frames, r.frames, r.width, r.height), rng));
+    const Shape& s = inactive.shape();  // [1, C, T, h, w]
+    const int64_t mask_channels = f.factor * f.factor;
+    Tensor context =
+        concat({inactive, reactive, Tensor::full({1, mask_channels, s[2], s[3], s[4]}, 1.0f)}, 1);
+    if (r.init_image) {
+        const Tensor ref = to_model_latent(
+            f, m.codec->encode(rgb_image_to_tensor(*r.init_image).unsqueeze(2), rng));
+        const Tensor rest = Tensor::zeros({1, context.size(1) - s[1], 1, s[3], s[4]});
+        context = concat({concat({ref, rest}, 1), context}, 2);
+        c.reference_frames = 1;
+        c.init_latent = Tensor::zeros({1, s[1], s[2] + 1, s[3], s[4]});
+    }
+    for (Conditioning* side : {&c.cond, &c.uncond}) {
+        side->control_video = context;
+        side->control_video_strength = r.control_video_strength;
+    }
+}
+
 // A video's starting latent [1, C, T, h, w]: zeros, and what the model makes of the given
-// frames (ModelComponents::video_init).
+// frames (ModelComponents::video_init, control_video).
 void attach_video_latent(const ModelComponents& m, const ImageRequest& r, Rng& rng, Conditions& c) {
     const LatentFormat& f = m.latent;
     const int64_t T = latent_frames(r.frames), lh = r.height / f.factor, lw = r.width / f.factor;
     c.init_latent = Tensor::zeros({1, f.channels, T, lh, lw});
+    if (m.control_video) return attach_control_video(m, r, rng, c);
     const bool frames_given = r.init_image || r.end_image;
     if (m.video_init == VideoInit::None || (!frames_given && m.video_init != VideoInit::Condition))
         return;
@@ -540,6 +584,8 @@ std::vector<image::Image> generate_one(const ModelComponents& m, const Denoiser&
         x = hires_pass(m, d, r.hires, r.scheduler, r.steps, r.rng, r.sampler_rng, seed, x,
                        r.vae_tiling, hires_sample);
     }
+    if (c.reference_frames > 0)  // VACE's reference frame leaves the video
+        x = x.narrow(2, c.reference_frames, x.size(2) - c.reference_frames).contiguous();
     Tensor z = to_codec_latent(m.latent, x);
     cancellation_point();
     m.diffusion->release_weights();  // the decode's activations take their place

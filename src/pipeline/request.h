@@ -39,6 +39,10 @@ struct ImageRequest {
     RngType sampler_rng = RNG_TYPE_COUNT;
     std::optional<image::Image> init_image;  // img2img / inpaint; a video's first frame
     std::optional<image::Image> end_image;   // a video's last frame (--end-img, FLF2V)
+    // A control-video model's clip (Wan VACE, --control-video): frames in order, fitted to
+    // width x height (fewer than `frames`: the rest grey); the strength of its hints.
+    std::vector<image::Image> control_frames;
+    float control_video_strength = 1.0f;
     std::optional<image::Image> mask_image;  // inpaint: white = repaint
     float strength = 0.75f;
     // ControlNet: the hint image (fitted to width x height when its size differs) and the

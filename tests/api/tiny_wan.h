@@ -32,8 +32,25 @@ struct TinyParams {
 // image-to-video one: it reads 2 latent + 4 channels and `clip`-wide CLIP-vision states
 // (img_emb, the image keys and values), FLF2V's emb_pos too when `flf`. Another `seed` makes
 // other weights (a second expert).
+// The attention, norm and feed-forward weights of a Wan block named `b` ("blocks.0.").
+inline void tiny_wan_block(TinyParams& w, const std::string& b) {
+    for (const char* a : {"self_attn.", "cross_attn."}) {
+        for (const char* n : {"q", "k", "v", "o"}) w.linear(b + a + n, kTinyWanDim, kTinyWanDim);
+        w.scale(b + a + "norm_q.weight", kTinyWanDim);
+        w.scale(b + a + "norm_k.weight", kTinyWanDim);
+    }
+    w.scale(b + "norm3.weight", kTinyWanDim);
+    w.p[b + "norm3.bias"] = Tensor::zeros({kTinyWanDim});
+    w.linear(b + "ffn.0", kTinyWanDim, 64);
+    w.linear(b + "ffn.2", 64, kTinyWanDim);
+    w.p[b + "modulation"] = random_tensor({1, 6, kTinyWanDim}, w.seed++, -0.1f, 0.1f);
+}
+
+// `vace` > 0: a VACE model besides (its context channels, one control block after block 0);
+// its main weights are those of the same call without it.
 inline std::string tiny_wan_dit(int64_t latent = kTinyWanLatent, int64_t text = kTinyWanText,
-                                int64_t clip = 0, bool flf = false, uint32_t seed = 900) {
+                                int64_t clip = 0, bool flf = false, uint32_t seed = 900,
+                                int64_t vace = 0) {
     TinyParams w;
     w.seed = seed;
     const int64_t in = clip > 0 ? 2 * latent + 4 : latent;
@@ -45,17 +62,7 @@ inline std::string tiny_wan_dit(int64_t latent = kTinyWanLatent, int64_t text = 
     w.linear("time_embedding.0", 256, kTinyWanDim);
     w.linear("time_embedding.2", kTinyWanDim, kTinyWanDim);
     w.linear("time_projection.1", kTinyWanDim, 6 * kTinyWanDim);
-    for (const char* a : {"blocks.0.self_attn.", "blocks.0.cross_attn."}) {
-        for (const char* n : {"q", "k", "v", "o"})
-            w.linear(std::string(a) + n, kTinyWanDim, kTinyWanDim);
-        w.scale(std::string(a) + "norm_q.weight", kTinyWanDim);
-        w.scale(std::string(a) + "norm_k.weight", kTinyWanDim);
-    }
-    w.scale("blocks.0.norm3.weight", kTinyWanDim);
-    w.p["blocks.0.norm3.bias"] = Tensor::zeros({kTinyWanDim});
-    w.linear("blocks.0.ffn.0", kTinyWanDim, 64);
-    w.linear("blocks.0.ffn.2", 64, kTinyWanDim);
-    w.p["blocks.0.modulation"] = random_tensor({1, 6, kTinyWanDim}, w.seed++, -0.1f, 0.1f);
+    tiny_wan_block(w, "blocks.0.");
     w.linear("head.head", kTinyWanDim, 4 * latent);
     w.p["head.modulation"] = random_tensor({1, 2, kTinyWanDim}, w.seed++, -0.1f, 0.1f);
     if (clip > 0) {
@@ -70,9 +77,18 @@ inline std::string tiny_wan_dit(int64_t latent = kTinyWanLatent, int64_t text = 
         w.p["img_emb.proj.4.bias"] = Tensor::zeros({kTinyWanDim});
         if (flf) w.p["img_emb.emb_pos"] = random_tensor({1, 514, clip}, w.seed++, -0.1f, 0.1f);
     }
+    if (vace > 0) {
+        w.p["vace_patch_embedding.weight"] =
+            random_tensor({kTinyWanDim, vace, 1, 2, 2}, w.seed++, -0.2f, 0.2f);
+        w.p["vace_patch_embedding.bias"] = random_tensor({kTinyWanDim}, w.seed++, -0.1f, 0.1f);
+        tiny_wan_block(w, "vace_blocks.0.");
+        w.linear("vace_blocks.0.before_proj", kTinyWanDim, kTinyWanDim);
+        w.linear("vace_blocks.0.after_proj", kTinyWanDim, kTinyWanDim);
+    }
     return write_f32_safetensors(w.p, "tiny_wan_dit_" + std::to_string(latent) + "_" +
                                           std::to_string(text) + "_" + std::to_string(clip) +
-                                          (flf ? "_flf" : "") + "_" + std::to_string(seed));
+                                          (flf ? "_flf" : "") + "_" + std::to_string(seed) +
+                                          (vace > 0 ? "_vace" : ""));
 }
 
 // A T5 of 2 blocks, 4 heads of 16; UMT5 when every block has a position bias.

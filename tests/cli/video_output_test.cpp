@@ -18,41 +18,43 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Runs a 5-frame 32x32 video into `output` (in a folder of its own); the folder.
-fs::path run_video(const std::string& output) {
-    static const std::string dit = test::tiny_wan_dit();
+// Runs a 5-frame 32x32 video into `output` (in a folder of its own), with `extra` options;
+// the folder.
+fs::path run_video(const std::string& output, const std::vector<std::string>& extra = {},
+                   const std::string& dit = test::tiny_wan_dit()) {
     static const std::string umt5 = test::tiny_t5(true, 16101);
     const fs::path dir = fs::path(testing::TempDir()) /
                          ("sd_video_out_" + std::to_string(::getpid()) + "_" + output.substr(0, 4));
     fs::remove_all(dir);
     fs::create_directories(dir);
-    const cli::RunResult r =
-        cli::run_cli({"-M",
-                      "vid_gen",
-                      "--diffusion-model",
-                      dit,
-                      "--t5xxl",
-                      umt5,
-                      "--vae",
-                      test::fixture_file("wan/wan21_vae_f32_seed42.safetensors"),
-                      "--tokenizer-dir",
-                      test::fixtures_dir() + "/tokenizers",
-                      "-p",
-                      "a cat",
-                      "-W",
-                      "32",
-                      "-H",
-                      "32",
-                      "--video-frames",
-                      "5",
-                      "--steps",
-                      "1",
-                      "--fps",
-                      "8",
-                      "-t",
-                      "2",
-                      "-o",
-                      (dir / output).string()});
+    std::vector<std::string> args = {"-M",
+                                     "vid_gen",
+                                     "--diffusion-model",
+                                     dit,
+                                     "--t5xxl",
+                                     umt5,
+                                     "--vae",
+                                     test::fixture_file("wan/wan21_vae_f32_seed42.safetensors"),
+                                     "--tokenizer-dir",
+                                     test::fixtures_dir() + "/tokenizers",
+                                     "-p",
+                                     "a cat",
+                                     "-W",
+                                     "32",
+                                     "-H",
+                                     "32",
+                                     "--video-frames",
+                                     "5",
+                                     "--steps",
+                                     "1",
+                                     "--fps",
+                                     "8",
+                                     "-t",
+                                     "2",
+                                     "-o",
+                                     (dir / output).string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const cli::RunResult r = cli::run_cli(args);
     EXPECT_EQ(r.exit_code, 0) << r.output;
     return dir;
 }
@@ -100,6 +102,35 @@ TEST(CliVideo, AviAnimatedWebpAndWebm) {
     EXPECT_TRUE(fs::exists(dir / "clip.avi"));
     EXPECT_FALSE(fs::exists(dir / "clip.png"));
     fs::remove_all(dir);
+}
+
+// --control-video DIR on a VACE model: the folder's images in file name order are its
+// control clip (here two of five frames; the rest grey), fitted to the size.
+TEST(CliVideo, AVaceModelReadsAControlVideoFolder) {
+    const fs::path frames =
+        fs::path(testing::TempDir()) / ("sd_control_frames_" + std::to_string(::getpid()));
+    fs::create_directories(frames);
+    image::Image frame;
+    frame.width = 48;
+    frame.height = 40;
+    frame.channels = 3;
+    frame.pixels.assign(48 * 40 * 3, 200);
+    image::write_image((frames / "b.png").string(), frame);
+    frame.pixels.assign(48 * 40 * 3, 30);
+    image::write_image((frames / "a.png").string(), frame);
+    const std::string vace = test::tiny_wan_dit(16, test::kTinyWanText, 0, false, 900, 96);
+    const fs::path dir = run_video(
+        "vace_%d.png", {"--control-video", frames.string(), "--vace-strength", "0.8"}, vace);
+    for (int i = 0; i < 5; ++i)
+        EXPECT_TRUE(fs::exists(dir / ("vace_" + std::to_string(i) + ".png")));
+    fs::remove_all(dir);
+    // A folder that is not one is named with its option.
+    const cli::RunResult bad = cli::run_cli({"-M", "vid_gen", "--diffusion-model", vace, "--t5xxl",
+                                             test::tiny_t5(true, 16101), "--control-video",
+                                             (frames / "missing").string(), "-p", "a cat"});
+    EXPECT_NE(bad.exit_code, 0);
+    EXPECT_NE(bad.output.find("--control-video"), std::string::npos) << bad.output;
+    fs::remove_all(frames);
 }
 
 }  // namespace

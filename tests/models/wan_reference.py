@@ -8,7 +8,10 @@ Usage: wan_reference.py MODEL.safetensors INPUTS.safetensors OUT.f32
 MODEL holds the DiT's weights (f32, original names); INPUTS holds x [1, C, T, H, W], t [1] or
 [T] (sigma * 1000, embedded as given; one per frame as Wan2.2 TI2V, whose tokens take their
 frame's time modulation) and context [1, L, text_dim]; an image-to-video model (img_emb) also reads clip [1, n, 1280],
-the CLIP-vision states. OUT receives the flow velocity
+the CLIP-vision states; a VACE model (vace_patch_embedding, wan/modules/vace_model.py:
+VaceWanModel) reads vace [1, 96, T, H, W] and vace_strength [1]: its hints, computed from the
+input tokens before the main blocks, are added after the main blocks range(0, depth, depth //
+vace blocks). OUT receives the flow velocity
 [1, C, T, H, W] as raw little-endian f32. Heads are 128 wide; the RoPE splits a head as
 d - 4 (d // 6), 2 (d // 6), 2 (d // 6) over frame, row and column, theta 10000, positions from 0,
 rotating consecutive pairs (complex multiplication, as rope_apply)."""
@@ -73,7 +76,7 @@ def image_tokens(W, clip):
     return ln("img_emb.proj.4", c)
 
 
-def forward(W, x, t, ctx, clip=None):
+def forward(W, x, t, ctx, clip=None, vace=None, vace_strength=1.0):
     def lin(name, v):
         return v @ W[name + ".weight"].T + W[name + ".bias"]
 
@@ -84,9 +87,13 @@ def forward(W, x, t, ctx, clip=None):
     h, w = H // 2, Wd // 2
 
     # patch_embedding: Conv3d, kernel = stride = (1, 2, 2); tokens in (frame, row, column) order.
-    k = W["patch_embedding.weight"].reshape(dim, -1)  # (c, 1, ky, kx)
-    p = x[0].reshape(C, T, h, 2, w, 2).transpose(1, 2, 4, 0, 3, 5).reshape(T * h * w, C * 4)
-    tok = p @ k.T + W["patch_embedding.bias"]
+    def patches(name, v):
+        k = W[name + ".weight"].reshape(dim, -1)  # (c, 1, ky, kx)
+        n = v.shape[1]
+        p = v[0].reshape(n, T, h, 2, w, 2).transpose(1, 2, 4, 0, 3, 5).reshape(T * h * w, n * 4)
+        return p @ k.T + W[name + ".bias"]
+
+    tok = patches("patch_embedding", x)
 
     ts = np.asarray(t, dtype=np.float64).reshape(-1)
     ts = ts if len(ts) == T else np.full(T, ts[0])
@@ -102,8 +109,7 @@ def forward(W, x, t, ctx, clip=None):
     def split(v):
         return v.reshape(len(v), heads, HEAD_DIM)
 
-    for i in range(depth):
-        b = "blocks.%d." % i
+    def block(b, tok):
         m = (W[b + "modulation"].reshape(1, 6, dim) + e0).transpose(1, 0, 2)  # [6, L, dim]
         a = b + "self_attn."
         y = layer_norm(tok) * (1 + m[1]) + m[0]
@@ -120,7 +126,23 @@ def forward(W, x, t, ctx, clip=None):
             o = o + attention(q, ki, split(lin(c + "v_img", img)))
         tok = tok + lin(c + "o", o)
         y = layer_norm(tok) * (1 + m[4]) + m[3]
-        tok = tok + lin(b + "ffn.2", gelu_tanh(lin(b + "ffn.0", y))) * m[5]
+        return tok + lin(b + "ffn.2", gelu_tanh(lin(b + "ffn.0", y))) * m[5]
+
+    hints = {}
+    if "vace_patch_embedding.weight" in W:  # VaceWanModel.forward_vace
+        n_vace = len({k.split(".")[1] for k in W if k.startswith("vace_blocks.")})
+        layers = list(range(0, depth, depth // n_vace))
+        c = patches("vace_patch_embedding", vace)
+        for j in range(n_vace):
+            b = "vace_blocks.%d." % j
+            if j == 0:
+                c = lin(b + "before_proj", c) + tok
+            c = block(b, c)
+            hints[layers[j]] = lin(b + "after_proj", c)
+    for i in range(depth):
+        tok = block("blocks.%d." % i, tok)
+        if i in hints:  # BaseWanAttentionBlock: x + hints[block_id] * context_scale
+            tok = tok + hints[i] * vace_strength
 
     shift, scale = (W["head.modulation"].reshape(1, 2, dim) + e[:, None, :]).transpose(1, 0, 2)
     out = lin("head.head", layer_norm(tok) * (1 + scale) + shift)  # [T h w, (1, 2, 2, C)]
@@ -132,7 +154,8 @@ def forward(W, x, t, ctx, clip=None):
 def main():
     W = load(sys.argv[1])
     inp = load(sys.argv[2])
-    out = forward(W, inp["x"], inp["t"], inp["context"], inp.get("clip"))
+    strength = float(inp["vace_strength"][0]) if "vace_strength" in inp else 1.0
+    out = forward(W, inp["x"], inp["t"], inp["context"], inp.get("clip"), inp.get("vace"), strength)
     out.astype("<f4").tofile(sys.argv[3])
 
 

@@ -179,6 +179,50 @@ TEST(WanModel, FirstLastFrameToVideoMatchesNumpy) {
     expect_i2v_matches_numpy(/*flf=*/true, 514);
 }
 
+// VACE: two control blocks beside four main ones (after blocks 0 and 2), their hints times the
+// strength; the numpy side computes every hint first, from the input tokens, as the original.
+TEST(WanModel, VaceMatchesNumpy) {
+    constexpr int64_t kVaceIn = 12;
+    Params w = tiny_wan(4);
+    const Params extra = tiny_wan(2);  // fresh block weights for the control blocks
+    uint32_t seed = 900;
+    for (int j = 0; j < 2; ++j)
+        for (const auto& [name, value] : extra)
+            if (name.rfind("blocks." + std::to_string(j) + ".", 0) == 0)
+                w["vace_" + name] = test::random_tensor(value.shape(), seed++, -0.3f, 0.3f);
+    for (const char* name :
+         {"vace_blocks.0.before_proj", "vace_blocks.0.after_proj", "vace_blocks.1.after_proj"}) {
+        w[std::string(name) + ".weight"] = test::random_tensor({kDim, kDim}, seed++, -0.06f, 0.06f);
+        w[std::string(name) + ".bias"] = test::random_tensor({kDim}, seed++, -0.1f, 0.1f);
+    }
+    w["vace_patch_embedding.weight"] =
+        test::random_tensor({kDim, kVaceIn, 1, 2, 2}, seed++, -0.3f, 0.3f);
+    w["vace_patch_embedding.bias"] = test::random_tensor({kDim}, seed++, -0.1f, 0.1f);
+    const std::string path = test::write_f32_safetensors(w, "wan_vace");
+    const WanModel m = load_model(path);
+    EXPECT_EQ(m.config().vace_in_channels, kVaceIn);
+    EXPECT_EQ(m.config().vace_layers, 2);
+    Params in;
+    in["x"] = test::random_tensor({1, kChannels, 2, 4, 2}, 48);
+    in["t"] = Tensor::from_vector({1}, {600.0f});
+    in["context"] = test::random_tensor({1, 3, kText}, 49);
+    in["vace"] = test::random_tensor({1, kVaceIn, 2, 4, 2}, 50);
+    in["vace_strength"] = Tensor::from_vector({1}, {0.7f});
+    const Tensor got =
+        m.forward(in.at("x"), in.at("t"), in.at("context"), {}, {in.at("vace"), 0.7f});
+    const Tensor want =
+        test::numpy_reference("wan_reference.py", path, in, in.at("x").shape(), "wan_vace");
+    const test::Diff d = test::compare(got, want, /*floor=*/1e-2);
+    std::printf("max abs error vs numpy: %g\n", d.max_abs);
+    EXPECT_LT(d.max_abs, 1e-4) << "worst element " << d.worst;
+    // The hints count: strength 0 is the main stream alone, and differs.
+    const Tensor plain =
+        m.forward(in.at("x"), in.at("t"), in.at("context"), {}, {in.at("vace"), 0.0f});
+    EXPECT_GT(test::compare(plain, want, 1e-2).max_abs, 1e-3);
+    EXPECT_ERROR_CONTAINS(m.forward(in.at("x"), in.at("t"), in.at("context")),
+                          "the control context is missing");
+}
+
 TEST(WanModel, AFourDimensionalLatentIsRefused) {
     const WanModel m = load_model(test::write_f32_safetensors(tiny_wan(1), "wan_4d"));
     EXPECT_ERROR_CONTAINS(

@@ -62,6 +62,8 @@ TEST_F(NativeVideoRequest, TheClipsFieldsMapToTheRequest) {
         {"moe_boundary", 0.9},
         {"init_image", png_b64(40, 24)},
         {"end_image", png_b64(40, 24)},
+        {"control_frames", json::array({png_b64(40, 24), png_b64(16, 16)})},
+        {"vace_strength", 0.6},
         {"sample_params",
          {{"sample_method", "euler"}, {"sample_steps", 6}, {"guidance", {{"txt_cfg", 4.5}}}}},
         {"high_noise_sample_params",
@@ -84,6 +86,9 @@ TEST_F(NativeVideoRequest, TheClipsFieldsMapToTheRequest) {
     EXPECT_EQ(spec.request.init_image.width, 40u);
     EXPECT_EQ(spec.request.end_image.width, 40u);
     EXPECT_EQ(spec.request.end_image.height, 24u);
+    ASSERT_EQ(spec.request.control_frames.size(), 2u);
+    EXPECT_EQ(spec.request.control_frames[1].width, 16u);
+    EXPECT_FLOAT_EQ(p.vace_strength, 0.6f);
     EXPECT_EQ(p.sample_params.sample_method, EULER_SAMPLE_METHOD);
     EXPECT_EQ(p.sample_params.sample_steps, 6);
     EXPECT_FLOAT_EQ(p.sample_params.guidance.txt_cfg, 4.5f);
@@ -121,8 +126,8 @@ TEST_F(NativeVideoRequest, WhatAClipCannotTakeIsNamed) {
     expect_field_error({{"hires", {{"enabled", true}}}}, ctx, "hires", "an img_gen field");
     expect_field_error({{"mask_image", png_b64(8, 8)}}, ctx, "mask_image", "img_gen");
     expect_field_error({{"output_format", "png"}}, ctx, "output_format", "webm, webp");
-    expect_field_error({{"control_frames", json::array({png_b64(8, 8)})}}, ctx, "control_frames",
-                       "VACE");
+    expect_field_error({{"control_frames", json::array({png_b64(8, 8), "nope"})}}, ctx,
+                       "control_frames[1]", "control_frames[1]");
     expect_field_error({{"video_frames", 0}}, ctx, "video_frames", "video_frames");
     expect_field_error({{"fps", 0}}, ctx, "fps", "fps");
     expect_field_error({{"moe_boundary", 1.5}}, ctx, "moe_boundary", "moe_boundary");

@@ -76,6 +76,7 @@ JobSpec finalize_request(cli::CliParams p, RequestInputs in, const OutputOptions
     // repaints everything.
     r.init_image = std::move(in.init_image);
     r.end_image = std::move(in.end_image);
+    r.control_frames = std::move(in.control_frames);
     r.mask_image = std::move(in.mask_image);
     if (in.invert_mask)
         for (uint8_t& v : r.mask_image.pixels) v = static_cast<uint8_t>(255 - v);

@@ -29,9 +29,10 @@ struct OutputOptions {
 
 struct RequestInputs {
     sd::image::Image init_image;
-    std::string init_image_field;  // for messages about its size
-    sd::image::Image end_image;    // a video's last frame (FLF2V)
-    sd::image::Image mask_image;   // grey
+    std::string init_image_field;                  // for messages about its size
+    sd::image::Image end_image;                    // a video's last frame (FLF2V)
+    std::vector<sd::image::Image> control_frames;  // a video's control clip (VACE)
+    sd::image::Image mask_image;                   // grey
     bool invert_mask = false;
     sd::image::Image control_image;
     std::vector<sd::image::Image> ref_images;

@@ -43,9 +43,12 @@ void read_video_fields(const FieldReader& f, const ParseContext& ctx, cli::CliPa
     if (auto v = f.number("vace_strength", 0, 10)) p.vace_strength = static_cast<float>(*v);
     if (auto v = f.string("end_image"))
         in.end_image = decode_image_text(*v, 3, f.name("end_image"));
-    if (auto frames = f.strings("control_frames"); frames && !frames->empty())
-        throw bad_field(f.name("control_frames"),
-                        "VACE control videos are not built in this engine yet");
+    // A VACE model's control clip, in order (the library fits each frame to the size).
+    if (auto frames = f.strings("control_frames")) {
+        for (size_t i = 0; i < frames->size(); ++i)
+            in.control_frames.push_back(decode_image_text(
+                (*frames)[i], 3, f.name("control_frames") + "[" + std::to_string(i) + "]"));
+    }
     if (auto s = f.object("high_noise_sample_params"))
         read_native_sample_params(*s, ctx.limits, p.high_noise_sample_params,
                                   p.high_noise_skip_layers, nullptr, -1);

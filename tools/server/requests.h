@@ -30,8 +30,8 @@ void apply_native_fields(const FieldReader& fields, const ParseContext& ctx, cli
                          RequestInputs& inputs, OutputOptions& output);
 JobSpec parse_native_request(const nlohmann::json& body, const ParseContext& ctx);
 // /sdcpp/v1/vid_gen: one clip (no batch, no image-only inputs; each such key is refused
-// naming it), video_frames, fps, moe_boundary, end_image, high_noise_sample_params and the
-// container (output_format webm by default, webp or avi).
+// naming it), video_frames, fps, moe_boundary, vace_strength, end_image, control_frames,
+// high_noise_sample_params and the container (output_format webm by default, webp or avi).
 JobSpec parse_native_video_request(const nlohmann::json& body, const ParseContext& ctx);
 // Takes a <sd_cpp_extra_args> block out of `prompt` (read from `field`) and applies it.
 void apply_extra_args(std::string& prompt, const std::string& field, const ParseContext& ctx,

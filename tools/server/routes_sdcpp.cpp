@@ -112,7 +112,7 @@ json image_defaults_json(const cli::CliParams& p) {
 // What this engine generates: img2img and inpainting, ControlNet (with the server's
 // --control-net), reference images (edit models), LoRA, the hires fix, VAE tiling, step caches;
 // IP-Adapter is not built. A clip: init and end images (Wan I2V / FLF2V / TI2V), the
-// high-noise expert's own sampling (Wan2.2 A14B); VACE control frames are not built.
+// high-noise expert's own sampling (Wan2.2 A14B), VACE control frames.
 json features_json() {
     return {{"init_image", true},
             {"mask_image", true},
@@ -131,7 +131,7 @@ json features_json() {
 json video_features_json() {
     return {{"init_image", true},
             {"end_image", true},
-            {"control_frames", false},
+            {"control_frames", true},
             {"high_noise_sample_params", true},
             {"lora", true},
             {"vae_tiling", true},
