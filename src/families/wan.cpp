@@ -159,6 +159,11 @@ std::unique_ptr<DiffusionModel> load_high_noise_expert(const ModelFiles& files, 
              "same input (both text-to-video or both image-to-video)",
              source.c_str(), (long long)c.in_channels, c.image_input ? " with image input" : "",
              (long long)low.in_channels, low.image_input ? " with image input" : "");
+    const bool vace = c.vace_layers > 0, low_vace = low.vace_layers > 0;
+    SD_CHECK(vace == low_vace,
+             "--high-noise-diffusion-model: %s is a Wan DiT %s VACE blocks, the --diffusion-model "
+             "one %s: the two experts of a pair both take a control video or neither does",
+             source.c_str(), vace ? "with" : "without", low_vace ? "with" : "without");
     return std::make_unique<WanDiffusionModel>(std::move(high));
 }
 

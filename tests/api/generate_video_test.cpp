@@ -394,6 +394,12 @@ TEST(GenerateVideo, AHighNoiseExpertOfAnotherInputIsNamed) {
     EXPECT_NE(log.text.find("--high-noise-diffusion-model: "), std::string::npos) << log.text;
     EXPECT_NE(log.text.find("48 input channels"), std::string::npos) << log.text;
     EXPECT_NE(log.text.find("takes no high-noise diffusion model"), std::string::npos) << log.text;
+    // A VACE expert beside a plain one.
+    LogText vace_log;
+    const std::string vace = test::tiny_wan_dit(16, test::kTinyWanText, 0, false, 901, 96);
+    EXPECT_EQ(open_files(test::tiny_wan_dit(), t5, wan21_vae(), vace), nullptr);
+    vace_log.stop();
+    EXPECT_NE(vace_log.text.find("with VACE blocks"), std::string::npos) << vace_log.text;
 }
 
 // A LoRA in ComfyUI's names on the tiny Wan DiT's self-attention query and cross-attention key.
