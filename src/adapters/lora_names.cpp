@@ -85,8 +85,45 @@ bool is_diffusers_unet(const std::string& s) {
     return false;
 }
 
+// The original Wan DiT name of a module path in diffusers' WanTransformer3DModel names
+// (blocks.N.attn1.to_q -> blocks.N.self_attn.q, condition_embedder.*, proj_out); empty when it
+// is none of them.
+std::string wan_from_diffusers(const std::string& path) {
+    static const std::pair<const char*, const char*> kTop[] = {
+        {"condition_embedder.time_embedder.linear_1", "time_embedding.0"},
+        {"condition_embedder.time_embedder.linear_2", "time_embedding.2"},
+        {"condition_embedder.time_proj", "time_projection.1"},
+        {"condition_embedder.text_embedder.linear_1", "text_embedding.0"},
+        {"condition_embedder.text_embedder.linear_2", "text_embedding.2"},
+        {"condition_embedder.image_embedder.ff.net.0.proj", "img_emb.proj.1"},
+        {"condition_embedder.image_embedder.ff.net.2", "img_emb.proj.3"},
+        {"proj_out", "head.head"}};
+    static const std::pair<const char*, const char*> kInBlock[] = {
+        {"attn1.to_q", "self_attn.q"},
+        {"attn1.to_k", "self_attn.k"},
+        {"attn1.to_v", "self_attn.v"},
+        {"attn1.to_out.0", "self_attn.o"},
+        {"attn2.to_q", "cross_attn.q"},
+        {"attn2.to_k", "cross_attn.k"},
+        {"attn2.to_v", "cross_attn.v"},
+        {"attn2.to_out.0", "cross_attn.o"},
+        {"attn2.add_k_proj", "cross_attn.k_img"},
+        {"attn2.add_v_proj", "cross_attn.v_img"},
+        {"ffn.net.0.proj", "ffn.0"},
+        {"ffn.net.2", "ffn.2"}};
+    for (const auto& [from, to] : kTop)
+        if (path == from) return to;
+    const size_t dot = path.find('.', 7);  // after "blocks.N"
+    if (path.compare(0, 7, "blocks.") != 0 || dot == std::string::npos) return "";
+    for (const auto& [from, to] : kInBlock)
+        if (path.compare(dot + 1, std::string::npos, from) == 0)
+            return path.substr(0, dot + 1) + to;
+    return "";
+}
+
 // The UNet's LDM names for a path inside it (diffusers or LDM); an upsampler's index depends
-// on whether its level has attention, so both readings are offered.
+// on whether its level has attention, so both readings are offered. A DiT path as it is, and
+// in Wan's original names when it is in diffusers' Wan names.
 void add_unet(std::string path, std::vector<std::string>& out) {
     if (path.size() > 7 && path.compare(path.size() - 7, 7, ".to_out") == 0) path += ".0";
     if (is_diffusers_unet(path)) {
@@ -98,6 +135,8 @@ void add_unet(std::string path, std::vector<std::string>& out) {
         return;
     }
     out.push_back(std::string(kUnet) + path + ".weight");
+    const std::string wan = wan_from_diffusers(path);
+    if (!wan.empty()) out.push_back(std::string(kUnet) + wan + ".weight");
 }
 
 void add_text(std::string path, std::string_view prefix, std::vector<std::string>& out) {

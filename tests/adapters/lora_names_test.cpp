@@ -108,5 +108,31 @@ TEST(LoraNames, WanDitKeys) {
     EXPECT_EQ(first("lora_unet_head_head"), "model.diffusion_model.head.head.weight");
 }
 
+// Diffusers' WanTransformer3DModel names (finetrainers / diffusers LoRAs): the original Wan
+// name is a candidate after the path as it is.
+TEST(LoraNames, WanDiffusersKeys) {
+    auto has = [](const std::string& key, const std::string& want) {
+        const std::vector<std::string> c = lora_target_candidates(key);
+        return std::find(c.begin(), c.end(), want) != c.end();
+    };
+    const std::string dm = "model.diffusion_model.";
+    EXPECT_TRUE(has("transformer.blocks.3.attn1.to_q", dm + "blocks.3.self_attn.q.weight"));
+    EXPECT_TRUE(has("transformer.blocks.3.attn1.to_out.0", dm + "blocks.3.self_attn.o.weight"));
+    EXPECT_TRUE(has("diffusion_model.blocks.0.attn2.to_k", dm + "blocks.0.cross_attn.k.weight"));
+    EXPECT_TRUE(
+        has("transformer.blocks.7.attn2.add_k_proj", dm + "blocks.7.cross_attn.k_img.weight"));
+    EXPECT_TRUE(has("transformer.blocks.12.ffn.net.0.proj", dm + "blocks.12.ffn.0.weight"));
+    EXPECT_TRUE(has("transformer.blocks.12.ffn.net.2", dm + "blocks.12.ffn.2.weight"));
+    EXPECT_TRUE(has("transformer.condition_embedder.time_proj", dm + "time_projection.1.weight"));
+    EXPECT_TRUE(has("transformer.condition_embedder.text_embedder.linear_1",
+                    dm + "text_embedding.0.weight"));
+    EXPECT_TRUE(has("transformer.proj_out", dm + "head.head.weight"));
+    EXPECT_TRUE(has("lora_unet_blocks_2_attn1_to_v", dm + "blocks.2.self_attn.v.weight"));
+    // A UNet's attention keeps its own reading alone.
+    for (const std::string& c :
+         lora_target_candidates("unet.down_blocks.1.attentions.0.transformer_blocks.0.attn1.to_q"))
+        EXPECT_EQ(c.find("self_attn"), std::string::npos) << c;
+}
+
 }  // namespace
 }  // namespace sd

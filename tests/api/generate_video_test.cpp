@@ -402,17 +402,22 @@ TEST(GenerateVideo, AHighNoiseExpertOfAnotherInputIsNamed) {
     EXPECT_NE(vace_log.text.find("with VACE blocks"), std::string::npos) << vace_log.text;
 }
 
-// A LoRA in ComfyUI's names on the tiny Wan DiT's self-attention query and cross-attention key.
-std::string tiny_wan_lora() {
+// A LoRA in ComfyUI's names on the tiny Wan DiT's self-attention query and cross-attention key;
+// with `diffusers`, the same in diffusers' names (PEFT's lora_A / lora_B).
+std::string tiny_wan_lora(bool diffusers = false) {
     std::map<std::string, Tensor> p;
     uint32_t seed = 40;
-    for (const std::string m : {"blocks.0.self_attn.q", "blocks.0.cross_attn.k"}) {
-        p["diffusion_model." + m + ".lora_down.weight"] =
+    const std::pair<std::string, std::string> modules[] = {
+        {"blocks.0.self_attn.q", "blocks.0.attn1.to_q"},
+        {"blocks.0.cross_attn.k", "blocks.0.attn2.to_k"}};
+    for (const auto& [comfy, hf] : modules) {
+        const std::string key = diffusers ? "transformer." + hf : "diffusion_model." + comfy;
+        p[key + (diffusers ? ".lora_A.weight" : ".lora_down.weight")] =
             test::random_tensor({4, test::kTinyWanDim}, seed++, -0.5f, 0.5f);
-        p["diffusion_model." + m + ".lora_up.weight"] =
+        p[key + (diffusers ? ".lora_B.weight" : ".lora_up.weight")] =
             test::random_tensor({test::kTinyWanDim, 4}, seed++, -0.5f, 0.5f);
     }
-    return test::write_f32_safetensors(p, "tiny_wan_lora");
+    return test::write_f32_safetensors(p, diffusers ? "tiny_wan_lora_hf" : "tiny_wan_lora");
 }
 
 // A LoRA patches a video model and leaves with the request; a high-noise one patches the
@@ -433,6 +438,10 @@ TEST(GenerateVideo, LorasPatchTheirExpert) {
     const auto patched = video_frames(a.get(), v);
     ASSERT_EQ(patched.size(), 5u);
     EXPECT_NE(patched, base);
+    static const std::string hf_path = tiny_wan_lora(/*diffusers=*/true);
+    lora.path = hf_path.c_str();
+    EXPECT_EQ(video_frames(a.get(), v), patched);  // diffusers' names patch the same weights
+    lora.path = path.c_str();
     lora.is_high_noise = true;
     LogText log;
     EXPECT_EQ(video_frames(a.get(), v), base);
