@@ -323,6 +323,11 @@ bool generate_video(sd_ctx_t* sd_ctx, const sd_vid_gen_params_t* params, sd_imag
         hooks.progress = progress_reporter();
         hooks.cancel = &sd_ctx->cancel;
         const sd::ModelComponents& m = sd_ctx->model.components;
+        hooks.preview = sd::api::preview_tap(
+            m, sd_ctx->tae, sd_ctx->vae,
+            sd::decode_tiling(m, request.vae_tiling, request.height / m.latent.factor,
+                              request.width / m.latent.factor),
+            /*video=*/true);
         const sd::ScopedThreadCount lora_threads(m.memory.threads);
         const sd::WeightPatches* patches = sd_ctx->loras.update(
             sd_ctx->files, sd::api::lora_requests(params->loras, params->lora_count, m),

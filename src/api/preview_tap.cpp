@@ -9,11 +9,11 @@
 namespace sd::api {
 
 LatentTap preview_tap(const ModelComponents& model, const LatentCodec* tae, const LatentCodec* vae,
-                      const VaeTiling& tiling) {
+                      const VaeTiling& tiling, bool video) {
     const PreviewSettings settings = preview_settings();
     if (!settings.callback || settings.mode == PREVIEW_NONE) return {};
     auto previewer =
-        std::make_shared<LatentPreviewer>(settings.mode, model.latent, tae, vae, tiling);
+        std::make_shared<LatentPreviewer>(settings.mode, model.latent, tae, vae, tiling, video);
     if (std::string why = previewer->unavailable_reason(); !why.empty()) {
         SD_LOG_WARN("no %s previews: %s", sd_preview_name(settings.mode), why.c_str());
         return {};
@@ -24,9 +24,11 @@ LatentTap preview_tap(const ModelComponents& model, const LatentCodec* tae, cons
     tap.denoised = settings.denoised;
     tap.fn = [previewer](int step, const Tensor& latent, bool noisy) {
         try {
-            image::Image image = previewer->render(latent);
-            sd_image_t frame{image.width, image.height, image.channels, image.pixels.data()};
-            report_preview(step, 1, &frame, noisy);
+            std::vector<image::Image> images = previewer->render_frames(latent);
+            std::vector<sd_image_t> frames;
+            for (image::Image& i : images)
+                frames.push_back({i.width, i.height, i.channels, i.pixels.data()});
+            report_preview(step, static_cast<int>(frames.size()), frames.data(), noisy);
         } catch (const std::exception& e) {
             SD_LOG_WARN("preview of step %d failed: %s", step, e.what());  // sampling goes on
         }

@@ -18,6 +18,7 @@
 #include "base/error.h"
 #include "conditioners/dit_text.h"
 #include "conditioners/llm_text_conditioner.h"
+#include "families/latent_rgb.h"
 #include "families/parts/wan_vae_codec.h"
 
 namespace sd {
@@ -156,16 +157,17 @@ constexpr RoleUse kQwenImageRoles[] = {{ModelRole::DiffusionModel, true},
 constexpr ActivationFootprint kQwenImageFootprint{2048, 8600};
 
 // Defaults as the reference's for its flow models: euler on the discrete schedule.
-extern const Family kQwenImageFamily{"Qwen-Image",
-                                     detect,
-                                     {EULER_SAMPLE_METHOD, DISCRETE_SCHEDULER},
-                                     {16, 8, 1.0f, 0.0f, {}, kWan21LatentMean, kWan21LatentStd, 1},
-                                     assemble,
-                                     kQwenImageFootprint,
-                                     // -M convert: the reference tool's rules for every model
-                                     // (FLUX's img_in. / txt_in. keep its input layers)
-                                     {},
-                                     kQwenImageRoles,
-                                     "Qwen-Image, Qwen-Image-Edit"};
+extern const Family kQwenImageFamily{
+    "Qwen-Image",
+    detect,
+    {EULER_SAMPLE_METHOD, DISCRETE_SCHEDULER},
+    {16, 8, 1.0f, 0.0f, kWan21Rgb, kWan21LatentMean, kWan21LatentStd, 1},
+    assemble,
+    kQwenImageFootprint,
+    // -M convert: the reference tool's rules for every model
+    // (FLUX's img_in. / txt_in. keep its input layers)
+    {},
+    kQwenImageRoles,
+    "Qwen-Image, Qwen-Image-Edit"};
 
 }  // namespace sd

@@ -24,6 +24,7 @@
 
 #include "base/error.h"
 #include "conditioners/dit_text.h"
+#include "families/latent_rgb.h"
 #include "families/parts/wan_vae_codec.h"
 #include "models/clip_vision_encoder.h"
 #include "models/t5_encoder.h"
@@ -262,7 +263,7 @@ extern const Family kWanFamily{
     "Wan",
     detect,
     {EULER_SAMPLE_METHOD, DISCRETE_SCHEDULER},
-    {16, 8, 1.0f, 0.0f, {}, kWan21LatentMean, kWan21LatentStd, 1},
+    {16, 8, 1.0f, 0.0f, kWan21Rgb, kWan21LatentMean, kWan21LatentStd, 1},
     assemble,
     kWanFootprint,
     {},  // -M convert: the reference tool's rules for every model (embeddings, biases kept)
@@ -273,7 +274,7 @@ extern const Family kWan22Ti2vFamily{
     "Wan2.2 TI2V",
     detect_ti2v,
     {EULER_SAMPLE_METHOD, DISCRETE_SCHEDULER},
-    {kTi2vChannels, 16, 1.0f, 0.0f, {}, kWan22LatentMean, kWan22LatentStd, 1},
+    {kTi2vChannels, 16, 1.0f, 0.0f, kWan22Rgb, kWan22LatentMean, kWan22LatentStd, 1},
     assemble_ti2v,
     kWanFootprint,
     {},  // -M convert: the reference tool's rules for every model

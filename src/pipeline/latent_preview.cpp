@@ -31,14 +31,15 @@ image::Image project_latent_rgb(const Tensor& latent, const LatentRgbProjection&
 }
 
 LatentPreviewer::LatentPreviewer(preview_t mode, const LatentFormat& format, const LatentCodec* tae,
-                                 const LatentCodec* vae, const VaeTiling& tiling)
-    : mode_(mode), format_(format), tae_(tae), vae_(vae), tiling_(tiling) {}
+                                 const LatentCodec* vae, const VaeTiling& tiling, bool video)
+    : mode_(mode), format_(format), tae_(tae), vae_(vae), tiling_(tiling), video_(video) {}
 
 std::string LatentPreviewer::unavailable_reason() const {
     switch (mode_) {
         case PREVIEW_PROJ:
             return format_.rgb.weights ? "" : "no latent to RGB projection is known for this model";
         case PREVIEW_TAE:
+            if (video_) return "a video's tae preview needs a video TAE (TAEHV), not built yet";
             return tae_ ? "" : "the tae preview needs TAESD (--taesd)";
         case PREVIEW_VAE:
             return vae_ ? "" : "the vae preview needs the model's VAE";
@@ -52,6 +53,23 @@ image::Image LatentPreviewer::render(const Tensor& latent) const {
     const LatentCodec* codec = mode_ == PREVIEW_TAE ? tae_ : vae_;
     SD_CHECK(codec != nullptr, "%s", unavailable_reason().c_str());
     return decoded_to_image(codec->decode(to_codec_latent(format_, latent), tiling_));
+}
+
+std::vector<image::Image> LatentPreviewer::render_frames(const Tensor& latent) const {
+    if (latent.dim() != 5) return {render(latent)};
+    std::vector<image::Image> frames;
+    if (mode_ == PREVIEW_PROJ) {
+        const int64_t C = latent.size(1), h = latent.size(3), w = latent.size(4);
+        for (int64_t t = 0; t < latent.size(2); ++t)
+            frames.push_back(project_latent_rgb(
+                latent.narrow(2, t, 1).contiguous().view({1, C, h, w}), format_.rgb));
+        return frames;
+    }
+    SD_CHECK(mode_ == PREVIEW_VAE && vae_ != nullptr, "%s", unavailable_reason().c_str());
+    const Tensor decoded = vae_->decode(to_codec_latent(format_, latent), tiling_);  // [F, 3, H, W]
+    for (int64_t f = 0; f < decoded.size(0); ++f)
+        frames.push_back(decoded_to_image(decoded.narrow(0, f, 1)));
+    return frames;
 }
 
 }  // namespace sd

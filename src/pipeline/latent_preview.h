@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "image/image_io.h"
 #include "pipeline/components.h"
@@ -18,13 +19,17 @@ image::Image project_latent_rgb(const Tensor& latent, const LatentRgbProjection&
 class LatentPreviewer {
   public:
     // `tae` / `vae`: the decoders the context has (nullptr: none); they must outlive this.
+    // `video`: the latents are a video's [1, C, T, h, w].
     LatentPreviewer(preview_t mode, const LatentFormat& format, const LatentCodec* tae,
-                    const LatentCodec* vae, const VaeTiling& tiling);
+                    const LatentCodec* vae, const VaeTiling& tiling, bool video = false);
 
     // Why this mode cannot preview this model ("" when it can).
     std::string unavailable_reason() const;
     // The preview of a model latent [1, C, h, w]; check unavailable_reason() first.
     image::Image render(const Tensor& latent) const;
+    // An image's preview, or a video latent's [1, C, T, h, w] frames: one a latent frame for
+    // proj (as the reference), every frame for vae.
+    std::vector<image::Image> render_frames(const Tensor& latent) const;
 
   private:
     preview_t mode_;
@@ -32,6 +37,7 @@ class LatentPreviewer {
     const LatentCodec* tae_;
     const LatentCodec* vae_;
     VaeTiling tiling_;
+    bool video_;
 };
 
 }  // namespace sd

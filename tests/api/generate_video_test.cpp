@@ -179,6 +179,39 @@ TEST(GenerateVideo, InputsOfVariantsNotBuiltAreRefusedByName) {
     EXPECT_NE(std::string(why).find("--video-frames 0"), std::string::npos) << why;
 }
 
+// Step previews of a video: the callback gets every latent frame's projection (proj), or
+// every frame decoded (vae).
+struct PreviewLog {
+    int calls = 0, frames = 0;
+    uint32_t width = 0;
+};
+
+TEST(GenerateVideo, PreviewsShowEveryFrame) {
+    Ctx ctx = open_wan();
+    ASSERT_NE(ctx, nullptr);
+    PreviewLog log;
+    auto cb = [](int, int count, sd_image_t* frames, bool, void* data) {
+        auto* l = static_cast<PreviewLog*>(data);
+        ++l->calls;
+        l->frames = count;
+        l->width = count > 0 ? frames[0].width : 0;
+    };
+    sd_set_preview_callback(cb, PREVIEW_PROJ, 1, true, false, &log);
+    sd_vid_gen_params_t v = video_params(32, 32, 5);
+    v.sample_params.sample_steps = 2;
+    EXPECT_EQ(video_frames(ctx.get(), v).size(), 5u);
+    EXPECT_EQ(log.calls, 2);
+    EXPECT_EQ(log.frames, 2);  // two latent frames
+    EXPECT_EQ(log.width, 4u);  // the latent's width
+    log = {};
+    sd_set_preview_callback(cb, PREVIEW_VAE, 1, true, false, &log);
+    EXPECT_EQ(video_frames(ctx.get(), v).size(), 5u);
+    sd_set_preview_callback(nullptr, PREVIEW_NONE, 1, false, false, nullptr);
+    EXPECT_EQ(log.calls, 2);
+    EXPECT_EQ(log.frames, 5);
+    EXPECT_EQ(log.width, 32u);
+}
+
 TEST(GenerateVideo, AnImageIsAOneFrameVideo) {
     Ctx ctx = open_wan();
     ASSERT_NE(ctx, nullptr);

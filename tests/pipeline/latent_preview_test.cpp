@@ -38,6 +38,30 @@ TEST(LatentPreview, ProjectionFollowsTheFormula) {
     EXPECT_THROW(project_latent_rgb(latent, LatentRgbProjection{}), Error);
 }
 
+// A video latent's proj preview is one picture a latent frame, each that frame's projection;
+// the Wan latent spaces have the reference's maps; no TAE previews a video.
+TEST(LatentPreview, AVideoIsAPictureALatentFrame) {
+    LatentFormat format;
+    format.channels = 16;
+    format.rgb = kWan21Rgb;
+    const Tensor video = test::random_tensor({1, 16, 3, 2, 5}, 12, -2.0f, 2.0f);
+    const LatentPreviewer proj(PREVIEW_PROJ, format, nullptr, nullptr, {}, /*video=*/true);
+    const std::vector<image::Image> frames = proj.render_frames(video);
+    ASSERT_EQ(frames.size(), 3u);
+    for (int64_t t = 0; t < 3; ++t) {
+        const Tensor frame = video.narrow(2, t, 1).contiguous().view({1, 16, 2, 5});
+        EXPECT_EQ(frames[t].pixels, project_latent_rgb(frame, kWan21Rgb).pixels) << t;
+        EXPECT_EQ(frames[t].width, 5u);
+    }
+    EXPECT_NE(frames[0].pixels, frames[1].pixels);
+    EXPECT_EQ(kWan21Rgb.bias[2], -0.456853f);
+    EXPECT_EQ(kWan22Rgb.weights[47][0], -0.078293f);
+    EXPECT_NE(LatentPreviewer(PREVIEW_TAE, format, nullptr, nullptr, {}, true)
+                  .unavailable_reason()
+                  .find("TAEHV"),
+              std::string::npos);
+}
+
 // Decodes a latent [1, C, h, w] to its first channel repeated, 8x the size, in [-1, 1].
 class StubCodec : public LatentCodec {
   public:
