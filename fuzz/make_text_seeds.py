@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""Seeds of the text-input fuzz targets (t5_tokenizer, qwen2_tokenizer, options), small
-enough for -max_len: a tiny T5 vocabulary as a SentencePiece protobuf and as a
-tokenizer.json, a tiny byte-level BPE as a tokenizer.json and as vocab.json + merges.txt,
-and option strings. Usage: make_text_seeds.py OUT_DIR (writes OUT_DIR/TARGET/*)."""
+"""Seeds of the text-input fuzz targets (t5_tokenizer, qwen2_tokenizer, options,
+server_request), small enough for -max_len: a tiny T5 vocabulary as a SentencePiece protobuf
+and as a tokenizer.json, a tiny byte-level BPE as a tokenizer.json and as vocab.json +
+merges.txt, option strings, and request bodies of the server's three APIs.
+Usage: make_text_seeds.py OUT_DIR (writes OUT_DIR/TARGET/*)."""
+import base64
 import json
 import os
 import struct
 import sys
+import zlib
 
 PROMPTS = [b"a lovely cat", b"A  (photo:1.2) of a CAT, 123!", "caf\u00e9 \u732b <|im_start|>".encode()]
 
@@ -81,9 +84,20 @@ def qwen2_json():
                                                         "merges": QWEN2_MERGES}}).encode()
 
 
+def tiny_png_b64():
+    """A 2x2 RGB PNG, base64 (as the requests carry images)."""
+    def chunk(kind, payload):
+        return (struct.pack(">I", len(payload)) + kind + payload
+                + struct.pack(">I", zlib.crc32(kind + payload) & 0xFFFFFFFF))
+    rows = b"".join(b"\0" + bytes([200, 40, 30] * 2) for _ in range(2))
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 2, 2, 8, 2, 0, 0, 0))
+           + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+    return base64.b64encode(png).decode()
+
+
 def main():
     out = sys.argv[1]
-    for t in ("t5_tokenizer", "qwen2_tokenizer", "options"):
+    for t in ("t5_tokenizer", "qwen2_tokenizer", "options", "server_request"):
         os.makedirs(os.path.join(out, t), exist_ok=True)
 
     def write(target, name, data):
@@ -102,6 +116,29 @@ def main():
                b"tokenizer_dir=/tmp/x,chroma_use_t5_mask=1\0" + b"0,0,0"]
     for i, o in enumerate(options):
         write("options", "args_%d" % i, o)
+    # server_request: K BODY, K choosing native img_gen (0), vid_gen (1), OpenAI (2), sdapi
+    # txt2img (3), img2img (4). A 2x2 PNG for the image fields.
+    png = tiny_png_b64()
+    extra = ' <sd_cpp_extra_args>{"sample_params":{"sample_steps":3,"guidance":{"txt_cfg":4}}}</sd_cpp_extra_args>'
+    bodies = [
+        (0, {"prompt": "a cat" + extra, "width": 64, "height": 64, "seed": 5, "batch_count": 2,
+             "sample_params": {"sample_method": "euler_a", "scheduler": "karras", "sample_steps": 4},
+             "hires": {"enabled": True, "scale": 1.5, "upscaler": "Latent"},
+             "vae_tiling_params": {"enabled": True, "tile_size_x": 32}, "cache_mode": "easycache",
+             "init_image": png, "mask_image": png, "ref_images": [png], "output_format": "webp"}),
+        (1, {"prompt": "a dog", "video_frames": 9, "fps": 12, "moe_boundary": 0.9, "end_image": png,
+             "control_frames": [png, png], "vace_strength": 0.5, "output_format": "avi",
+             "high_noise_sample_params": {"sample_steps": 2, "guidance": {"txt_cfg": 3.5, "slg": {"layers": [1]}}}}),
+        (2, {"prompt": "a fox" + extra, "n": 2, "size": "64x128", "output_format": "jpeg",
+             "output_compression": 50, "response_format": "b64_json"}),
+        (3, {"prompt": "a bird <lora:none:0.5>", "negative_prompt": "blur", "steps": 3, "cfg_scale": 5,
+             "sampler_name": "DPM++ 2M Karras", "width": 64, "height": 64, "enable_hr": True,
+             "hr_scale": 2, "override_settings": {"CLIP_stop_at_last_layers": 2}}),
+        (4, {"prompt": "a cow", "init_images": [png], "mask": png, "denoising_strength": 0.4,
+             "inpainting_mask_invert": 1, "extra_images": [png]}),
+    ]
+    for i, (k, body) in enumerate(bodies):
+        write("server_request", "body_%d" % i, bytes([k]) + json.dumps(body).encode())
 
 
 if __name__ == "__main__":
