@@ -24,7 +24,7 @@ const cli::CliParams& defaults() {
         const std::string loras = sd::fuzz::private_dir() + "/loras";
         std::filesystem::create_directories(loras);
         const char* args[] = {"sd-server", "-m", "model.safetensors", "--lora-model-dir",
-                               loras.c_str()};
+                              loras.c_str()};
         cli::CliParams p;
         cli::parse_command_line(static_cast<int>(std::size(args)), args, p);
         return p;
@@ -66,7 +66,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                 sd::fuzz::sink = touch(server::parse_openai_generation(body, ctx));
                 break;
             default:
-                sd::fuzz::sink = touch(server::parse_sdapi_request(body, data[0] % 5 == 4, ctx).spec);
+                sd::fuzz::sink =
+                    touch(server::parse_sdapi_request(body, data[0] % 5 == 4, ctx).spec);
         }
     } catch (const server::RequestError& e) {
         if (e.status() < 400 || e.status() >= 500) std::abort();  // a refusal is the client's
