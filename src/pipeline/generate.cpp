@@ -478,15 +478,6 @@ Denoised denoise(const ModelComponents& m, const DiffusionModel& net, const Deno
     return result;
 }
 
-// A decoded image [1, 3, H, W] as one image, a video's frames [F, 3, H, W] as F.
-std::vector<image::Image> decoded_frames(const Tensor& decoded, bool video) {
-    if (!video) return {decoded_to_image(decoded)};
-    std::vector<image::Image> frames;
-    for (int64_t f = 0; f < decoded.size(0); ++f)
-        frames.push_back(decoded_to_image(decoded.narrow(0, f, 1)));
-    return frames;
-}
-
 // One sampling run of a generation: the network, the request whose sampler and guidance it
 // uses, the conditions with its part of the schedule, whose first step is step first_step + 1
 // of total_steps (a two-expert model samples in two stages, the hires fix in a second run).

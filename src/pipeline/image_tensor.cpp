@@ -61,6 +61,14 @@ image::Image decoded_to_image(const Tensor& x) {
     return tensor_to_bytes(x, "decoded image", [](float v) { return (v + 1.0f) * 0.5f; });
 }
 
+std::vector<image::Image> decoded_frames(const Tensor& decoded, bool video) {
+    if (!video) return {decoded_to_image(decoded)};
+    std::vector<image::Image> frames;
+    for (int64_t f = 0; f < decoded.size(0); ++f)
+        frames.push_back(decoded_to_image(decoded.narrow(0, f, 1)));
+    return frames;
+}
+
 image::Image unit_to_image(const Tensor& x) {
     return tensor_to_bytes(x, "image", [](float v) { return v; });
 }

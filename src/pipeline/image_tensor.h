@@ -16,6 +16,8 @@ Tensor image_to_tensor(const image::Image& image);
 Tensor rgb_image_to_tensor(const image::Image& image);
 // From [1, C, H, W] in [-1, 1] (a VAE's output) to bytes.
 image::Image decoded_to_image(const Tensor& x);
+// A decoded image [1, 3, H, W] as one image, a video's frames [F, 3, H, W] as F.
+std::vector<image::Image> decoded_frames(const Tensor& decoded, bool video);
 // From [1, C, H, W] in [0, 1] (an upscaler's output) to bytes.
 image::Image unit_to_image(const Tensor& x);
 // A mask image (any channel count; the first channel is used) to [1, 1, H, W] in {0, 1}:

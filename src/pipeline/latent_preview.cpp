@@ -57,8 +57,8 @@ image::Image LatentPreviewer::render(const Tensor& latent) const {
 
 std::vector<image::Image> LatentPreviewer::render_frames(const Tensor& latent) const {
     if (latent.dim() != 5) return {render(latent)};
-    std::vector<image::Image> frames;
     if (mode_ == PREVIEW_PROJ) {
+        std::vector<image::Image> frames;
         const int64_t C = latent.size(1), h = latent.size(3), w = latent.size(4);
         for (int64_t t = 0; t < latent.size(2); ++t)
             frames.push_back(project_latent_rgb(
@@ -66,10 +66,7 @@ std::vector<image::Image> LatentPreviewer::render_frames(const Tensor& latent) c
         return frames;
     }
     SD_CHECK(mode_ == PREVIEW_VAE && vae_ != nullptr, "%s", unavailable_reason().c_str());
-    const Tensor decoded = vae_->decode(to_codec_latent(format_, latent), tiling_);  // [F, 3, H, W]
-    for (int64_t f = 0; f < decoded.size(0); ++f)
-        frames.push_back(decoded_to_image(decoded.narrow(0, f, 1)));
-    return frames;
+    return decoded_frames(vae_->decode(to_codec_latent(format_, latent), tiling_), true);
 }
 
 }  // namespace sd
