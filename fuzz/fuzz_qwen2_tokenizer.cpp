@@ -1,8 +1,9 @@
-// Qwen2Tokenizer (the byte-level BPE of the LLM text encoders) from the input: a
-// tokenizer.json, or vocab.json + merges.txt when the first byte is 'V'; then the prompt
-// encoded (special tokens in the text too), decoded, and the vocabulary carried through GGUF
-// metadata and back. The input is
-//   'J' TOKENIZER_JSON \0 PROMPT     or     'V' VOCAB_JSON \0 MERGES_TXT \0 PROMPT
+// LlmTokenizer (the byte-level BPE of the LLM text encoders) from the input: a
+// tokenizer.json, vocab.json + merges.txt when the first byte is 'V', Mistral's tekken.json
+// when it is 'T'; then the prompt encoded (special tokens in the text too), decoded, and the
+// vocabulary carried through GGUF metadata and back. The input is
+//   'J' TOKENIZER_JSON \0 PROMPT  or  'V' VOCAB_JSON \0 MERGES_TXT \0 PROMPT  or
+//   'T' TEKKEN_JSON \0 PROMPT
 // Every id produced must lie inside the vocabulary.
 #include <cstdio>
 #include <cstdlib>
@@ -10,7 +11,7 @@
 #include <vector>
 
 #include "fuzz_util.h"
-#include "tokenizer/qwen2_tokenizer.h"
+#include "tokenizer/llm_tokenizer.h"
 
 namespace {
 
@@ -21,13 +22,14 @@ std::string_view next_part(std::string_view& rest) {
     return part;
 }
 
-sd::Qwen2Tokenizer load(std::string_view& rest) {
+sd::LlmTokenizer load(std::string_view& rest) {
     const char kind = rest.empty() ? 'J' : rest[0];
     if (!rest.empty()) rest.remove_prefix(1);
-    if (kind != 'V') return sd::Qwen2Tokenizer::from_json_bytes(next_part(rest), "fuzz");
+    if (kind == 'T') return sd::LlmTokenizer::from_tekken_json_bytes(next_part(rest), "fuzz");
+    if (kind != 'V') return sd::LlmTokenizer::from_json_bytes(next_part(rest), "fuzz");
     const std::string_view vocab = next_part(rest);
     const std::string_view merges = next_part(rest);
-    return sd::Qwen2Tokenizer::from_vocab_merges_bytes(vocab, merges, "fuzz");
+    return sd::LlmTokenizer::from_vocab_merges_bytes(vocab, merges, "fuzz");
 }
 
 }  // namespace
@@ -35,7 +37,7 @@ sd::Qwen2Tokenizer load(std::string_view& rest) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string_view rest(reinterpret_cast<const char*>(data), size);
     sd::fuzz::run_one([&] {
-        const sd::Qwen2Tokenizer tok = load(rest);
+        const sd::LlmTokenizer tok = load(rest);
         const std::string_view prompt = rest;
         const std::vector<int32_t> ids = tok.encode(prompt);
         for (int32_t id : ids) {
@@ -46,8 +48,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             }
         }
         const std::string text = tok.decode(ids);
-        const sd::Qwen2Tokenizer back =
-            sd::Qwen2Tokenizer::from_gguf_metadata(tok.to_gguf_metadata(), "fuzz round trip");
+        const sd::LlmTokenizer back = sd::LlmTokenizer::from_gguf_metadata(
+            tok.to_gguf_metadata(), "fuzz round trip", tok.kind());
         if (back.encode(prompt) != ids) {
             std::fprintf(stderr, "FUZZ FINDING: the GGUF round trip changes the ids\n");
             std::abort();

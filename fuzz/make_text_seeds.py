@@ -84,6 +84,20 @@ def qwen2_json():
                                                         "merges": QWEN2_MERGES}}).encode()
 
 
+def tekken_json():
+    """Mistral's tekken.json: 20 named specials of 1000, the 256 bytes, 3 merged tokens."""
+    names = ["<unk>", "<s>", "</s>", "[INST]", "[/INST]", "[AVAILABLE_TOOLS]",
+             "[/AVAILABLE_TOOLS]", "[TOOL_RESULTS]", "[/TOOL_RESULTS]", "[TOOL_CALLS]", "[IMG]",
+             "<pad>", "[IMG_BREAK]", "[IMG_END]", "[PREFIX]", "[MIDDLE]", "[SUFFIX]",
+             "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]", "[TOOL_CONTENT]"]
+    tokens = [bytes([b]) for b in range(256)] + [b"ca", b"cat", b" cat"]
+    vocab = [{"rank": r, "token_bytes": base64.b64encode(t).decode(), "token_str": None}
+             for r, t in enumerate(tokens)]
+    specials = [{"rank": r, "token_str": n, "is_control": True} for r, n in enumerate(names)]
+    config = {"default_vocab_size": 1000 + len(tokens), "default_num_special_tokens": 1000}
+    return json.dumps({"config": config, "vocab": vocab, "special_tokens": specials}).encode()
+
+
 def tiny_png_b64():
     """A 2x2 RGB PNG, base64 (as the requests carry images)."""
     def chunk(kind, payload):
@@ -111,6 +125,7 @@ def main():
         vocab = json.dumps(qwen2_vocab()).encode()
         merges = ("#version: 0.2\n" + "\n".join(QWEN2_MERGES) + "\n").encode()
         write("qwen2_tokenizer", "vocab_merges_%d" % i, b"V" + vocab + b"\0" + merges + b"\0" + p)
+        write("qwen2_tokenizer", "tekken_%d" % i, b"T" + tekken_json() + b"\0" + p)
     options = [b"", b"chroma_use_dit_mask=true,chroma_t5_mask_pad=1\0" + b"1,1,0,0,1",
                b"qwen_image_zero_cond_t=false,compute_type=bf16\0" + b"1,0",
                b"tokenizer_dir=/tmp/x,chroma_use_t5_mask=1\0" + b"0,0,0"]

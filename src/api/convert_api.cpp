@@ -15,7 +15,7 @@
 #include "stable-diffusion-ext.h"
 #include "stable-diffusion.h"
 #include "tokenizer/clip_tokenizer.h"
-#include "tokenizer/qwen2_tokenizer.h"
+#include "tokenizer/llm_tokenizer.h"
 #include "tokenizer/t5_tokenizer.h"
 
 namespace sd::api {
@@ -67,11 +67,11 @@ std::map<std::string, MetadataValue> tokenizer_metadata(const ModelFiles& files,
         // An LLM text encoder (its names are the role's, from --llm or recognised alone in -m):
         // the Qwen2 vocabulary, which llama.cpp's GGUF LLM files carry as well.
         if (files.has_role(ModelRole::Llm)) {
-            Qwen2TokenizerSearch search;
+            LlmTokenizerSearch search;
             search.tokenizer_dir = tokenizer_dir;
             search.llm_path = model_path;
             search.llm_file = model_file;
-            Qwen2Tokenizer tokenizer = find_qwen2_tokenizer(search);
+            LlmTokenizer tokenizer = find_llm_tokenizer(search);
             SD_LOG_INFO("embedding the Qwen2 tokenizer vocabulary (%zu tokens, %zu merges)",
                         tokenizer.vocab_size(), tokenizer.merge_count());
             return tokenizer.to_gguf_metadata();

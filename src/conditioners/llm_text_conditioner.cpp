@@ -6,11 +6,12 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "conditioners/dit_text.h"
+#include "ops/shape_ops.h"
 #include "pipeline/image_tensor.h"
 
 namespace sd {
 
-LlmTextConditioner::LlmTextConditioner(Qwen2Tokenizer tokenizer, Llm llm,
+LlmTextConditioner::LlmTextConditioner(LlmTokenizer tokenizer, Llm llm,
                                        LlmPromptTemplate prompt_template,
                                        std::optional<LlmVision> vision)
     : tokenizer_(std::move(tokenizer)),
@@ -36,6 +37,7 @@ void LlmTextConditioner::tokenize_parts(const std::string& prefix, const std::st
     };
     ids.clear();
     weights.clear();
+    if (tokenizer_.bos_id() >= 0) append({tokenizer_.bos_id()}, {1.0f});  // Mistral's <s>
     plain(prefix);
     const WeightedIds user =
         weighted_ids(prompt, [&](const std::string& t) { return tokenizer_.encode(t); });
@@ -146,6 +148,10 @@ Conditioning LlmTextConditioner::run(std::vector<int32_t> ids, std::vector<float
     Tensor states = apply_token_weights(llm_.forward(ids, t.out_layers, input), weights);
     if (t.drop_front > 0)
         states = states.narrow(1, t.drop_front, states.size(1) - t.drop_front).contiguous();
+    if (states.size(1) < t.zero_pad_to) {
+        const Tensor zeros = Tensor::zeros({1, t.zero_pad_to - states.size(1), states.size(2)});
+        states = concat({states, zeros}, 1);
+    }
     Conditioning out;
     out.context = std::move(states);
     return out;
@@ -158,9 +164,10 @@ size_t LlmTextConditioner::count_tokens(const std::string& prompt) const {
     return ids.size();
 }
 
-Qwen2Tokenizer find_llm_vocabulary(const ModelFiles& files, const LoadOptions& options,
-                                   const std::string& llm_prefix) {
-    Qwen2TokenizerSearch search;
+LlmTokenizer find_llm_vocabulary(const ModelFiles& files, const LoadOptions& options,
+                                 const std::string& llm_prefix, const LlmVocabulary& kind) {
+    LlmTokenizerSearch search;
+    search.kind = &kind;
     search.tokenizer_dir = options.tokenizer_dir;
     search.model_path = options.model_path;
     search.llm_path = files.source_of(first_with(files, llm_prefix));
@@ -169,23 +176,27 @@ Qwen2Tokenizer find_llm_vocabulary(const ModelFiles& files, const LoadOptions& o
     for (const TensorFile& f : files.files()) {
         if (f.path == search.llm_path) {
             search.llm_file = &f;
-        } else if (!search.model_file && Qwen2Tokenizer::gguf_has_vocab(f.metadata)) {
+        } else if (!search.model_file && LlmTokenizer::gguf_has_vocab(f.metadata, kind)) {
             search.model_file = &f;
         }
     }
     try {
-        return find_qwen2_tokenizer(search);
+        return find_llm_tokenizer(search);
     } catch (const Error& e) {
         fail("--llm %s: %s", search.llm_path.c_str(), e.what());
     }
 }
 
 Llm load_llm_encoder(const ModelFiles& files, const LoadOptions& options,
-                     const std::string& llm_prefix) {
+                     const std::string& llm_prefix, const LlmOptions& defaults) {
     try {
         const Weights w(files, llm_prefix, options.memory.residency);
         w.skip_all("visual.");  // a VL model's vision tower: its own part, not the text model's
-        return Llm::load(w, llm_options(files));
+        LlmOptions o = llm_options(files);
+        if (o.head_dim == 0) o.head_dim = defaults.head_dim;
+        if (o.rope_theta <= 0) o.rope_theta = defaults.rope_theta;
+        if (o.eps <= 0) o.eps = defaults.eps;
+        return Llm::load(w, o);
     } catch (const Error& e) {
         fail("--llm %s: %s", files.source_of(first_with(files, llm_prefix)).c_str(), e.what());
     }

@@ -17,7 +17,7 @@
 #include "models/qwen2_5_vl_vision.h"
 #include "pipeline/components.h"
 #include "pipeline/load_options.h"
-#include "tokenizer/qwen2_tokenizer.h"
+#include "tokenizer/llm_tokenizer.h"
 
 namespace sd {
 
@@ -29,6 +29,9 @@ struct LlmPromptTemplate {
     // When > 0, the ids are padded to this many with the vocabulary's pad id (FLUX.2-klein:
     // 512) and the padding is masked out of the keys (the reference's max_length).
     int pad_to = 0;
+    // When > 0, the hidden states are padded with zero rows to at least this many, after the
+    // LLM (FLUX.2-dev: 512; the reference's min_length).
+    int zero_pad_to = 0;
 };
 
 // Reference images read with the prompt by a vision-language encoder (Qwen-Image-Edit, the
@@ -46,7 +49,7 @@ struct LlmVision {
 
 class LlmTextConditioner : public Conditioner {
   public:
-    LlmTextConditioner(Qwen2Tokenizer tokenizer, Llm llm, LlmPromptTemplate prompt_template,
+    LlmTextConditioner(LlmTokenizer tokenizer, Llm llm, LlmPromptTemplate prompt_template,
                        std::optional<LlmVision> vision = std::nullopt);
 
     Conditioning encode(const ConditionRequest& request) const override;
@@ -78,7 +81,7 @@ class LlmTextConditioner : public Conditioner {
     Conditioning run(std::vector<int32_t> ids, std::vector<float> weights,
                      const LlmPromptTemplate& t, std::span<const LlmEmbedSplice> splices) const;
 
-    Qwen2Tokenizer tokenizer_;
+    LlmTokenizer tokenizer_;
     Llm llm_;
     LlmPromptTemplate template_;
     std::optional<LlmVision> vision_;
@@ -86,13 +89,15 @@ class LlmTextConditioner : public Conditioner {
     mutable std::vector<std::pair<image::Image, Tensor>> tower_cache_;  // the last request's
 };
 
-// The Qwen2 vocabulary of the LLM in `files` under `llm_prefix` (--tokenizer-dir, the LLM's
-// folder, its GGUF metadata, the model's); an error names the LLM's file with --llm.
-Qwen2Tokenizer find_llm_vocabulary(const ModelFiles& files, const LoadOptions& options,
-                                   const std::string& llm_prefix);
+// The vocabulary (of `kind`) of the LLM in `files` under `llm_prefix` (--tokenizer-dir, the
+// LLM's folder, its GGUF metadata, the model's); an error names the LLM's file with --llm.
+LlmTokenizer find_llm_vocabulary(const ModelFiles& files, const LoadOptions& options,
+                                 const std::string& llm_prefix,
+                                 const LlmVocabulary& kind = qwen2_vocabulary());
 
 // The LLM under `llm_prefix` (which the files must have); an error names its file with --llm.
+// `defaults` fill what the file's GGUF metadata does not give (Mistral's eps and theta).
 Llm load_llm_encoder(const ModelFiles& files, const LoadOptions& options,
-                     const std::string& llm_prefix);
+                     const std::string& llm_prefix, const LlmOptions& defaults = {});
 
 }  // namespace sd

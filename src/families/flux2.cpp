@@ -1,14 +1,18 @@
-// FLUX.2 (klein 4B / 9B; dev is recognised), as stable-diffusion.cpp runs it:
-//   text: Qwen3 through the LLM path (conditioners/llm_text_conditioner.h), the prompt in the
-//         chat template "<|im_start|>user\n{prompt}<|im_end|>\n<|im_start|>assistant\n<think>\n
-//         \n</think>\n\n", padded to 512 tokens (padding masked out of the keys), the hidden
-//         states after layers 9, 18 and 27 concatenated (3 x 2560 for Qwen3-4B);
+// FLUX.2 (klein 4B / 9B and dev 32B), as stable-diffusion.cpp runs it:
+//   text: an LLM through the LLM path (conditioners/llm_text_conditioner.h).
+//         klein: Qwen3, the prompt in the chat template "<|im_start|>user\n{prompt}<|im_end|>\n
+//         <|im_start|>assistant\n<think>\n\n</think>\n\n", padded to 512 tokens (padding
+//         masked out of the keys), the hidden states after layers 9, 18 and 27 concatenated
+//         (3 x 2560 for Qwen3-4B).
+//         dev: Mistral-Small-3.2 (tekken vocabulary, <s> in front), the prompt in
+//         "[SYSTEM_PROMPT]...[/SYSTEM_PROMPT][INST]{prompt}[/INST]", unpadded, the hidden states
+//         after layers 10, 20 and 30 concatenated (3 x 5120), zero rows added up to 512;
 //   model: the FLUX.2 DiT (models/flux2.h) predicting the flow velocity (FLUX_FLOW_PRED);
 //         euler on the flux2 schedule (mu from the image tokens and the steps) by default;
 //   latent: the 32-channel FLUX.2 VAE (quant convs; encode takes the posterior's mean), its
 //         latents' 2x2 patches folded into 128 channels, each normalised by the reference's
 //         fixed mean and std.
-// dev (48 single blocks) takes Mistral-Small-3.2 as its text encoder, not built yet.
+// dev is told from klein by its 48th single block; its DiT also embeds the distilled guidance.
 // Files: --diffusion-model, --llm, --vae.
 #include "models/flux2.h"
 #include "base/error.h"
@@ -26,11 +30,17 @@ const std::string kDm = "model.diffusion_model.";
 const std::string kLlm = "text_encoders.llm.";
 constexpr int64_t kVaeChannels = 32;
 
+bool is_dev(const ModelFiles& f);
+
 // FLUX.2 shares its modulations across blocks; dev has all 48 single blocks (the reference's
 // test: klein has fewer).
 std::string detect(const ModelFiles& f) {
     if (!f.find(kDm + "double_stream_modulation_img.lin.weight")) return "";
-    return f.has_prefix(kDm + "single_blocks.47.") ? "FLUX.2-dev" : "FLUX.2-klein";
+    return is_dev(f) ? "FLUX.2-dev" : "FLUX.2-klein";
+}
+
+bool is_dev(const ModelFiles& f) {
+    return f.has_prefix(kDm + "single_blocks.47.");
 }
 
 const LlmPromptTemplate kKleinPrompt{"<|im_start|>user\n",
@@ -38,6 +48,27 @@ const LlmPromptTemplate kKleinPrompt{"<|im_start|>user\n",
                                      {9, 18, 27},
                                      0,
                                      512};
+
+// The reference's system prompt for FLUX.2-dev (with its line break).
+const LlmPromptTemplate kDevPrompt{
+    "[SYSTEM_PROMPT]You are an AI that reasons about image descriptions. You give structured "
+    "responses focusing on object relationships, object\nattribution and actions without "
+    "speculation.[/SYSTEM_PROMPT][INST]",
+    "[/INST]",
+    {10, 20, 30},
+    0,
+    0,
+    512};
+
+// Mistral-Small-3.2 as the reference runs it: 128-wide heads, RMS eps 1e-5, rope theta 1e9
+// (a llama.cpp GGUF's metadata says the same).
+LlmOptions mistral_options() {
+    LlmOptions o;
+    o.head_dim = 128;
+    o.rope_theta = 1e9f;
+    o.eps = 1e-5f;
+    return o;
+}
 
 class Flux2DiffusionModel : public DiffusionModel {
   public:
@@ -62,17 +93,18 @@ class Flux2DiffusionModel : public DiffusionModel {
 
 // The LLM file is named with --llm when it holds a vision-language model or states of
 // another width than the DiT's txt_in reads (3 of its hidden states).
-void check_llm(const ModelFiles& files, const LlmConfig& llm, int64_t context_dim) {
+void check_llm(const ModelFiles& files, const LlmConfig& llm, int64_t context_dim, bool dev) {
     const std::string file = files.source_of(first_with(files, kLlm));
+    const char* variant = dev ? "FLUX.2-dev" : "FLUX.2-klein";
     SD_CHECK(!files.has_prefix(kLlm + "visual."),
-             "--llm %s holds a vision-language model (visual.* tensors); FLUX.2-klein takes "
-             "Qwen3 there",
-             file.c_str());
+             "--llm %s holds a vision-language model (visual.* tensors); %s takes %s there",
+             file.c_str(), variant, dev ? "Mistral-Small-3.2's text model" : "Qwen3");
     SD_CHECK(3 * llm.width == context_dim,
-             "--llm %s is an LLM %lld wide; this FLUX.2-klein model reads 3 hidden states of "
-             "%lld (its txt_in takes %lld)",
-             file.c_str(), (long long)llm.width, (long long)(context_dim / 3),
-             (long long)context_dim);
+             "--llm %s is an LLM %lld wide; this %s model reads 3 hidden states of %lld (its "
+             "txt_in takes %lld)%s",
+             file.c_str(), (long long)llm.width, variant, (long long)(context_dim / 3),
+             (long long)context_dim,
+             dev ? ": FLUX.2-dev takes Mistral-Small-3.2-24B (5120 wide)" : "");
 }
 
 void check_vae(const ModelFiles& files, const LatentCodec* codec) {
@@ -84,16 +116,16 @@ void check_vae(const ModelFiles& files, const LatentCodec* codec) {
 }
 
 ModelComponents assemble(const ModelFiles& files, const LoadOptions& options) {
-    if (files.has_prefix(kDm + "single_blocks.47."))
-        fail("FLUX.2-dev (Mistral-Small-3.2 text encoder) is not supported by this build yet");
+    const bool dev = is_dev(files);
     auto dit = std::make_unique<Flux2DiffusionModel>(
         Flux2Model::load(Weights(files, kDm, options.memory.residency)));
     if (!files.has_prefix(kLlm)) fail_missing_role(files, kFlux2Family, ModelRole::Llm);
-    Llm llm = load_llm_encoder(files, options, kLlm);
-    check_llm(files, llm.config(), dit->model().config().context_dim);
+    Llm llm = load_llm_encoder(files, options, kLlm, dev ? mistral_options() : LlmOptions{});
+    check_llm(files, llm.config(), dit->model().config().context_dim, dev);
     ModelComponents m;
-    m.conditioner = std::make_unique<LlmTextConditioner>(find_llm_vocabulary(files, options, kLlm),
-                                                         std::move(llm), kKleinPrompt);
+    m.conditioner = std::make_unique<LlmTextConditioner>(
+        find_llm_vocabulary(files, options, kLlm, dev ? mistral_vocabulary() : qwen2_vocabulary()),
+        std::move(llm), dev ? kDevPrompt : kKleinPrompt);
     m.diffusion = std::move(dit);
     m.codec = load_kl_vae(files, options, /*sample_posterior=*/false);
     check_vae(files, m.codec.get());
@@ -142,9 +174,10 @@ constexpr float kFlux2Std[128] = {
 constexpr const char* kFlux2ConvertKeeps[] = {"img_in.", "txt_in.", "time_in.", "guidance_in.",
                                               "final_layer."};
 
-constexpr RoleUse kFlux2Roles[] = {{ModelRole::DiffusionModel, true},
-                                   {ModelRole::Llm, true, "Qwen3 text encoder"},
-                                   {ModelRole::Vae, true, nullptr, "flux2 ae.safetensors: "}};
+constexpr RoleUse kFlux2Roles[] = {
+    {ModelRole::DiffusionModel, true},
+    {ModelRole::Llm, true, "Qwen3 (klein) or Mistral-Small-3.2 (dev) text encoder"},
+    {ModelRole::Vae, true, nullptr, "flux2 ae.safetensors: "}};
 
 // Defaults as the reference's: euler on the flux2 schedule.
 extern const Family kFlux2Family{"FLUX.2",
@@ -155,6 +188,6 @@ extern const Family kFlux2Family{"FLUX.2",
                                  {},
                                  kFlux2ConvertKeeps,
                                  kFlux2Roles,
-                                 "FLUX.2-klein 4B / 9B (FLUX.2-dev recognised, not built yet)"};
+                                 "FLUX.2-klein 4B / 9B, FLUX.2-dev"};
 
 }  // namespace sd

@@ -13,7 +13,7 @@
 #include "io/tensor_file.h"
 #include "run_cli.h"
 #include "test_util.h"
-#include "tokenizer/qwen2_tokenizer.h"
+#include "tokenizer/llm_tokenizer.h"
 
 namespace sd {
 namespace {
@@ -31,10 +31,10 @@ std::string qwen3_q8_0() {
 TEST(ZImageGguf, TheLlmCarriesItsVocabulary) {
     const std::string gguf = qwen3_q8_0();
     const TensorFile f = open_tensor_file(gguf);
-    ASSERT_TRUE(Qwen2Tokenizer::gguf_has_vocab(f.metadata));
-    const Qwen2Tokenizer embedded = Qwen2Tokenizer::from_gguf_metadata(f.metadata, gguf);
-    const Qwen2Tokenizer original =
-        Qwen2Tokenizer::from_file(test::fixtures_dir() + "/tokenizers/qwen2/tokenizer.json");
+    ASSERT_TRUE(LlmTokenizer::gguf_has_vocab(f.metadata));
+    const LlmTokenizer embedded = LlmTokenizer::from_gguf_metadata(f.metadata, gguf);
+    const LlmTokenizer original =
+        LlmTokenizer::from_file(test::fixtures_dir() + "/tokenizers/qwen2/tokenizer.json");
     for (const char* text :
          {"<|im_start|>user\na cat<|im_end|>\n", "  naïve café 42  ", "一只猫 🐱\n\n  x"})
         EXPECT_EQ(embedded.encode(text), original.encode(text)) << text;

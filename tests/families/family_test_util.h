@@ -15,16 +15,23 @@
 
 namespace sd::test {
 
-// A sparse checkpoint of `manifest` with the given write_sparse_checkpoint.py options.
+// A manifest of tests/families/manifests/ (real layouts the fixtures do not have).
+inline std::string local_manifest(const std::string& name) {
+    return std::string(SD_TESTS_SOURCE_DIR) + "/families/manifests/" + name + ".tsv";
+}
+
+// A sparse checkpoint of `manifest` (a fixture manifest's name, or a .tsv path) with the
+// given write_sparse_checkpoint.py options.
 inline std::string sparse(const std::string& manifest, const std::string& name,
                           const std::string& options = "") {
+    const std::string tsv =
+        manifest.ends_with(".tsv") ? manifest : fixtures_dir() + "/manifests/" + manifest + ".tsv";
     // Named per process: the tests of one suite run as parallel processes, and one's file
     // must not be rewritten while another reads it.
     std::string path =
         testing::TempDir() + "/" + name + "_" + std::to_string(::getpid()) + ".safetensors";
     run_or_fail("/usr/bin/python3 " + std::string(SD_TESTS_SOURCE_DIR) +
-                "/tools/write_sparse_checkpoint.py " + fixtures_dir() + "/manifests/" + manifest +
-                ".tsv " + path + " " + options);
+                "/tools/write_sparse_checkpoint.py " + tsv + " " + path + " " + options);
     return path;
 }
 

@@ -1,16 +1,23 @@
 // The FLUX.2 family on full-size layouts whose data is a hole (sparse files from the fixture
 // manifests): klein told from FLUX.2-dev (all 48 single blocks) and from FLUX.1, assembled
 // from its three files with the reference's defaults (euler on the flux2 schedule, 128
-// patched latent channels at factor 16 with per-channel statistics), dev refused by name, and
-// a VAE of another latent width or an LLM of another width named.
+// patched latent channels at factor 16 with per-channel statistics), FLUX.2-dev assembled with
+// Mistral-Small-3.2 at their real layouts, and a VAE of another latent width, an LLM of
+// another width or a missing Mistral vocabulary named.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
+#include "conditioners/llm_text_conditioner.h"
 #include "families/family_test_util.h"
 #include "families/parts/kl_vae.h"
 #include "families/registry.h"
 #include "fixture_files.h"
 #include "io/io_test_util.h"
+#include "models/flux2.h"
 #include "test_util.h"
+#include "tokenizer/tiny_mistral_vocabulary.h"
 
 namespace sd {
 namespace {
@@ -116,10 +123,88 @@ TEST(Flux2Family, VaeQuantConvsAreRead) {
     EXPECT_TRUE(vae->vae().config().has_quant_conv);  // encoder.quant_conv, decoder.post_quant_conv
 }
 
-TEST(Flux2Family, DevIsRefusedByName) {
-    const std::string error = test::error_of(
-        [&] { load_model(flux2_files(dev_dit(), files_once().vae), test::family_test_options()); });
+// FLUX.2-dev at its real layout (32 B DiT, Mistral-Small-3.2-24B; sparse files of
+// tests/families/manifests) with a tekken.json made by the test in DIR/mistral/.
+struct DevFiles {
+    std::string dit = sparse(test::local_manifest("flux2_dev"), "flux2_dev_dit");
+    std::string llm = sparse(test::local_manifest("mistral_small_3_2_24b"), "flux2_dev_mistral");
+    std::string tokenizers = test::temp_path("flux2_dev_tokenizers");
+    DevFiles() {
+        std::filesystem::create_directories(tokenizers + "/mistral");
+        std::ofstream(tokenizers + "/mistral/tekken.json") << test::tiny_tekken_json();
+    }
+};
+
+const DevFiles& dev_once() {
+    static const DevFiles f;
+    return f;
+}
+
+ModelFiles dev_files(const std::string& llm) {
+    ModelFiles files;
+    files.add(dev_once().dit, ModelRole::DiffusionModel);
+    files.add(llm, ModelRole::Llm);
+    files.add(files_once().vae, ModelRole::Vae);
+    return files;
+}
+
+LoadOptions dev_options() {
+    LoadOptions o = test::family_test_options();
+    o.tokenizer_dir = dev_once().tokenizers;
+    return o;
+}
+
+TEST(Flux2Family, DevAssemblesWithMistral) {
+    EXPECT_EQ(variant_of(dev_once().dit), "FLUX.2-dev");
+    LoadedModel m = load_model(dev_files(dev_once().llm), dev_options());
+    EXPECT_EQ(m.components.family_name, "FLUX.2-dev");
+    const auto* conditioner =
+        dynamic_cast<const LlmTextConditioner*>(m.components.conditioner.get());
+    ASSERT_NE(conditioner, nullptr);
+    const LlmConfig& llm = conditioner->llm().config();
+    EXPECT_EQ(llm.width, 5120);
+    EXPECT_EQ(llm.layers, 40);
+    EXPECT_EQ(llm.heads, 32);
+    EXPECT_EQ(llm.kv_heads, 8);
+    EXPECT_EQ(llm.head_dim, 128);
+    EXPECT_FLOAT_EQ(llm.eps, 1e-5f);
+    EXPECT_FLOAT_EQ(llm.rope_theta, 1e9f);
+    EXPECT_FALSE(llm.qk_norm);
+    // <s>, [SYSTEM_PROMPT] ... [/SYSTEM_PROMPT][INST], the prompt, [/INST].
+    std::vector<int32_t> ids;
+    std::vector<float> weights;
+    conditioner->tokenize("hello world", ids, weights);
+    ASSERT_GT(ids.size(), 8u);
+    EXPECT_EQ(std::vector<int32_t>(ids.begin(), ids.begin() + 2), (std::vector<int32_t>{1, 17}));
+    EXPECT_EQ(std::vector<int32_t>(ids.end() - 5, ids.end()),
+              (std::vector<int32_t>{18, 3, 1259, 1264, 4}));
+    EXPECT_EQ(weights.size(), ids.size());
+    EXPECT_EQ(m.components.diffusion->in_channels(), 128);
+    ModelFiles dit_file;
+    dit_file.add(dev_once().dit, ModelRole::DiffusionModel);
+    const Flux2Config dit = Flux2Model::load(Weights(dit_file, "model.diffusion_model.")).config();
+    EXPECT_TRUE(dit.guidance_embed);
+    EXPECT_EQ(dit.depth, 8);
+    EXPECT_EQ(dit.depth_single, 48);
+    EXPECT_EQ(dit.hidden, 6144);
+    EXPECT_EQ(dit.heads, 48);
+    EXPECT_EQ(dit.context_dim, 15360);
+    EXPECT_EQ(m.family->defaults.scheduler, FLUX2_SCHEDULER);
+}
+
+TEST(Flux2Family, DevWithQwen3IsNamed) {
+    const std::string error =
+        test::error_of([&] { load_model(dev_files(files_once().llm), dev_options()); });
+    EXPECT_NE(error.find("--llm"), std::string::npos) << error;
     EXPECT_NE(error.find("FLUX.2-dev"), std::string::npos) << error;
+    EXPECT_NE(error.find("Mistral-Small-3.2"), std::string::npos) << error;
+}
+
+TEST(Flux2Family, DevWithoutAMistralVocabularyIsNamed) {
+    const std::string error =
+        test::error_of([&] { load_model(dev_files(dev_once().llm), test::family_test_options()); });
+    EXPECT_NE(error.find("--llm"), std::string::npos) << error;
+    EXPECT_NE(error.find("no Mistral tokenizer vocabulary"), std::string::npos) << error;
 }
 
 TEST(Flux2Family, AVaeOfAnotherWidthIsNamed) {

@@ -111,8 +111,8 @@ TEST(QwenImageFamily, TheEditTemplatePlacesEachPicture) {
     c.tokenize_with_pictures("make the cat blue", counts, ids, weights, at);
     ASSERT_EQ(at, (std::vector<int64_t>{70, 70 + 324 + 1 + 6}));
     const std::string dir = test::fixtures_dir() + "/tokenizers/qwen2/";
-    const Qwen2Tokenizer vocab =
-        Qwen2Tokenizer::from_vocab_merges(dir + "vocab.json", dir + "merges.txt");
+    const LlmTokenizer vocab =
+        LlmTokenizer::from_vocab_merges(dir + "vocab.json", dir + "merges.txt");
     EXPECT_EQ(vocab.decode({ids.begin(), ids.begin() + 64}),
               "<|im_start|>system\nDescribe the key features of the input image (color, shape, "
               "size, texture, objects, background), then explain how the user's text "

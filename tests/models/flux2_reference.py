@@ -3,8 +3,9 @@
 (shared modulations, SiLU-gated MLPs, no biases, 4-axis RoPE), for tests/models/flux2_test.cpp.
 
 Usage: flux2_reference.py MODEL.safetensors INPUTS.safetensors OUT.f32
-MODEL holds FLUX.2 weights (f32, BFL names); INPUTS holds x [1, C, h, w] (the patched latent,
-one token a pixel), t [1], context [1, L, D] and optionally reference latents ref0, ref1, ...
+MODEL holds FLUX.2 weights (f32, BFL names; dev's guidance_in when present); INPUTS holds x
+[1, C, h, w] (the patched latent, one token a pixel), t [1], context [1, L, D], guidance [1]
+(dev) and optionally reference latents ref0, ref1, ...
 [1, C, h', w']. OUT receives the velocity [1, C, h, w] as raw little-endian f32.
 
 Positions: text token i at (0, 0, 0, i), image pixel (r, c) at (0, r, c, 0), pixel (r, c) of
@@ -117,12 +118,15 @@ class Flux2:
         both = np.concatenate([attend(q, k, v, ang), swiglu(h[:, 3 * self.width:])], axis=1)
         return x + ms[2] * self.lin(b + "linear2", both)
 
-    def __call__(self, x, t, ctx, refs):
+    def __call__(self, x, t, ctx, refs, guidance=None):
         C, h, w = x.shape[1:]
         tokens = [x[0].reshape(C, -1).T] + [r[0].reshape(C, -1).T for r in refs]
         img = self.lin("img_in", np.concatenate(tokens))
         txt = self.lin("txt_in", ctx[0])
         vec = self.lin("time_in.out_layer", sigmoid_linear(self.lin("time_in.in_layer", time_features(t[0]))))
+        if "guidance_in.in_layer.weight" in self.w:  # dev: the distilled guidance, embedded as t is
+            g = self.lin("guidance_in.in_layer", time_features(guidance[0]))
+            vec = vec + self.lin("guidance_in.out_layer", sigmoid_linear(g))
         s = sigmoid_linear(vec)
         mi = self.lin("double_stream_modulation_img.lin", s).reshape(6, self.width)
         mt = self.lin("double_stream_modulation_txt.lin", s).reshape(6, self.width)
@@ -149,7 +153,7 @@ def main():
     refs = []
     while "ref%d" % len(refs) in inputs:
         refs.append(inputs["ref%d" % len(refs)])
-    out = model(inputs["x"], inputs["t"], inputs["context"], refs)
+    out = model(inputs["x"], inputs["t"], inputs["context"], refs, inputs.get("guidance"))
     out.astype("<f4").tofile(sys.argv[3])
 
 

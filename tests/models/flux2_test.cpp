@@ -1,6 +1,7 @@
 // FLUX.2: the token positions against values by hand, a tiny random FLUX.2 (1 double + 1
 // single block with the shared modulations, width 128, SiLU-gated MLPs, no biases) against the
-// independent numpy forward in flux2_reference.py (also with reference latents), the
+// independent numpy forward in flux2_reference.py (also with reference latents, and dev's
+// guidance embedding), the
 // configuration read from the weights, and inputs or tensors that do not fit named.
 #include "models/flux2.h"
 
@@ -111,6 +112,24 @@ TEST(Flux2Model, TinyModelMatchesNumpy) {
     const Params in = tiny_inputs();
     const Tensor got = m.forward(in.at("x"), in.at("t"), in.at("context"), 0.0f);
     test::expect_close(got, numpy_forward(model, in, "flux2_tiny"), 2e-4, 2e-4, "FLUX.2");
+}
+
+// FLUX.2-dev's form: the distilled guidance embedded as the timestep is (guidance_in) and
+// added to the time vector of every shared modulation.
+TEST(Flux2Model, GuidanceEmbeddingOfDevMatchesNumpy) {
+    Params p = tiny_flux2(1, 2);
+    p["guidance_in.in_layer.weight"] = test::random_tensor({kWidth, 256}, 77, -0.06f, 0.06f);
+    p["guidance_in.out_layer.weight"] = test::random_tensor({kWidth, kWidth}, 78, -0.09f, 0.09f);
+    const std::string model = test::write_f32_safetensors(p, "flux2_tiny_dev");
+    const Flux2Model m = load_flux2(model);
+    EXPECT_TRUE(m.config().guidance_embed);
+    Params in = tiny_inputs();
+    in["guidance"] = Tensor::from_vector({1}, {3.5f});
+    const Tensor got = m.forward(in.at("x"), in.at("t"), in.at("context"), 3.5f);
+    test::expect_close(got, numpy_forward(model, in, "flux2_tiny_dev"), 1e-4, 1e-4, "dev");
+    // The guidance moves the output (it is not ignored).
+    const Tensor other = m.forward(in.at("x"), in.at("t"), in.at("context"), 1.0f);
+    EXPECT_GT(test::compare(got, other).max_abs, 1e-3);
 }
 
 TEST(Flux2Model, ReferenceTokensMatchNumpy) {

@@ -17,6 +17,9 @@ Writes, into OUT_DIR (f32 safetensors):
   qwen2_interleaved.safetensors  the Qwen2 under GGUF names with q/k rows (and biases)
                             permuted as llama.cpp's converter does for llama models (for
                             ggml's NORMAL, interleaved, rotation)
+  mistral.safetensors       a tiny Mistral (Mistral-Small-3.2's form): 3 blocks, width 64, 4 heads /
+                            2 KV heads of 32, no biases or q/k norms, RMS eps 1e-5, theta 1e9
+  mistral_llama.safetensors the Mistral under GGUF names, q/k rows permuted for llama.cpp
   clip_like.safetensors     tensors named as a CLIP text encoder's
   expected.safetensors      ids [40] (token ids, as f32) and the hidden states [40, C]:
     q3_final                Qwen3's final-normed output (C = 256)
@@ -25,6 +28,8 @@ Writes, into OUT_DIR (f32 safetensors):
     q3_masked               the final-normed output with the last 8 keys masked (256)
     q2_final                Qwen2's final-normed output (64)
     q2_layer_2              Qwen2's block 1 output, not normed (64)
+    m_final                 the Mistral's final-normed output (64)
+    m_layers_1_2_3          its three blocks' outputs side by side (192; FLUX.2-dev's 10, 20, 30)
 The formulas follow transformers' modeling_qwen3.py / modeling_qwen2.py (Qwen3RMSNorm,
 rotate_half rotary embedding with inv_freq = theta^(-2i/d), repeat_kv grouped-query attention,
 causal softmax(q k^T / sqrt(d)), SiLU-gated MLP), in float64 from float32 weights.
@@ -44,6 +49,10 @@ QWEN3 = dict(layers=3, width=256, heads=4, kv=2, head_dim=128, ffn=512, theta=1e
              qk_norm=True, bias=False)
 QWEN2 = dict(layers=2, width=64, heads=4, kv=2, head_dim=16, ffn=96, theta=1e4,
              qk_norm=False, bias=True)
+# Mistral-Small-3.2's form (FLUX.2-dev's text encoder): no biases or q/k norms, head_dim not
+# width / heads, RMS eps 1e-5, rope theta 1e9.
+MISTRAL = dict(layers=3, width=64, heads=4, kv=2, head_dim=32, ffn=96, theta=1e9,
+               qk_norm=False, bias=False, eps=1e-5)
 
 
 def weights(rng, c):
@@ -69,8 +78,8 @@ def weights(rng, c):
     return {k: v.astype(np.float32) for k, v in w.items()}
 
 
-def rms(x, weight):
-    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + EPS) * weight
+def rms(x, weight, eps=EPS):
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * weight
 
 
 def rotate_half(x):
@@ -122,13 +131,14 @@ def hidden_states(w, c, ids, key_mask=None):
     states = [x]
     for i in range(c["layers"]):
         p = "model.layers.%d." % i
-        x = x + attention(w, p, c, rms(x, w[p + "input_layernorm.weight"]), key_mask)
-        h = rms(x, w[p + "post_attention_layernorm.weight"])
+        eps = c.get("eps", EPS)
+        x = x + attention(w, p, c, rms(x, w[p + "input_layernorm.weight"], eps), key_mask)
+        h = rms(x, w[p + "post_attention_layernorm.weight"], eps)
         gate = h @ w[p + "mlp.gate_proj.weight"].T
         silu = gate / (1.0 + np.exp(-gate))
         x = x + (silu * (h @ w[p + "mlp.up_proj.weight"].T)) @ w[p + "mlp.down_proj.weight"].T
         states.append(x)
-    states.append(rms(x, w["model.norm.weight"]))
+    states.append(rms(x, w["model.norm.weight"], c.get("eps", EPS)))
     return states
 
 
@@ -178,20 +188,33 @@ def write_qwen3(out, rng, ids, expected):
     expected["q3_masked"] = hidden_states(w, QWEN3, ids, mask)[-1]
 
 
+def write_llama_cpp(path, w, c):
+    """w under llama.cpp's GGUF names with its q/k rows (and biases) permuted."""
+    permuted = dict(w)
+    for i in range(c["layers"]):
+        for name, heads in (("q", c["heads"]), ("k", c["kv"])):
+            for part in ("weight", "bias") if c["bias"] else ("weight",):
+                key = "model.layers.%d.self_attn.%s_proj.%s" % (i, name, part)
+                permuted[key] = permute_rows(w[key], heads)
+    write_safetensors(path, {llama_cpp_name(k): v for k, v in permuted.items()})
+
+
 def write_qwen2(out, rng, ids, expected):
     w = weights(rng, QWEN2)
     write_safetensors(os.path.join(out, "qwen2.safetensors"), w)
-    permuted = dict(w)
-    for i in range(QWEN2["layers"]):
-        for name, heads in (("q", QWEN2["heads"]), ("k", QWEN2["kv"])):
-            for part in ("weight", "bias"):
-                key = "model.layers.%d.self_attn.%s_proj.%s" % (i, name, part)
-                permuted[key] = permute_rows(w[key], heads)
-    write_safetensors(os.path.join(out, "qwen2_interleaved.safetensors"),
-                      {llama_cpp_name(k): v for k, v in permuted.items()})
+    write_llama_cpp(os.path.join(out, "qwen2_interleaved.safetensors"), w, QWEN2)
     s = hidden_states(w, QWEN2, ids)
     expected["q2_final"] = s[-1]
     expected["q2_layer_2"] = s[2]
+
+
+def write_mistral(out, rng, ids, expected):
+    w = weights(rng, MISTRAL)
+    write_safetensors(os.path.join(out, "mistral.safetensors"), w)
+    write_llama_cpp(os.path.join(out, "mistral_llama.safetensors"), w, MISTRAL)
+    s = hidden_states(w, MISTRAL, ids)
+    expected["m_final"] = s[-1]
+    expected["m_layers_1_2_3"] = np.concatenate([s[1], s[2], s[3]], axis=-1)
 
 
 def main():
@@ -201,6 +224,7 @@ def main():
     expected = {"ids": ids.astype(np.float32)}  # exact in f32
     write_qwen3(out, rng, ids, expected)
     write_qwen2(out, rng, ids, expected)
+    write_mistral(out, rng, ids, expected)
     write_safetensors(os.path.join(out, "expected.safetensors"),
                       {k: v.astype(np.float32) for k, v in expected.items()})
     clip = {"text_model.embeddings.token_embedding.weight": np.zeros((VOCAB, 64), np.float32),

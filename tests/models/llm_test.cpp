@@ -65,6 +65,7 @@ Llm load(const std::string& path, const LlmOptions& options = {},
     if (options.head_dim) o.head_dim = options.head_dim;
     if (options.rope_theta > 0) o.rope_theta = options.rope_theta;
     if (options.rope_layout != RopeLayout::HalfSplit) o.rope_layout = options.rope_layout;
+    if (options.eps > 0) o.eps = options.eps;
     return Llm::load(Weights(files, canonical_prefix(ModelRole::Llm), residency), o);
 }
 
@@ -171,6 +172,33 @@ TEST(Llm, Qwen2WithBiasesMatchesNumpyReference) {
     // q/k rows permuted as llama.cpp does for llama models, rotated in interleaved pairs.
     o.rope_layout = RopeLayout::Interleaved;
     expect_final_matches(load(ref("qwen2_interleaved.safetensors"), o), "q2_final");
+}
+
+// FLUX.2-dev's Mistral-Small-3.2 form: eps 1e-5 and theta 1e9 as the family passes them (an
+// HF file has no metadata), head_dim 32 != width / heads; Hugging Face names with rotate_half
+// pairs and llama.cpp's GGUF names with permuted rows and interleaved pairs; the three block
+// outputs FLUX.2-dev takes (its 10, 20, 30) side by side.
+TEST(Llm, MistralMatchesNumpyReference) {
+    LlmOptions o;
+    o.head_dim = 32;
+    o.rope_theta = 1e9f;
+    o.eps = 1e-5f;
+    const Llm llm = load(ref("mistral.safetensors"), o);
+    EXPECT_FALSE(llm.config().qkv_bias);
+    EXPECT_FALSE(llm.config().qk_norm);
+    EXPECT_EQ(llm.config().heads, 4);
+    EXPECT_EQ(llm.config().kv_heads, 2);
+    EXPECT_FLOAT_EQ(llm.config().eps, 1e-5f);
+    const std::vector<int> layers = {1, 2, 3};
+    const double final_err = relative_max_error(llm.forward(ids()), "m_final", 64);
+    const double layers_err = relative_max_error(llm.forward(ids(), layers), "m_layers_1_2_3", 192);
+    std::printf("Mistral tiny vs float64 numpy: final %.2e, layers 1-3 %.2e\n", final_err,
+                layers_err);
+    EXPECT_LT(final_err, 1e-4);
+    EXPECT_LT(layers_err, 1e-4);
+    o.rope_layout = RopeLayout::Interleaved;
+    const Llm gguf_named = load(ref("mistral_llama.safetensors"), o);
+    EXPECT_LT(relative_max_error(gguf_named.forward(ids(), layers), "m_layers_1_2_3", 192), 1e-4);
 }
 
 // The records of `source` written as a GGUF file: matrices as `matrix_type` (`v_and_down`

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "base64.h"
+#include "base/base64.h"
 #include "cli_options.h"
 #include "esrgan_files.h"
 #include "request_error.h"
@@ -31,7 +31,7 @@ std::string png_b64(uint32_t w, uint32_t h) {
 
 sd::image::Image decode(const json& reply) {
     const std::string text = reply.at("image").get<std::string>();
-    const std::optional<std::vector<uint8_t>> bytes = base64_decode(text);
+    const std::optional<std::vector<uint8_t>> bytes = sd::base64_decode(text);
     EXPECT_TRUE(bytes.has_value());
     if (!bytes) return {};
     return sd::image::decode_image(bytes->data(), bytes->size(), 3, "reply");

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "api/tiny_wan.h"
-#include "base64.h"
+#include "base/base64.h"
 #include "fixture_files.h"
 #include "request_test_util.h"
 #include "requests.h"
@@ -30,7 +30,7 @@ cli::CliParams tiny_wan_defaults() {
 }
 
 std::vector<uint8_t> decoded(const ResultImage& r) {
-    auto bytes = base64_decode(r.b64);
+    auto bytes = sd::base64_decode(r.b64);
     return bytes ? *bytes : std::vector<uint8_t>();
 }
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "base64.h"
+#include "base/base64.h"
 #include "cli_options.h"
 #include "image/image_io.h"
 
@@ -25,7 +25,7 @@ inline std::string png_b64(uint32_t w, uint32_t h, uint8_t value = 128, uint32_t
     image.height = h;
     image.channels = channels;
     image.pixels.assign(static_cast<size_t>(w) * h * channels, value);
-    return base64_encode(sd::image::encode_image(sd::image::Format::Png, image, ""));
+    return sd::base64_encode(sd::image::encode_image(sd::image::Format::Png, image, ""));
 }
 
 }  // namespace server::test

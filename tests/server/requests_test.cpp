@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "base64.h"
+#include "base/base64.h"
 #include "cli_options.h"
 #include "io/tensor_writer.h"
 #include "request_error.h"
@@ -243,8 +243,8 @@ TEST_F(ServerRequests, OpenAiGenerationReadsItsFieldsAndExtraArgs) {
 }
 
 TEST_F(ServerRequests, OpenAiEditTakesTheImageSizeAndMask) {
-    const std::vector<uint8_t> png_bytes = *base64_decode(png_b64(80, 64));
-    const std::vector<uint8_t> mask_bytes = *base64_decode(png_b64(80, 64, 255, 1));
+    const std::vector<uint8_t> png_bytes = *sd::base64_decode(png_b64(80, 64));
+    const std::vector<uint8_t> mask_bytes = *sd::base64_decode(png_b64(80, 64, 255, 1));
     const std::string png(png_bytes.begin(), png_bytes.end());
     const std::string mask(mask_bytes.begin(), mask_bytes.end());
     std::vector<FormPart> form = {{"prompt", "a cat", "", ""},
@@ -270,8 +270,8 @@ TEST_F(ServerRequests, OpenAiEditTakesTheImageSizeAndMask) {
 // also the init image) when the model takes references, sdapi's extra_images, the native
 // ref_images with ref_image_args. A model without references keeps one edit image.
 TEST_F(ServerRequests, ReferenceImagesFromEachApi) {
-    const std::vector<uint8_t> a = *base64_decode(png_b64(80, 64, 10));
-    const std::vector<uint8_t> b = *base64_decode(png_b64(32, 48, 200));
+    const std::vector<uint8_t> a = *sd::base64_decode(png_b64(80, 64, 10));
+    const std::vector<uint8_t> b = *sd::base64_decode(png_b64(32, 48, 200));
     const std::vector<FormPart> form = {
         {"prompt", "make it red", "", ""},
         {"image[]", std::string(a.begin(), a.end()), "a.png", "image/png"},

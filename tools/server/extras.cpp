@@ -6,7 +6,7 @@
 #include <memory>
 #include <mutex>
 
-#include "base64.h"
+#include "base/base64.h"
 #include "image/image_resize.h"
 #include "image_payload.h"
 #include "json_fields.h"
@@ -101,8 +101,9 @@ json extra_single_image(const ServerState& state, const json& body) {
         image =
             crop ? sd::image::fit(image, width, height) : sd::image::resize(image, width, height);
     }
-    return {{"html_info", ""},
-            {"image", base64_encode(sd::image::encode_image(sd::image::Format::Png, image, ""))}};
+    return {
+        {"html_info", ""},
+        {"image", sd::base64_encode(sd::image::encode_image(sd::image::Format::Png, image, ""))}};
 }
 
 }  // namespace server

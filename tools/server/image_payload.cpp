@@ -2,7 +2,7 @@
 
 #include <exception>
 
-#include "base64.h"
+#include "base/base64.h"
 #include "request_error.h"
 
 namespace server {
@@ -35,7 +35,7 @@ sd::image::Image decode_image_bytes(const uint8_t* data, size_t size, int channe
 
 sd::image::Image decode_image_text(std::string_view text, int channels, const std::string& field) {
     if (text.empty()) throw bad_field(field, "the image is empty");
-    const auto bytes = base64_decode(base64_part(text, field));
+    const auto bytes = sd::base64_decode(base64_part(text, field));
     if (!bytes) throw bad_field(field, "not valid base64");
     return decode_image_bytes(bytes->data(), bytes->size(), channels, field);
 }

@@ -9,8 +9,8 @@
 #include <mutex>
 #include <thread>
 
+#include "base/base64.h"
 #include "base/error.h"
-#include "base64.h"
 #include "generation_request.h"
 #include "image/video_writer.h"
 #include "image_metadata.h"
@@ -35,7 +35,7 @@ std::vector<ResultImage> encode_results(const JobSpec& spec, const cli::ImageLis
         const std::vector<uint8_t> bytes = sd::image::encode_image(
             spec.output.format, cli::to_image(view),
             spec.output.embed_metadata ? result.parameters : std::string(), quality);
-        result.b64 = base64_encode(bytes);
+        result.b64 = sd::base64_encode(bytes);
         out.push_back(std::move(result));
     }
     return out;
@@ -53,7 +53,7 @@ ResultImage encode_clip(const JobSpec& spec, const cli::ImageList& frames) {
     result.height = images.empty() ? 0 : images[0].height;
     result.frames = static_cast<int>(images.size());
     const int quality = std::clamp(spec.output.compression, 1, 100);
-    result.b64 = base64_encode(
+    result.b64 = sd::base64_encode(
         sd::image::encode_video(spec.output.video_format, images, spec.params.fps, quality));
     return result;
 }

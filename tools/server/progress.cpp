@@ -1,6 +1,6 @@
 #include "progress.h"
 
-#include "base64.h"
+#include "base/base64.h"
 #include "image/image_io.h"
 #include "result_images.h"
 
@@ -27,8 +27,8 @@ void ProgressRelay::on_preview(int step, int frame_count, sd_image_t* frames, bo
     preview.step = step;
     preview.width = f.width;
     preview.height = f.height;
-    preview.png_b64 =
-        base64_encode(sd::image::encode_image(sd::image::Format::Png, cli::to_image(f), "", 100));
+    preview.png_b64 = sd::base64_encode(
+        sd::image::encode_image(sd::image::Format::Png, cli::to_image(f), "", 100));
     hooks->on_preview(std::move(preview));
 }
 

@@ -1,6 +1,6 @@
 #include "request_replay.h"
 
-#include "base64.h"
+#include "base/base64.h"
 #include "request_error.h"
 
 namespace server {
@@ -12,7 +12,7 @@ json form_parts_json(const std::vector<FormPart>& parts) {
     for (const FormPart& p : parts) {
         const auto* data = reinterpret_cast<const uint8_t*>(p.content.data());
         out.push_back({{"name", p.name},
-                       {"content_b64", base64_encode(data, p.content.size())},
+                       {"content_b64", sd::base64_encode(data, p.content.size())},
                        {"filename", p.filename},
                        {"content_type", p.content_type}});
     }
@@ -24,7 +24,7 @@ namespace {
 std::vector<FormPart> form_parts_from_json(const json& parts) {
     std::vector<FormPart> out;
     for (const json& p : parts) {
-        const auto bytes = base64_decode(p.at("content_b64").get<std::string>());
+        const auto bytes = sd::base64_decode(p.at("content_b64").get<std::string>());
         if (!bytes) throw bad_request("invalid_queued_request", "a queued form part is not base64");
         out.push_back({p.at("name").get<std::string>(), std::string(bytes->begin(), bytes->end()),
                        p.at("filename").get<std::string>(),

@@ -1,4 +1,4 @@
-#include "tokenizer/qwen2_tokenizer.h"
+#include "tokenizer/llm_tokenizer.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -26,14 +26,14 @@ std::string qwen2_dir() {
     return test::fixtures_dir() + "/tokenizers/qwen2";
 }
 
-const Qwen2Tokenizer& from_json() {
-    static const Qwen2Tokenizer t = Qwen2Tokenizer::from_file(qwen2_dir() + "/tokenizer.json");
+const LlmTokenizer& from_json() {
+    static const LlmTokenizer t = LlmTokenizer::from_file(qwen2_dir() + "/tokenizer.json");
     return t;
 }
 
-const Qwen2Tokenizer& from_vocab_merges() {
-    static const Qwen2Tokenizer t =
-        Qwen2Tokenizer::from_vocab_merges(qwen2_dir() + "/vocab.json", qwen2_dir() + "/merges.txt");
+const LlmTokenizer& from_vocab_merges() {
+    static const LlmTokenizer t =
+        LlmTokenizer::from_vocab_merges(qwen2_dir() + "/vocab.json", qwen2_dir() + "/merges.txt");
     return t;
 }
 
@@ -58,7 +58,7 @@ const std::vector<Case>& reference_cases() {
 }
 
 // How many reference cases `t` gets right; each wrong one is reported.
-size_t matching_cases(const Qwen2Tokenizer& t, const char* source) {
+size_t matching_cases(const LlmTokenizer& t, const char* source) {
     size_t ok = 0;
     for (const Case& c : reference_cases()) {
         const std::vector<int32_t> ids = t.encode(c.text);
@@ -68,19 +68,19 @@ size_t matching_cases(const Qwen2Tokenizer& t, const char* source) {
     return ok;
 }
 
-TEST(Qwen2Tokenizer, ReferenceIdsFromTokenizerJson) {
+TEST(LlmTokenizer, ReferenceIdsFromTokenizerJson) {
     ASSERT_EQ(reference_cases().size(), 437u);
     EXPECT_EQ(matching_cases(from_json(), "tokenizer.json"), 437u);
 }
 
-TEST(Qwen2Tokenizer, ReferenceIdsFromVocabAndMerges) {
+TEST(LlmTokenizer, ReferenceIdsFromVocabAndMerges) {
     EXPECT_EQ(matching_cases(from_vocab_merges(), "vocab.json + merges.txt"), 437u);
 }
 
 // The vocabulary as llama.cpp's converter writes a Qwen3 GGUF: 151,936 tokens, the ids past
 // the special tokens filled with "[PAD<id>]" of type unused (5), specials control (3) or
 // user-defined (4), written to a file with the project's GGUF writer and read back.
-TEST(Qwen2Tokenizer, ReferenceIdsFromAGgufFile) {
+TEST(LlmTokenizer, ReferenceIdsFromAGgufFile) {
     std::map<std::string, MetadataValue> md = from_json().to_gguf_metadata();
     auto& tokens = std::get<MetadataArray>(md["tokenizer.ggml.tokens"].value);
     auto& types = std::get<MetadataArray>(md["tokenizer.ggml.token_type"].value);
@@ -95,8 +95,8 @@ TEST(Qwen2Tokenizer, ReferenceIdsFromAGgufFile) {
     const std::string path = test::temp_path("qwen3_vocab.gguf");
     write_gguf(path, {}, md);
     const TensorFile f = read_gguf(path);
-    ASSERT_TRUE(Qwen2Tokenizer::gguf_has_vocab(f.metadata));
-    const Qwen2Tokenizer t = Qwen2Tokenizer::from_gguf_metadata(f.metadata, f.path);
+    ASSERT_TRUE(LlmTokenizer::gguf_has_vocab(f.metadata));
+    const LlmTokenizer t = LlmTokenizer::from_gguf_metadata(f.metadata, f.path);
     fs::remove(path);
     EXPECT_EQ(t.vocab_size(), 151936u);
     EXPECT_EQ(t.merge_count(), 151387u);
@@ -108,7 +108,7 @@ TEST(Qwen2Tokenizer, ReferenceIdsFromAGgufFile) {
 
 // A GGUF without token types (and without tokenizer.ggml.pre): Qwen2's own special tokens
 // are the ones recognised.
-TEST(Qwen2Tokenizer, GgufMetadataWithoutTokenTypes) {
+TEST(LlmTokenizer, GgufMetadataWithoutTokenTypes) {
     auto md = from_json().to_gguf_metadata();
     EXPECT_EQ(std::get<std::string>(md.at("tokenizer.ggml.model").value), "gpt2");
     EXPECT_EQ(std::get<std::string>(md.at("tokenizer.ggml.pre").value), "qwen2");
@@ -119,15 +119,15 @@ TEST(Qwen2Tokenizer, GgufMetadataWithoutTokenTypes) {
     EXPECT_EQ(std::get<int64_t>(types[8251].value), 1);
     md.erase("tokenizer.ggml.token_type");
     md.erase("tokenizer.ggml.pre");
-    ASSERT_TRUE(Qwen2Tokenizer::gguf_has_vocab(md));
-    const Qwen2Tokenizer t = Qwen2Tokenizer::from_gguf_metadata(md, "old.gguf");
+    ASSERT_TRUE(LlmTokenizer::gguf_has_vocab(md));
+    const LlmTokenizer t = LlmTokenizer::from_gguf_metadata(md, "old.gguf");
     const std::string text = "<|im_start|>user\n<think>a cat</think><|im_end|>";
     EXPECT_EQ(t.encode(text), from_json().encode(text));
     EXPECT_TRUE(t.is_special(151668));
 }
 
-TEST(Qwen2Tokenizer, VocabularyShapeAndSpecialTokens) {
-    for (const Qwen2Tokenizer* t : {&from_json(), &from_vocab_merges()}) {
+TEST(LlmTokenizer, VocabularyShapeAndSpecialTokens) {
+    for (const LlmTokenizer* t : {&from_json(), &from_vocab_merges()}) {
         EXPECT_EQ(t->vocab_size(), 151669u);
         EXPECT_EQ(t->merge_count(), 151387u);
         EXPECT_EQ(t->id_of("<|endoftext|>"), 151643);
@@ -152,8 +152,8 @@ TEST(Qwen2Tokenizer, VocabularyShapeAndSpecialTokens) {
     }
 }
 
-TEST(Qwen2Tokenizer, SpecialTokensInsideText) {
-    const Qwen2Tokenizer& t = from_json();
+TEST(LlmTokenizer, SpecialTokensInsideText) {
+    const LlmTokenizer& t = from_json();
     const std::vector<int32_t> cat = t.encode("a cat");
     std::vector<int32_t> want = {151644};
     want.insert(want.end(), cat.begin(), cat.end());
@@ -198,8 +198,8 @@ TEST(Qwen2Pretokenizer, QuirksOfTheReference) {
               (Pieces{"\xC3\x81z"}));
 }
 
-TEST(Qwen2Tokenizer, DecodeGivesTheTextBack) {
-    const Qwen2Tokenizer& t = from_json();
+TEST(LlmTokenizer, DecodeGivesTheTextBack) {
+    const LlmTokenizer& t = from_json();
     for (const std::string text :
          {"a photo of a cat", "東京の夜景、ネオン、雨", "a cat 🐱 with a hat 🎩",
           "<|im_start|>user\nhello<|im_end|>\n", "tabs\tand\nnewlines"}) {
@@ -207,8 +207,8 @@ TEST(Qwen2Tokenizer, DecodeGivesTheTextBack) {
     }
 }
 
-TEST(Qwen2Tokenizer, InvalidUtf8IsReadAsTheReferenceReadsIt) {
-    const Qwen2Tokenizer& t = from_json();
+TEST(LlmTokenizer, InvalidUtf8IsReadAsTheReferenceReadsIt) {
+    const LlmTokenizer& t = from_json();
     // A stray continuation byte and a byte F8-FF are skipped.
     EXPECT_EQ(t.encode("cat\x80\xFF dog"), t.encode("cat dog"));
     // A lead byte takes the next byte whatever it is: C3 'A' reads as U+00C1.
@@ -227,8 +227,8 @@ TEST(Qwen2Tokenizer, InvalidUtf8IsReadAsTheReferenceReadsIt) {
     for (int32_t id : ids) EXPECT_LT(static_cast<size_t>(id), t.vocab_size());
 }
 
-TEST(Qwen2Tokenizer, SameIdsFromSeveralThreads) {
-    const Qwen2Tokenizer& t = from_json();
+TEST(LlmTokenizer, SameIdsFromSeveralThreads) {
+    const LlmTokenizer& t = from_json();
     std::vector<std::thread> threads;
     std::vector<size_t> ok(4, 0);
     for (size_t k = 0; k < ok.size(); ++k) {
@@ -241,20 +241,19 @@ TEST(Qwen2Tokenizer, SameIdsFromSeveralThreads) {
 }
 
 // Load times for README.md (printed; the bound is loose for a loaded test machine).
-TEST(Qwen2Tokenizer, LoadsTheRealVocabularyQuickly) {
+TEST(LlmTokenizer, LoadsTheRealVocabularyQuickly) {
     using clock = std::chrono::steady_clock;
     auto ms_of = [](auto&& fn) {
         const auto t0 = clock::now();
         fn();
         return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
     };
-    const double json_ms =
-        ms_of([] { Qwen2Tokenizer::from_file(qwen2_dir() + "/tokenizer.json"); });
+    const double json_ms = ms_of([] { LlmTokenizer::from_file(qwen2_dir() + "/tokenizer.json"); });
     const double vm_ms = ms_of([] {
-        Qwen2Tokenizer::from_vocab_merges(qwen2_dir() + "/vocab.json", qwen2_dir() + "/merges.txt");
+        LlmTokenizer::from_vocab_merges(qwen2_dir() + "/vocab.json", qwen2_dir() + "/merges.txt");
     });
     const auto md = from_json().to_gguf_metadata();
-    const double gguf_ms = ms_of([&] { Qwen2Tokenizer::from_gguf_metadata(md, "m.gguf"); });
+    const double gguf_ms = ms_of([&] { LlmTokenizer::from_gguf_metadata(md, "m.gguf"); });
     std::printf(
         "load: tokenizer.json %.0f ms, vocab.json + merges.txt %.0f ms, GGUF metadata "
         "%.0f ms\n",
@@ -269,42 +268,41 @@ std::string one_line_error(const std::function<void()>& fn) {
     return msg;
 }
 
-TEST(Qwen2Tokenizer, OtherVocabulariesAreRefusedByName) {
+TEST(LlmTokenizer, OtherVocabulariesAreRefusedByName) {
     // CLIP's vocab.json + merges.txt (end-of-word symbols, <|startoftext|>).
     const std::string clip = one_line_error([] {
-        Qwen2Tokenizer::from_vocab_merges_bytes(R"({"a": 0, "<|startoftext|>": 1})",
-                                                "#version: 0.2\n", "clip");
+        LlmTokenizer::from_vocab_merges_bytes(R"({"a": 0, "<|startoftext|>": 1})",
+                                              "#version: 0.2\n", "clip");
     });
     EXPECT_NE(clip.find("clip"), std::string::npos) << clip;
     // A T5 (Unigram) tokenizer.json.
     const std::string t5 = one_line_error([] {
-        Qwen2Tokenizer::from_json_bytes(R"({"model": {"type": "Unigram", "vocab": []}})",
-                                        "t5.json");
+        LlmTokenizer::from_json_bytes(R"({"model": {"type": "Unigram", "vocab": []}})", "t5.json");
     });
     EXPECT_NE(t5.find("t5.json: a tokenizer.json of model type \"Unigram\", not \"BPE\""),
               std::string::npos)
         << t5;
     EXPECT_NE(one_line_error([] {
-                  Qwen2Tokenizer::from_json_bytes("{\"model\": ", "x.json");
+                  LlmTokenizer::from_json_bytes("{\"model\": ", "x.json");
               }).find("x.json: not valid JSON"),
               std::string::npos);
     EXPECT_NE(one_line_error([] {
-                  Qwen2Tokenizer::from_vocab_merges_bytes(R"({"a": {"b": 1}})", "", "v");
+                  LlmTokenizer::from_vocab_merges_bytes(R"({"a": {"b": 1}})", "", "v");
               }).find("token 'a' has an object where an integer id belongs"),
               std::string::npos);
     EXPECT_NE(one_line_error([] {
-                  Qwen2Tokenizer::from_vocab_merges_bytes(R"({"a": "zero"})", "", "v");
+                  LlmTokenizer::from_vocab_merges_bytes(R"({"a": "zero"})", "", "v");
               }).find("token 'a' has a string where an integer id belongs"),
               std::string::npos);
     // Documents of another shape.
     for (const char* doc : {"42", "\"text\"", "null", "[1, 2]", "{}"}) {
         EXPECT_NE(one_line_error([&] {
-                      Qwen2Tokenizer::from_vocab_merges_bytes(doc, "", "v");
+                      LlmTokenizer::from_vocab_merges_bytes(doc, "", "v");
                   }).find("v: the vocabulary is empty"),
                   std::string::npos)
             << doc;
         EXPECT_NE(one_line_error([&] {
-                      Qwen2Tokenizer::from_json_bytes(doc, "t.json");
+                      LlmTokenizer::from_json_bytes(doc, "t.json");
                   }).find("t.json: not a Hugging Face tokenizer.json"),
                   std::string::npos)
             << doc;
@@ -312,21 +310,21 @@ TEST(Qwen2Tokenizer, OtherVocabulariesAreRefusedByName) {
     // A Llama 3 GGUF: byte-level BPE too, another pre-tokenizer.
     auto md = from_json().to_gguf_metadata();
     md["tokenizer.ggml.pre"] = {std::string("llama-bpe")};
-    EXPECT_FALSE(Qwen2Tokenizer::gguf_has_vocab(md));
+    EXPECT_FALSE(LlmTokenizer::gguf_has_vocab(md));
     EXPECT_NE(one_line_error([&] {
-                  Qwen2Tokenizer::from_gguf_metadata(md, "llama.gguf");
+                  LlmTokenizer::from_gguf_metadata(md, "llama.gguf");
               }).find("llama.gguf: GGUF metadata tokenizer.ggml.pre is \"llama-bpe\""),
               std::string::npos);
     auto bad_merge = from_json().to_gguf_metadata();
     std::get<MetadataArray>(bad_merge["tokenizer.ggml.merges"].value)[3] = {
         std::string("nosuch1 nosuch2")};
-    EXPECT_NE(one_line_error([&] { Qwen2Tokenizer::from_gguf_metadata(bad_merge, "m.gguf"); })
+    EXPECT_NE(one_line_error([&] { LlmTokenizer::from_gguf_metadata(bad_merge, "m.gguf"); })
                   .find("m.gguf: tokenizer.ggml.merges entry 3: the merge 'nosuch1 nosuch2' uses "
                         "'nosuch1'"),
               std::string::npos);
 }
 
-class Qwen2TokenizerSearchTest : public test::TokenizerSearchFixture {
+class LlmTokenizerSearchTest : public test::TokenizerSearchFixture {
   protected:
     void put(const fs::path& dir, const char* name) {
         fs::create_directories(dir);
@@ -344,23 +342,23 @@ class Qwen2TokenizerSearchTest : public test::TokenizerSearchFixture {
     }
 };
 
-TEST_F(Qwen2TokenizerSearchTest, TokenizerDirThenEnvThenBesideTheLlmThenGguf) {
+TEST_F(LlmTokenizerSearchTest, TokenizerDirThenEnvThenBesideTheLlmThenGguf) {
     const std::string text = "a lovely cat";
     const std::vector<int32_t> want = from_json().encode(text);
 
     // --tokenizer-dir DIR/qwen2/ wins over everything after it.
     put(root_ / "tok" / "qwen2", "tokenizer.json");
     put_vocab_merges(root_ / "env" / "qwen2");
-    Qwen2TokenizerSearch s;
+    LlmTokenizerSearch s;
     s.use_builtin = false;  // these tests look at the places searched
     s.tokenizer_dir = (root_ / "tok").string();
     s.llm_path = (root_ / "llm" / "qwen3.safetensors").string();
-    EXPECT_EQ(find_qwen2_tokenizer(s).encode(text), want);
+    EXPECT_EQ(find_llm_tokenizer(s).encode(text), want);
 
     // SD_TOKENIZER_DIR next, with vocab.json + merges.txt.
     s.tokenizer_dir.clear();
     setenv("SD_TOKENIZER_DIR", (root_ / "env").string().c_str(), 1);
-    EXPECT_EQ(find_qwen2_tokenizer(s).encode(text), want);
+    EXPECT_EQ(find_llm_tokenizer(s).encode(text), want);
     s.use_env = false;
 
     // Beside the LLM file: CLIP's files there are skipped, a T5 tokenizer.json in tokenizer/
@@ -371,12 +369,12 @@ TEST_F(Qwen2TokenizerSearchTest, TokenizerDirThenEnvThenBesideTheLlmThenGguf) {
         << R"({"model": {"type": "Unigram", "vocab": [["a", 0.0]], "unk_id": 0}})";
     put(root_ / "zimage" / "tokenizer", "tokenizer.json");
     s.llm_path = (root_ / "zimage" / "text_encoder" / "model.safetensors").string();
-    EXPECT_EQ(find_qwen2_tokenizer(s).encode(text), want);
+    EXPECT_EQ(find_llm_tokenizer(s).encode(text), want);
 
     // Around the model path (-m a diffusers folder) when the LLM has none.
     s.llm_path = (root_ / "llm" / "qwen3.safetensors").string();
     s.model_path = (root_ / "zimage").string();
-    EXPECT_EQ(find_qwen2_tokenizer(s).encode(text), want);
+    EXPECT_EQ(find_llm_tokenizer(s).encode(text), want);
 
     // The GGUF metadata of the LLM file, then of the model file.
     TensorFile other;
@@ -386,45 +384,44 @@ TEST_F(Qwen2TokenizerSearchTest, TokenizerDirThenEnvThenBesideTheLlmThenGguf) {
     TensorFile gguf;
     gguf.path = "qwen3.gguf";
     gguf.metadata = from_json().to_gguf_metadata();
-    Qwen2TokenizerSearch g;
+    LlmTokenizerSearch g;
     g.use_env = false;
     g.llm_file = &other;
     g.model_file = &gguf;
-    EXPECT_EQ(find_qwen2_tokenizer(g).encode(text), want);
+    EXPECT_EQ(find_llm_tokenizer(g).encode(text), want);
     g.llm_file = &gguf;
     g.model_file = nullptr;
-    EXPECT_EQ(find_qwen2_tokenizer(g).encode(text), want);
+    EXPECT_EQ(find_llm_tokenizer(g).encode(text), want);
 }
 
-TEST_F(Qwen2TokenizerSearchTest, BadFilesInNamedFoldersAreErrors) {
-    Qwen2TokenizerSearch s;
+TEST_F(LlmTokenizerSearchTest, BadFilesInNamedFoldersAreErrors) {
+    LlmTokenizerSearch s;
     s.use_builtin = false;  // these tests look at the places searched
     s.tokenizer_dir = (root_ / "tok").string();
     fs::create_directories(root_ / "tok" / "qwen2");
     std::ofstream(root_ / "tok" / "qwen2" / "tokenizer.json") << "{ broken";
-    EXPECT_NE(error_of([&] { find_qwen2_tokenizer(s); }).find("not valid JSON"), std::string::npos);
+    EXPECT_NE(error_of([&] { find_llm_tokenizer(s); }).find("not valid JSON"), std::string::npos);
     fs::remove(root_ / "tok" / "qwen2" / "tokenizer.json");
     put(root_ / "tok" / "qwen2", "vocab.json");
-    EXPECT_NE(
-        error_of([&] { find_qwen2_tokenizer(s); }).find("holds vocab.json but not merges.txt"),
-        std::string::npos);
+    EXPECT_NE(error_of([&] { find_llm_tokenizer(s); }).find("holds vocab.json but not merges.txt"),
+              std::string::npos);
     fs::remove_all(root_ / "tok");
     put_clip(root_ / "tok" / "qwen2");
-    EXPECT_NE(error_of([&] { find_qwen2_tokenizer(s); }).find("a CLIP vocabulary"),
+    EXPECT_NE(error_of([&] { find_llm_tokenizer(s); }).find("a CLIP vocabulary"),
               std::string::npos);
 }
 
-TEST_F(Qwen2TokenizerSearchTest, NothingFoundNamesWhatAndEveryPlace) {
+TEST_F(LlmTokenizerSearchTest, NothingFoundNamesWhatAndEveryPlace) {
     put_clip(root_ / "models");
     TensorFile clip_gguf;
     clip_gguf.path = (root_ / "sd.gguf").string();
     clip_gguf.metadata["tokenizer.ggml.model"] = {std::string("clip")};
-    Qwen2TokenizerSearch s;
+    LlmTokenizerSearch s;
     s.use_builtin = false;  // these tests look at the places searched
     s.tokenizer_dir = (root_ / "tok").string();
     s.llm_path = (root_ / "models" / "qwen3.safetensors").string();
     s.model_file = &clip_gguf;
-    const std::string msg = error_of([&] { find_qwen2_tokenizer(s); });
+    const std::string msg = error_of([&] { find_llm_tokenizer(s); });
     for (const std::string& part :
          {std::string("no Qwen2 tokenizer vocabulary found"), std::string("tokenizer.json"),
           std::string("vocab.json and merges.txt"),
@@ -448,7 +445,7 @@ TEST_F(Qwen2TokenizerSearchTest, NothingFoundNamesWhatAndEveryPlace) {
 // expected_ids.jsonl.
 TEST(BuiltinQwen2Vocabulary, GivesTheReferenceIds) {
     ::unsetenv("SD_TOKENIZER_DIR");
-    const Qwen2Tokenizer builtin = find_qwen2_tokenizer(Qwen2TokenizerSearch{});
+    const LlmTokenizer builtin = find_llm_tokenizer(LlmTokenizerSearch{});
     EXPECT_EQ(builtin.id_of("<|im_start|>"), 151644);
     EXPECT_EQ(matching_cases(builtin, "built-in"), 437u);
 }

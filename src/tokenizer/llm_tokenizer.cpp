@@ -1,4 +1,4 @@
-#include "tokenizer/qwen2_tokenizer.h"
+#include "tokenizer/llm_tokenizer.h"
 
 #include <algorithm>
 #include <chrono>
@@ -16,6 +16,7 @@
 #include "tokenizer/builtin_vocabularies.h"
 #include "tokenizer/byte_bpe.h"
 #include "tokenizer/qwen2_pretokenizer.h"
+#include "tokenizer/tekken_vocabulary.h"
 #include "tokenizer/tokenizer_files.h"
 #include "tokenizer/unicode_text.h"
 
@@ -32,10 +33,8 @@ constexpr const char* kKeyMerges = "tokenizer.ggml.merges";
 constexpr const char* kKeyTypes = "tokenizer.ggml.token_type";
 constexpr const char* kKeyEos = "tokenizer.ggml.eos_token_id";
 constexpr const char* kKeyPad = "tokenizer.ggml.padding_token_id";
+constexpr const char* kKeyBos = "tokenizer.ggml.bos_token_id";
 constexpr const char* kModelName = "gpt2";
-constexpr const char* kPreName = "qwen2";
-
-constexpr std::string_view kEndOfText = "<|endoftext|>";
 
 // llama.cpp's token types (gguf.TokenType).
 enum TokenType : uint8_t {
@@ -49,7 +48,7 @@ enum TokenType : uint8_t {
 
 // The special tokens the reference appends after the merges (vocab.json holds none), in id
 // order; the first 14 are "special" in Qwen's tokenizer.json, the rest plain added tokens.
-constexpr std::string_view kQwen2Specials[] = {
+constexpr const char* kQwen2Specials[] = {
     "<|endoftext|>",
     "<|im_start|>",
     "<|im_end|>",
@@ -79,23 +78,80 @@ constexpr std::string_view kQwen2Specials[] = {
 };
 constexpr size_t kQwen2ControlCount = 14;
 
+// Mistral's named special tokens (tekken ids 0..19, as the reference's MistralTokenizer);
+// ids 20..999 are <SPECIAL_20> ... <SPECIAL_999>.
+constexpr const char* kMistralSpecials[] = {
+    "<unk>",
+    "<s>",
+    "</s>",
+    "[INST]",
+    "[/INST]",
+    "[AVAILABLE_TOOLS]",
+    "[/AVAILABLE_TOOLS]",
+    "[TOOL_RESULTS]",
+    "[/TOOL_RESULTS]",
+    "[TOOL_CALLS]",
+    "[IMG]",
+    "<pad>",
+    "[IMG_BREAK]",
+    "[IMG_END]",
+    "[PREFIX]",
+    "[MIDDLE]",
+    "[SUFFIX]",
+    "[SYSTEM_PROMPT]",
+    "[/SYSTEM_PROMPT]",
+    "[TOOL_CONTENT]",
+};
+constexpr size_t kMistralSpecialCount = 1000;
+
 constexpr size_t kMaxCacheEntries = 1u << 16;
 constexpr size_t kMaxCachedWordBytes = 256;
 
 }  // namespace
 
+const LlmVocabulary& qwen2_vocabulary() {
+    static const LlmVocabulary v = [] {
+        LlmVocabulary k{"Qwen2", "qwen2", "qwen2"};
+        k.required = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
+        k.specials.assign(std::begin(kQwen2Specials), std::end(kQwen2Specials));
+        k.control_count = kQwen2ControlCount;
+        k.eos = k.pad = "<|endoftext|>";
+        k.builtin = true;
+        return k;
+    }();
+    return v;
+}
+
+const LlmVocabulary& mistral_vocabulary() {
+    static const LlmVocabulary v = [] {
+        LlmVocabulary k{"Mistral", "tekken", "mistral"};
+        k.required = {"<s>", "</s>", "[INST]", "[/INST]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]"};
+        k.specials.assign(std::begin(kMistralSpecials), std::end(kMistralSpecials));
+        for (size_t i = k.specials.size(); i < kMistralSpecialCount; ++i)
+            k.specials.push_back(strfmt("<SPECIAL_%zu>", i));
+        k.control_count = k.specials.size();
+        k.eos = "</s>";
+        k.pad = "<pad>";
+        k.bos = "<s>";
+        return k;
+    }();
+    return v;
+}
+
 // --- the tokenizer ---
 
-struct Qwen2Tokenizer::Impl {
+struct LlmTokenizer::Impl {
     std::string source;
+    const LlmVocabulary* kind = nullptr;
     std::vector<std::string> tokens;  // by id
     std::vector<uint8_t> types;       // TokenType by id
     // Keys view the strings in `tokens`, which stay put when the vector moves as a whole.
     std::unordered_map<std::string_view, int32_t> ids;
     bpe::Merges merges;
     std::array<int32_t, 256> byte_id{};
+    bool byte_ids_known = false;    // set by the source (tekken), else found from the symbols
     std::vector<int32_t> specials;  // ids recognised in text, longest first
-    int32_t eos = -1;
+    int32_t eos = -1, pad = -1, bos = -1;
     double load_ms = 0.0;
 
     mutable std::mutex cache_mutex;
@@ -115,13 +171,15 @@ struct Qwen2Tokenizer::Impl {
         types.push_back(type);
     }
 
-    // Builds the lookup once `tokens` is complete.
-    void index_tokens() {
+    // Builds the lookup once `tokens` is complete. With `shadowing`, a later token spelled
+    // as an earlier one is left out of the lookup (tekken: a byte token spelled as a special
+    // one); otherwise that is an error.
+    void index_tokens(bool shadowing = false) {
         ids.clear();
         ids.reserve(tokens.size() * 2);
         for (size_t i = 0; i < tokens.size(); ++i) {
             if (tokens[i].empty()) fail("%s: token %zu is empty", source.c_str(), i);
-            if (!ids.emplace(tokens[i], static_cast<int32_t>(i)).second) {
+            if (!ids.emplace(tokens[i], static_cast<int32_t>(i)).second && !shadowing) {
                 fail("%s: the token '%s' is in the vocabulary twice (ids %d and %zu)",
                      source.c_str(), printable_excerpt(tokens[i]).c_str(), ids[tokens[i]], i);
             }
@@ -158,29 +216,44 @@ struct Qwen2Tokenizer::Impl {
         add_merge(line.substr(0, space), line.substr(space + 1), where);
     }
 
-    // Checks that this is a Qwen2 vocabulary and prepares encoding.
-    void finish(std::chrono::steady_clock::time_point t0) {
-        if (find("<|startoftext|>") >= 0)
-            fail("%s: a CLIP vocabulary (it has <|startoftext|>), not Qwen2's", source.c_str());
+    // The byte tokens' ids from their GPT-2 symbols (unless set already, as tekken does).
+    void find_byte_tokens() {
+        if (byte_ids_known) return;
         for (int b = 0; b < 256; ++b) {
             const std::string sym = bpe::byte_symbol(static_cast<uint8_t>(b));
             byte_id[b] = find(sym);
             if (byte_id[b] < 0) {
                 fail(
                     "%s: the vocabulary lacks the byte token '%s' (a byte-level BPE vocabulary "
-                    "has all 256): not a Qwen2 vocabulary",
-                    source.c_str(), sym.c_str());
+                    "has all 256): not a %s vocabulary",
+                    source.c_str(), sym.c_str(), kind->name);
             }
         }
-        for (std::string_view name :
-             {kEndOfText, std::string_view("<|im_start|>"), std::string_view("<|im_end|>")}) {
+    }
+
+    // Checks that this is a vocabulary of `kind` and prepares encoding.
+    void finish(std::chrono::steady_clock::time_point t0) {
+        if (find("<|startoftext|>") >= 0)
+            fail("%s: a CLIP vocabulary (it has <|startoftext|>), not %s's", source.c_str(),
+                 kind->name);
+        find_byte_tokens();
+        for (const std::string& name : kind->required) {
             const int32_t id = find(name);
             if (id < 0 || !special(id)) {
-                fail("%s: no special token %.*s: not a Qwen2 vocabulary", source.c_str(),
-                     static_cast<int>(name.size()), name.data());
+                fail("%s: no special token %s: not a %s vocabulary", source.c_str(), name.c_str(),
+                     kind->name);
             }
         }
-        eos = find(kEndOfText);
+        auto special_id = [&](const std::string& name) {
+            const int32_t id = find(name);
+            if (id < 0 || !special(id))
+                fail("%s: no special token %s: not a %s vocabulary", source.c_str(), name.c_str(),
+                     kind->name);
+            return id;
+        };
+        eos = special_id(kind->eos);
+        pad = special_id(kind->pad);
+        if (!kind->bos.empty()) bos = special_id(kind->bos);
         for (size_t i = 0; i < tokens.size(); ++i)
             if (special(static_cast<int32_t>(i))) specials.push_back(static_cast<int32_t>(i));
         // Longest first: at one position the longest special wins.
@@ -189,8 +262,9 @@ struct Qwen2Tokenizer::Impl {
         });
         load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
                       .count();
-        SD_LOG_DEBUG("Qwen2 tokenizer from %s: %zu tokens, %zu merges, %zu special (%.1f ms)",
-                     source.c_str(), tokens.size(), merges.size(), specials.size(), load_ms);
+        SD_LOG_DEBUG("%s tokenizer from %s: %zu tokens, %zu merges, %zu special (%.1f ms)",
+                     kind->name, source.c_str(), tokens.size(), merges.size(), specials.size(),
+                     load_ms);
     }
 
     // The special tokens in `text`, in order: position and id. At one position the longest
@@ -395,8 +469,7 @@ TokenizerJsonReader read_json(std::string_view text, const std::string& source, 
 }
 
 // Tokens 0..N-1 from vocab entries (each id used once).
-void place_vocab(std::vector<std::pair<std::string, int64_t>>& entries,
-                 Qwen2Tokenizer::Impl& impl) {
+void place_vocab(std::vector<std::pair<std::string, int64_t>>& entries, LlmTokenizer::Impl& impl) {
     if (entries.empty()) fail("%s: the vocabulary is empty", impl.source.c_str());
     const size_t n = entries.size();
     impl.tokens.assign(n, std::string());
@@ -421,7 +494,7 @@ void place_vocab(std::vector<std::pair<std::string, int64_t>>& entries,
 
 // added_tokens: an entry already in the vocabulary (same id) becomes special; the others
 // follow the vocabulary, their ids contiguous.
-void place_added(std::vector<TokenizerJsonReader::Added>& added, Qwen2Tokenizer::Impl& impl) {
+void place_added(std::vector<TokenizerJsonReader::Added>& added, LlmTokenizer::Impl& impl) {
     std::sort(added.begin(), added.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
     for (auto& a : added) {
         const uint8_t type = a.special ? kControl : kUserDefined;
@@ -442,9 +515,10 @@ void place_added(std::vector<TokenizerJsonReader::Added>& added, Qwen2Tokenizer:
     }
 }
 
-std::unique_ptr<Qwen2Tokenizer::Impl> new_impl(const std::string& source) {
-    auto impl = std::make_unique<Qwen2Tokenizer::Impl>();
+std::unique_ptr<LlmTokenizer::Impl> new_impl(const std::string& source, const LlmVocabulary& kind) {
+    auto impl = std::make_unique<LlmTokenizer::Impl>();
     impl->source = source;
+    impl->kind = &kind;
     return impl;
 }
 
@@ -483,25 +557,26 @@ int64_t integer_entry(const MetadataArray& a, size_t i, const char* key,
 
 }  // namespace
 
-Qwen2Tokenizer::Qwen2Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-Qwen2Tokenizer::Qwen2Tokenizer(Qwen2Tokenizer&&) noexcept = default;
-Qwen2Tokenizer& Qwen2Tokenizer::operator=(Qwen2Tokenizer&&) noexcept = default;
-Qwen2Tokenizer::~Qwen2Tokenizer() = default;
+LlmTokenizer::LlmTokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+LlmTokenizer::LlmTokenizer(LlmTokenizer&&) noexcept = default;
+LlmTokenizer& LlmTokenizer::operator=(LlmTokenizer&&) noexcept = default;
+LlmTokenizer::~LlmTokenizer() = default;
 
-Qwen2Tokenizer Qwen2Tokenizer::from_json_bytes(std::string_view json, const std::string& source) {
+LlmTokenizer LlmTokenizer::from_json_bytes(std::string_view json, const std::string& source,
+                                           const LlmVocabulary& kind) {
     const auto t0 = std::chrono::steady_clock::now();
     TokenizerJsonReader r = read_json(json, source, false);
     if (!r.has_model)
         fail("%s: not a Hugging Face tokenizer.json (no \"model\" object)", source.c_str());
     if (r.model_type != "BPE") {
-        fail("%s: a tokenizer.json of model type \"%s\", not \"BPE\": not a Qwen2 tokenizer",
-             source.c_str(), r.model_type.empty() ? "(none)" : r.model_type.c_str());
+        fail("%s: a tokenizer.json of model type \"%s\", not \"BPE\": not a %s tokenizer",
+             source.c_str(), r.model_type.empty() ? "(none)" : r.model_type.c_str(), kind.name);
     }
     if (!r.end_of_word_suffix.empty() || r.byte_fallback) {
-        fail("%s: a BPE tokenizer.json with %s: not a byte-level Qwen2 tokenizer", source.c_str(),
-             r.byte_fallback ? "byte fallback" : "an end-of-word suffix (CLIP's)");
+        fail("%s: a BPE tokenizer.json with %s: not a byte-level %s tokenizer", source.c_str(),
+             r.byte_fallback ? "byte fallback" : "an end-of-word suffix (CLIP's)", kind.name);
     }
-    auto impl = new_impl(source);
+    auto impl = new_impl(source, kind);
     place_vocab(r.vocab, *impl);
     place_added(r.added, *impl);
     impl->index_tokens();
@@ -510,27 +585,30 @@ Qwen2Tokenizer Qwen2Tokenizer::from_json_bytes(std::string_view json, const std:
         impl->add_merge(r.merges[i].first, r.merges[i].second,
                         strfmt("%s: model.merges entry %zu", source.c_str(), i));
     impl->finish(t0);
-    return Qwen2Tokenizer(std::move(impl));
+    return LlmTokenizer(std::move(impl));
 }
 
-Qwen2Tokenizer Qwen2Tokenizer::from_file(const std::string& path) {
-    return from_json_bytes(read_tokenizer_file(path, "tokenizer.json"), path);
+LlmTokenizer LlmTokenizer::from_file(const std::string& path, const LlmVocabulary& kind) {
+    return from_json_bytes(read_tokenizer_file(path, "tokenizer.json"), path, kind);
 }
 
-Qwen2Tokenizer Qwen2Tokenizer::from_vocab_merges_bytes(std::string_view vocab_json,
-                                                       std::string_view merges_txt,
-                                                       const std::string& source) {
+LlmTokenizer LlmTokenizer::from_vocab_merges_bytes(std::string_view vocab_json,
+                                                   std::string_view merges_txt,
+                                                   const std::string& source,
+                                                   const LlmVocabulary& kind) {
     const auto t0 = std::chrono::steady_clock::now();
     TokenizerJsonReader r = read_json(vocab_json, source + " (vocab.json)", true);
-    auto impl = new_impl(source);
+    auto impl = new_impl(source, kind);
     place_vocab(r.vocab, *impl);
-    for (size_t i = 0; i < std::size(kQwen2Specials); ++i) {
-        const auto it = std::find(impl->tokens.begin(), impl->tokens.end(), kQwen2Specials[i]);
-        const uint8_t type = i < kQwen2ControlCount ? kControl : kUserDefined;
-        if (it == impl->tokens.end()) {
-            impl->add_token(std::string(kQwen2Specials[i]), type);
+    std::unordered_map<std::string_view, size_t> where;
+    for (size_t i = 0; i < impl->tokens.size(); ++i) where.emplace(impl->tokens[i], i);
+    for (size_t i = 0; i < kind.specials.size(); ++i) {
+        const uint8_t type = i < kind.control_count ? kControl : kUserDefined;
+        const auto it = where.find(kind.specials[i]);
+        if (it == where.end()) {
+            impl->add_token(kind.specials[i], type);
         } else {
-            impl->types[static_cast<size_t>(it - impl->tokens.begin())] = type;
+            impl->types[it->second] = type;
         }
     }
     impl->index_tokens();
@@ -541,35 +619,86 @@ Qwen2Tokenizer Qwen2Tokenizer::from_vocab_merges_bytes(std::string_view vocab_js
         impl->add_merge_line(lines[i], strfmt("%s (merges.txt) line %zu", source.c_str(), i + 1));
     }
     impl->finish(t0);
-    return Qwen2Tokenizer(std::move(impl));
+    return LlmTokenizer(std::move(impl));
 }
 
-Qwen2Tokenizer Qwen2Tokenizer::from_vocab_merges(const std::string& vocab_json_path,
-                                                 const std::string& merges_txt_path) {
+LlmTokenizer LlmTokenizer::from_vocab_merges(const std::string& vocab_json_path,
+                                             const std::string& merges_txt_path,
+                                             const LlmVocabulary& kind) {
     const std::string vocab = read_tokenizer_file(vocab_json_path, "vocab.json");
     const std::string merges = read_tokenizer_file(merges_txt_path, "merges.txt");
-    return from_vocab_merges_bytes(vocab, merges, vocab_json_path + " + " + merges_txt_path);
+    return from_vocab_merges_bytes(vocab, merges, vocab_json_path + " + " + merges_txt_path, kind);
 }
 
-bool Qwen2Tokenizer::gguf_has_vocab(const std::map<std::string, MetadataValue>& md) {
+LlmTokenizer LlmTokenizer::from_tekken_json_bytes(std::string_view json,
+                                                  const std::string& source) {
+    const auto t0 = std::chrono::steady_clock::now();
+    TekkenVocabulary v = read_tekken_json(json, source);
+    auto impl = new_impl(source, mistral_vocabulary());
+    impl->tokens.reserve(v.specials.size() + v.tokens.size());
+    for (std::string& s : v.specials) impl->add_token(std::move(s), kControl);
+    const auto first = static_cast<int32_t>(impl->tokens.size());
+    for (const std::string& bytes : v.tokens) {
+        std::string symbols;
+        for (char c : bytes) symbols += bpe::byte_symbol(static_cast<uint8_t>(c));
+        impl->add_token(std::move(symbols), kNormal);
+    }
+    impl->index_tokens(/*shadowing=*/true);
+    impl->byte_id.fill(-1);
+    for (size_t r = 0; r < v.tokens.size(); ++r) {
+        if (v.tokens[r].size() != 1) continue;
+        int32_t& id = impl->byte_id[static_cast<uint8_t>(v.tokens[r][0])];
+        if (id < 0) id = first + static_cast<int32_t>(r);
+    }
+    for (int b = 0; b < 256; ++b)
+        if (impl->byte_id[b] < 0)
+            fail("%s: no token of the single byte 0x%02X (tiktoken vocabularies have all 256)",
+                 source.c_str(), b);
+    impl->byte_ids_known = true;
+    // A token's merge: BPE of its bytes with the merges of the lower ranks ends in the two
+    // tokens it joins (as Hugging Face's tiktoken converter finds them). A token BPE cannot
+    // reach that way is left without a merge.
+    impl->merges.reserve(v.tokens.size());
+    std::vector<int32_t> word;
+    for (size_t r = 0; r < v.tokens.size(); ++r) {
+        const std::string& bytes = v.tokens[r];
+        if (bytes.size() < 2) continue;
+        word.resize(bytes.size());
+        for (size_t i = 0; i < bytes.size(); ++i)
+            word[i] = impl->byte_id[static_cast<uint8_t>(bytes[i])];
+        impl->merges.apply(word);
+        if (word.size() == 2) impl->merges.add(word[0], word[1], first + static_cast<int32_t>(r));
+    }
+    impl->finish(t0);
+    return LlmTokenizer(std::move(impl));
+}
+
+LlmTokenizer LlmTokenizer::from_tekken_file(const std::string& path) {
+    return from_tekken_json_bytes(read_tokenizer_file(path, "tekken.json"), path);
+}
+
+bool LlmTokenizer::gguf_has_vocab(const std::map<std::string, MetadataValue>& md,
+                                  const LlmVocabulary& kind) {
     const std::string* model = string_of(md, kKeyModel);
     const std::string* pre = string_of(md, kKeyPre);
-    return model && *model == kModelName && (!pre || *pre == kPreName) && find_key(md, kKeyTokens);
+    return model && *model == kModelName && (!pre || *pre == kind.gguf_pre) &&
+           find_key(md, kKeyTokens);
 }
 
-Qwen2Tokenizer Qwen2Tokenizer::from_gguf_metadata(const std::map<std::string, MetadataValue>& md,
-                                                  const std::string& source) {
+LlmTokenizer LlmTokenizer::from_gguf_metadata(const std::map<std::string, MetadataValue>& md,
+                                              const std::string& source,
+                                              const LlmVocabulary& kind) {
     const auto t0 = std::chrono::steady_clock::now();
     const std::string* model = string_of(md, kKeyModel);
     if (!model || *model != kModelName || !find_key(md, kKeyTokens)) {
         fail("%s: GGUF metadata carries no byte-level BPE vocabulary (%s \"%s\" with %s)",
              source.c_str(), kKeyModel, kModelName, kKeyTokens);
     }
-    if (const std::string* pre = string_of(md, kKeyPre); pre && *pre != kPreName) {
+    if (const std::string* pre = string_of(md, kKeyPre); pre && *pre != kind.gguf_pre) {
         fail(
             "%s: GGUF metadata %s is \"%s\": the vocabulary of another model family, not "
-            "Qwen2's (\"%s\")",
-            source.c_str(), kKeyPre, pre->c_str(), kPreName);
+            "%s's (\"%s\")",
+            source.c_str(), kKeyPre, pre->c_str(), kind.name, kind.gguf_pre);
     }
     const MetadataArray& tokens = array_of(md, kKeyTokens, source);
     const MetadataArray& merges = array_of(md, kKeyMerges, source);
@@ -578,16 +707,15 @@ Qwen2Tokenizer Qwen2Tokenizer::from_gguf_metadata(const std::map<std::string, Me
     if (types && types->size() != tokens.size())
         fail("%s: GGUF metadata %s has %zu entries for %zu tokens", source.c_str(), kKeyTypes,
              types->size(), tokens.size());
-    auto impl = new_impl(source + " (GGUF metadata)");
+    auto impl = new_impl(source + " (GGUF metadata)", kind);
     impl->tokens.reserve(tokens.size());
     for (size_t i = 0; i < tokens.size(); ++i) {
         int64_t type = kNormal;
         if (types) {
             type = integer_entry(*types, i, kKeyTypes, source);
-        } else if (std::find(std::begin(kQwen2Specials), std::end(kQwen2Specials),
-                             string_entry(tokens, i, kKeyTokens, source)) !=
-                   std::end(kQwen2Specials)) {
-            type = kControl;  // no types given: Qwen2's own special tokens
+        } else if (std::find(kind.specials.begin(), kind.specials.end(),
+                             string_entry(tokens, i, kKeyTokens, source)) != kind.specials.end()) {
+            type = kControl;  // no types given: the vocabulary's own special tokens
         }
         if (type < kNormal || type > kByte)
             fail("%s: GGUF metadata %s entry %zu is %lld, not a token type (1..6)", source.c_str(),
@@ -600,10 +728,10 @@ Qwen2Tokenizer Qwen2Tokenizer::from_gguf_metadata(const std::map<std::string, Me
         impl->add_merge_line(string_entry(merges, i, kKeyMerges, source),
                              strfmt("%s: %s entry %zu", source.c_str(), kKeyMerges, i));
     impl->finish(t0);
-    return Qwen2Tokenizer(std::move(impl));
+    return LlmTokenizer(std::move(impl));
 }
 
-std::map<std::string, MetadataValue> Qwen2Tokenizer::to_gguf_metadata() const {
+std::map<std::string, MetadataValue> LlmTokenizer::to_gguf_metadata() const {
     MetadataArray tokens, types, merges;
     tokens.reserve(impl_->tokens.size());
     types.reserve(impl_->tokens.size());
@@ -619,18 +747,19 @@ std::map<std::string, MetadataValue> Qwen2Tokenizer::to_gguf_metadata() const {
     }
     std::map<std::string, MetadataValue> md;
     md[kKeyModel] = MetadataValue{std::string(kModelName)};
-    md[kKeyPre] = MetadataValue{std::string(kPreName)};
+    md[kKeyPre] = MetadataValue{std::string(impl_->kind->gguf_pre)};
     md[kKeyTokens] = MetadataValue{std::move(tokens)};
     md[kKeyTypes] = MetadataValue{std::move(types)};
     md[kKeyMerges] = MetadataValue{std::move(merges)};
     md[kKeyEos] = MetadataValue{static_cast<uint64_t>(impl_->eos)};
-    md[kKeyPad] = MetadataValue{static_cast<uint64_t>(impl_->eos)};
+    md[kKeyPad] = MetadataValue{static_cast<uint64_t>(impl_->pad)};
+    if (impl_->bos >= 0) md[kKeyBos] = MetadataValue{static_cast<uint64_t>(impl_->bos)};
     return md;
 }
 
 // --- encoding ---
 
-std::vector<int32_t> Qwen2Tokenizer::encode(std::string_view text) const {
+std::vector<int32_t> LlmTokenizer::encode(std::string_view text) const {
     std::vector<int32_t> out;
     size_t pos = 0;
     for (const auto& [at, id] : impl_->find_specials(text)) {
@@ -642,7 +771,7 @@ std::vector<int32_t> Qwen2Tokenizer::encode(std::string_view text) const {
     return out;
 }
 
-std::string Qwen2Tokenizer::decode(const std::vector<int32_t>& ids) const {
+std::string LlmTokenizer::decode(const std::vector<int32_t>& ids) const {
     std::string out;
     for (int32_t id : ids) {
         const std::string& t = token(id);
@@ -662,32 +791,38 @@ std::string Qwen2Tokenizer::decode(const std::vector<int32_t>& ids) const {
     return out;
 }
 
-int32_t Qwen2Tokenizer::id_of(std::string_view token) const {
+int32_t LlmTokenizer::id_of(std::string_view token) const {
     return impl_->find(token);
 }
 
-const std::string& Qwen2Tokenizer::token(int32_t id) const {
+const std::string& LlmTokenizer::token(int32_t id) const {
     if (id < 0 || static_cast<size_t>(id) >= impl_->tokens.size()) {
-        fail("Qwen2 tokenizer: id %d is outside the vocabulary (0..%zu)", id,
+        fail("%s tokenizer: id %d is outside the vocabulary (0..%zu)", impl_->kind->name, id,
              impl_->tokens.size() - 1);
     }
     return impl_->tokens[static_cast<size_t>(id)];
 }
 
-bool Qwen2Tokenizer::is_special(int32_t id) const {
+bool LlmTokenizer::is_special(int32_t id) const {
     return id >= 0 && static_cast<size_t>(id) < impl_->tokens.size() && impl_->special(id);
 }
 
-int32_t Qwen2Tokenizer::eos_id() const {
+int32_t LlmTokenizer::eos_id() const {
     return impl_->eos;
 }
-int32_t Qwen2Tokenizer::pad_id() const {
-    return impl_->eos;
+int32_t LlmTokenizer::pad_id() const {
+    return impl_->pad;
 }
-size_t Qwen2Tokenizer::vocab_size() const {
+int32_t LlmTokenizer::bos_id() const {
+    return impl_->bos;
+}
+const LlmVocabulary& LlmTokenizer::kind() const {
+    return *impl_->kind;
+}
+size_t LlmTokenizer::vocab_size() const {
     return impl_->tokens.size();
 }
-size_t Qwen2Tokenizer::merge_count() const {
+size_t LlmTokenizer::merge_count() const {
     return impl_->merges.size();
 }
 
@@ -695,50 +830,57 @@ size_t Qwen2Tokenizer::merge_count() const {
 
 namespace {
 
-// The vocabulary files in `dir`: tokenizer.json, else vocab.json + merges.txt. Returns
-// nullopt with the reason in `why` when there are none; one of vocab.json / merges.txt
-// without the other is an error.
-std::optional<Qwen2Tokenizer> load_dir(const fs::path& dir, std::string& why) {
+// The vocabulary files in `dir`: tokenizer.json, else tekken.json (Mistral), else vocab.json +
+// merges.txt. Returns nullopt with the reason in `why` when there are none; one of vocab.json
+// / merges.txt without the other is an error.
+std::optional<LlmTokenizer> load_dir(const fs::path& dir, const LlmVocabulary& kind,
+                                     std::string& why) {
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) {
         why = "no such folder";
         return std::nullopt;
     }
     if (fs::is_regular_file(dir / "tokenizer.json", ec))
-        return Qwen2Tokenizer::from_file((dir / "tokenizer.json").string());
+        return LlmTokenizer::from_file((dir / "tokenizer.json").string(), kind);
+    const bool tekken = &kind == &mistral_vocabulary();
+    if (tekken && fs::is_regular_file(dir / "tekken.json", ec))
+        return LlmTokenizer::from_tekken_file((dir / "tekken.json").string());
     const bool vocab = fs::is_regular_file(dir / "vocab.json", ec);
     const bool merges = fs::is_regular_file(dir / "merges.txt", ec);
     if (vocab && merges) {
-        return Qwen2Tokenizer::from_vocab_merges((dir / "vocab.json").string(),
-                                                 (dir / "merges.txt").string());
+        return LlmTokenizer::from_vocab_merges((dir / "vocab.json").string(),
+                                               (dir / "merges.txt").string(), kind);
     }
     if (vocab || merges) {
-        fail("%s holds %s but not %s; the Qwen2 tokenizer needs both (or tokenizer.json)",
+        fail("%s holds %s but not %s; the %s tokenizer needs both (or tokenizer.json)",
              dir.string().c_str(), vocab ? "vocab.json" : "merges.txt",
-             vocab ? "merges.txt" : "vocab.json");
+             vocab ? "merges.txt" : "vocab.json", kind.name);
     }
-    why = "no tokenizer.json / vocab.json + merges.txt there";
+    why = tekken ? "no tokenizer.json / tekken.json / vocab.json + merges.txt there"
+                 : "no tokenizer.json / vocab.json + merges.txt there";
     return std::nullopt;
 }
 
-// --tokenizer-dir / SD_TOKENIZER_DIR: ROOT/qwen2/; a bad file there is an error.
-std::optional<Qwen2Tokenizer> from_named_dir(const std::string& root, const char* label,
-                                             std::vector<std::string>& searched) {
-    const fs::path dir = fs::path(root) / "qwen2";
+// --tokenizer-dir / SD_TOKENIZER_DIR: ROOT/<kind.folder>/; a bad file there is an error.
+std::optional<LlmTokenizer> from_named_dir(const std::string& root, const char* label,
+                                           const LlmVocabulary& kind,
+                                           std::vector<std::string>& searched) {
+    const fs::path dir = fs::path(root) / kind.folder;
     std::string why;
-    auto t = load_dir(dir, why);
+    auto t = load_dir(dir, kind, why);
     if (t) {
-        SD_LOG_INFO("Qwen2 tokenizer: %s (%s)", dir.string().c_str(), label);
+        SD_LOG_INFO("%s tokenizer: %s (%s)", kind.name, dir.string().c_str(), label);
     } else {
         searched.push_back(strfmt("%s: %s/: %s", label, dir.string().c_str(), why.c_str()));
     }
     return t;
 }
 
-// Near a model file: files that are not a Qwen2 vocabulary (a CLIP vocab, a T5
-// tokenizer.json) are skipped, their reason recorded.
-std::optional<Qwen2Tokenizer> from_near(const std::string& path, const char* label,
-                                        std::vector<std::string>& searched) {
+// Near a model file: files that are not a vocabulary of `kind` (a CLIP vocab, a T5
+// tokenizer.json, another LLM's) are skipped, their reason recorded.
+std::optional<LlmTokenizer> from_near(const std::string& path, const char* label,
+                                      const LlmVocabulary& kind,
+                                      std::vector<std::string>& searched) {
     if (path.empty()) {
         searched.push_back(strfmt("%s: no path given", label));
         return std::nullopt;
@@ -746,8 +888,8 @@ std::optional<Qwen2Tokenizer> from_near(const std::string& path, const char* lab
     for (const fs::path& dir : folders_near(path, "tokenizer")) {
         std::string why;
         try {
-            if (auto t = load_dir(dir, why)) {
-                SD_LOG_INFO("Qwen2 tokenizer: %s (%s)", dir.string().c_str(), label);
+            if (auto t = load_dir(dir, kind, why)) {
+                SD_LOG_INFO("%s tokenizer: %s (%s)", kind.name, dir.string().c_str(), label);
                 return t;
             }
         } catch (const Error& e) {
@@ -758,8 +900,9 @@ std::optional<Qwen2Tokenizer> from_near(const std::string& path, const char* lab
     return std::nullopt;
 }
 
-std::optional<Qwen2Tokenizer> from_gguf(const TensorFile* file, const char* label,
-                                        std::vector<std::string>& searched) {
+std::optional<LlmTokenizer> from_gguf(const TensorFile* file, const char* label,
+                                      const LlmVocabulary& kind,
+                                      std::vector<std::string>& searched) {
     if (!file) {
         searched.push_back(strfmt("GGUF metadata of the %s: no file given", label));
         return std::nullopt;
@@ -767,38 +910,52 @@ std::optional<Qwen2Tokenizer> from_gguf(const TensorFile* file, const char* labe
     const auto& md = file->metadata;
     const std::string* model = string_of(md, kKeyModel);
     const std::string* pre = string_of(md, kKeyPre);
-    if (!Qwen2Tokenizer::gguf_has_vocab(md)) {
+    if (!LlmTokenizer::gguf_has_vocab(md, kind)) {
         std::string why = strfmt("no %s \"%s\" with %s", kKeyModel, kModelName, kKeyTokens);
         if (model && *model == kModelName && pre)
-            why = strfmt("%s is \"%s\", not \"%s\"", kKeyPre, pre->c_str(), kPreName);
+            why = strfmt("%s is \"%s\", not \"%s\"", kKeyPre, pre->c_str(), kind.gguf_pre);
         searched.push_back(
             strfmt("GGUF metadata of the %s %s: %s", label, file->path.c_str(), why.c_str()));
         return std::nullopt;
     }
-    SD_LOG_INFO("Qwen2 tokenizer: GGUF metadata of %s", file->path.c_str());
-    return Qwen2Tokenizer::from_gguf_metadata(md, file->path);
+    SD_LOG_INFO("%s tokenizer: GGUF metadata of %s", kind.name, file->path.c_str());
+    return LlmTokenizer::from_gguf_metadata(md, file->path, kind);
 }
 
 }  // namespace
 
-Qwen2Tokenizer find_qwen2_tokenizer(const Qwen2TokenizerSearch& search) {
+LlmTokenizer find_llm_tokenizer(const LlmTokenizerSearch& search) {
+    const LlmVocabulary& kind = *search.kind;
     std::vector<std::string> searched;
-    std::optional<Qwen2Tokenizer> named;
+    std::optional<LlmTokenizer> named;
     if (try_named_tokenizer_dirs(search.tokenizer_dir, search.use_env, searched,
                                  [&](const std::string& root, const char* label) {
-                                     named = from_named_dir(root, label, searched);
+                                     named = from_named_dir(root, label, kind, searched);
                                      return named.has_value();
                                  })) {
         return std::move(*named);
     }
-    if (auto t = from_near(search.llm_path, "beside the LLM file", searched)) return std::move(*t);
-    if (auto t = from_near(search.model_path, "beside the model", searched)) return std::move(*t);
-    if (auto t = from_gguf(search.llm_file, "LLM file", searched)) return std::move(*t);
-    if (auto t = from_gguf(search.model_file, "model file", searched)) return std::move(*t);
-    if (search.use_builtin) {
+    if (auto t = from_near(search.llm_path, "beside the LLM file", kind, searched))
+        return std::move(*t);
+    if (auto t = from_near(search.model_path, "beside the model", kind, searched))
+        return std::move(*t);
+    if (auto t = from_gguf(search.llm_file, "LLM file", kind, searched)) return std::move(*t);
+    if (auto t = from_gguf(search.model_file, "model file", kind, searched)) return std::move(*t);
+    if (search.use_builtin && kind.builtin) {
         const BuiltinVocabulary v = builtin_qwen2_vocabulary();
-        SD_LOG_INFO("Qwen2 tokenizer: the %s", v.description);
-        return Qwen2Tokenizer::from_vocab_merges_bytes(v.vocab_json, v.merges_txt, v.description);
+        SD_LOG_INFO("%s tokenizer: the %s", kind.name, v.description);
+        return LlmTokenizer::from_vocab_merges_bytes(v.vocab_json, v.merges_txt, v.description,
+                                                     kind);
+    }
+    if (&kind == &mistral_vocabulary()) {
+        fail(
+            "no Mistral tokenizer vocabulary found. The Mistral text encoder needs tekken.json "
+            "or tokenizer.json (the Mistral-Small-3.2 tokenizer files), vocab.json and "
+            "merges.txt, or a GGUF LLM file that carries them (llama.cpp's, as unsloth's "
+            "Mistral-Small-3.2-24B-Instruct-2506 GGUF files do). Searched, in order:%s\nPut them "
+            "in DIR/mistral/ and pass --tokenizer-dir DIR or set SD_TOKENIZER_DIR=DIR, or place "
+            "them beside the LLM file.",
+            numbered_places(searched).c_str());
     }
     fail(
         "no Qwen2 tokenizer vocabulary found. The LLM text encoder needs tokenizer.json, or "

@@ -1,8 +1,8 @@
-#include "base64.h"
+#include "base/base64.h"
 
 #include <array>
 
-namespace server {
+namespace sd {
 namespace {
 
 constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -72,4 +72,4 @@ std::optional<std::vector<uint8_t>> base64_decode(std::string_view text) {
     return out;
 }
 
-}  // namespace server
+}  // namespace sd

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-namespace server {
+namespace sd {
 
 std::string base64_encode(const uint8_t* data, size_t size);
 inline std::string base64_encode(const std::vector<uint8_t>& bytes) {
@@ -18,4 +18,4 @@ inline std::string base64_encode(const std::vector<uint8_t>& bytes) {
 // padding; std::nullopt for any other character, misplaced '=' or a dangling final char.
 std::optional<std::vector<uint8_t>> base64_decode(std::string_view text);
 
-}  // namespace server
+}  // namespace sd
