@@ -15,6 +15,7 @@
 #include "fixture_files.h"
 #include "io/io_test_util.h"
 #include "models/numpy_reference.h"
+#include "models/tiny_flux2.h"
 #include "test_util.h"
 
 namespace sd {
@@ -25,43 +26,7 @@ constexpr int64_t kWidth = 128, kMlp = 96, kContext = 24, kChannels = 8;
 
 // A FLUX.2 of width 128 (one head of 128), gated MLP 96, text width 24, 8 latent channels.
 Params tiny_flux2(int depth, int single) {
-    Params p;
-    uint32_t seed = 300;
-    const int64_t C = kWidth;
-    auto linear = [&](const std::string& name, int64_t in, int64_t out) {
-        const float bound = 1.0f / std::sqrt(static_cast<float>(in));
-        p[name + ".weight"] = test::random_tensor({out, in}, seed++, -bound, bound);
-    };
-    auto qk_norm = [&](const std::string& name) {
-        p[name + ".query_norm.scale"] = test::random_tensor({128}, seed++, 0.5f, 1.5f);
-        p[name + ".key_norm.scale"] = test::random_tensor({128}, seed++, 0.5f, 1.5f);
-    };
-    linear("img_in", kChannels, C);
-    linear("txt_in", kContext, C);
-    linear("time_in.in_layer", 256, C);
-    linear("time_in.out_layer", C, C);
-    linear("double_stream_modulation_img.lin", C, 6 * C);
-    linear("double_stream_modulation_txt.lin", C, 6 * C);
-    linear("single_stream_modulation.lin", C, 3 * C);
-    for (int i = 0; i < depth; ++i) {
-        const std::string b = "double_blocks." + std::to_string(i) + ".";
-        for (const char* s : {"img", "txt"}) {
-            linear(b + s + "_attn.qkv", C, 3 * C);
-            linear(b + s + "_attn.proj", C, C);
-            qk_norm(b + s + "_attn.norm");
-            linear(b + s + "_mlp.0", C, 2 * kMlp);
-            linear(b + s + "_mlp.2", kMlp, C);
-        }
-    }
-    for (int i = 0; i < single; ++i) {
-        const std::string b = "single_blocks." + std::to_string(i) + ".";
-        linear(b + "linear1", C, 3 * C + 2 * kMlp);
-        linear(b + "linear2", C + kMlp, C);
-        qk_norm(b + "norm");
-    }
-    linear("final_layer.adaLN_modulation.1", C, 2 * C);
-    linear("final_layer.linear", C, kChannels);
-    return p;
+    return test::tiny_flux2(depth, single, {kChannels, kContext, false});
 }
 
 Flux2Model load_flux2(const std::string& path) {
@@ -117,9 +82,7 @@ TEST(Flux2Model, TinyModelMatchesNumpy) {
 // FLUX.2-dev's form: the distilled guidance embedded as the timestep is (guidance_in) and
 // added to the time vector of every shared modulation.
 TEST(Flux2Model, GuidanceEmbeddingOfDevMatchesNumpy) {
-    Params p = tiny_flux2(1, 2);
-    p["guidance_in.in_layer.weight"] = test::random_tensor({kWidth, 256}, 77, -0.06f, 0.06f);
-    p["guidance_in.out_layer.weight"] = test::random_tensor({kWidth, kWidth}, 78, -0.09f, 0.09f);
+    const Params p = test::tiny_flux2(1, 2, {kChannels, kContext, true});
     const std::string model = test::write_f32_safetensors(p, "flux2_tiny_dev");
     const Flux2Model m = load_flux2(model);
     EXPECT_TRUE(m.config().guidance_embed);
