@@ -58,7 +58,17 @@ const std::vector<std::string>& compound_names() {
             "norm_out", "quant_conv", "post_quant_conv",
             // the Wan DiT's (musubi-tuner's kohya keys)
             "cross_attn", "text_embedding", "time_projection", "patch_embedding", "img_emb",
-            "k_img", "v_img"};
+            "k_img", "v_img",
+            // FLUX.1 / FLUX.2 / Chroma's (kohya's lora_unet_double_blocks_0_img_attn_qkv)
+            "double_blocks", "single_blocks", "img_attn", "txt_attn", "img_mlp", "txt_mlp",
+            "img_mod", "txt_mod", "img_in", "txt_in", "time_in", "vector_in", "guidance_in",
+            "in_layer", "out_layer", "final_layer", "adaLN_modulation",
+            "double_stream_modulation_img", "double_stream_modulation_txt",
+            "single_stream_modulation",
+            // diffusers' Flux2Transformer2DModel's (kohya keys of diffusers-layout LoRAs)
+            "single_transformer_blocks", "to_qkv_mlp_proj", "to_add_out", "ff_context", "linear_in",
+            "linear_out", "x_embedder", "context_embedder", "time_guidance_embed",
+            "timestep_embedder", "guidance_embedder"};
         std::sort(n.begin(), n.end(),
                   [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
         return n;
@@ -121,9 +131,49 @@ std::string wan_from_diffusers(const std::string& path) {
     return "";
 }
 
+// The BFL name of a module path in diffusers' Flux2Transformer2DModel names where the two
+// are one to one (transformer_blocks.N.ff.linear_in -> double_blocks.N.img_mlp.0,
+// single_transformer_blocks.N.attn.to_qkv_mlp_proj -> single_blocks.N.linear1, ...); empty
+// otherwise. Diffusers' separate to_q / to_k / to_v are thirds of BFL's fused qkv: not mapped.
+std::string flux2_from_diffusers(const std::string& path) {
+    static const std::pair<const char*, const char*> kTop[] = {
+        {"x_embedder", "img_in"},
+        {"context_embedder", "txt_in"},
+        {"proj_out", "final_layer.linear"},
+        {"time_guidance_embed.timestep_embedder.linear_1", "time_in.in_layer"},
+        {"time_guidance_embed.timestep_embedder.linear_2", "time_in.out_layer"},
+        {"time_guidance_embed.guidance_embedder.linear_1", "guidance_in.in_layer"},
+        {"time_guidance_embed.guidance_embedder.linear_2", "guidance_in.out_layer"},
+        {"double_stream_modulation_img.linear", "double_stream_modulation_img.lin"},
+        {"double_stream_modulation_txt.linear", "double_stream_modulation_txt.lin"},
+        {"single_stream_modulation.linear", "single_stream_modulation.lin"}};
+    static const std::pair<const char*, const char*> kDouble[] = {
+        {"attn.to_out.0", "img_attn.proj"},    {"attn.to_add_out", "txt_attn.proj"},
+        {"ff.linear_in", "img_mlp.0"},         {"ff.linear_out", "img_mlp.2"},
+        {"ff_context.linear_in", "txt_mlp.0"}, {"ff_context.linear_out", "txt_mlp.2"}};
+    static const std::pair<const char*, const char*> kSingle[] = {
+        {"attn.to_qkv_mlp_proj", "linear1"},
+        {"attn.to_out", "linear2"},
+        {"attn.to_out.0", "linear2"}};
+    for (const auto& [from, to] : kTop)
+        if (path == from) return to;
+    auto in_block = [&](std::string_view block, std::string_view bfl, const auto& table) {
+        if (path.compare(0, block.size(), block) != 0) return std::string();
+        const size_t dot = path.find('.', block.size());
+        if (dot == std::string::npos) return std::string();
+        for (const auto& [from, to] : table)
+            if (path.compare(dot + 1, std::string::npos, from) == 0)
+                return std::string(bfl) + path.substr(block.size(), dot + 1 - block.size()) + to;
+        return std::string();
+    };
+    std::string bfl = in_block("transformer_blocks.", "double_blocks.", kDouble);
+    if (bfl.empty()) bfl = in_block("single_transformer_blocks.", "single_blocks.", kSingle);
+    return bfl;
+}
+
 // The UNet's LDM names for a path inside it (diffusers or LDM); an upsampler's index depends
 // on whether its level has attention, so both readings are offered. A DiT path as it is, and
-// in Wan's original names when it is in diffusers' Wan names.
+// in Wan's or FLUX.2's original names when it is in their diffusers names.
 void add_unet(std::string path, std::vector<std::string>& out) {
     if (path.size() > 7 && path.compare(path.size() - 7, 7, ".to_out") == 0) path += ".0";
     if (is_diffusers_unet(path)) {
@@ -135,8 +185,8 @@ void add_unet(std::string path, std::vector<std::string>& out) {
         return;
     }
     out.push_back(std::string(kUnet) + path + ".weight");
-    const std::string wan = wan_from_diffusers(path);
-    if (!wan.empty()) out.push_back(std::string(kUnet) + wan + ".weight");
+    for (const std::string& original : {wan_from_diffusers(path), flux2_from_diffusers(path)})
+        if (!original.empty()) out.push_back(std::string(kUnet) + original + ".weight");
 }
 
 void add_text(std::string path, std::string_view prefix, std::vector<std::string>& out) {

@@ -134,5 +134,60 @@ TEST(LoraNames, WanDiffusersKeys) {
         EXPECT_EQ(c.find("self_attn"), std::string::npos) << c;
 }
 
+// FLUX.1 / FLUX.2 / Chroma: kohya's keys (sd-scripts' FLUX LoRAs) and BFL's dotted names.
+TEST(LoraNames, FluxKohyaKeys) {
+    const std::string dm = "model.diffusion_model.";
+    EXPECT_EQ(first("lora_unet_double_blocks_0_img_attn_qkv"),
+              dm + "double_blocks.0.img_attn.qkv.weight");
+    EXPECT_EQ(first("lora_unet_double_blocks_18_txt_attn_proj"),
+              dm + "double_blocks.18.txt_attn.proj.weight");
+    EXPECT_EQ(first("lora_unet_double_blocks_3_img_mlp_2"),
+              dm + "double_blocks.3.img_mlp.2.weight");
+    EXPECT_EQ(first("lora_unet_double_blocks_3_txt_mod_lin"),
+              dm + "double_blocks.3.txt_mod.lin.weight");
+    EXPECT_EQ(first("lora_unet_single_blocks_37_linear1"), dm + "single_blocks.37.linear1.weight");
+    EXPECT_EQ(first("lora_unet_single_blocks_0_modulation_lin"),
+              dm + "single_blocks.0.modulation.lin.weight");
+    EXPECT_EQ(first("lora_unet_final_layer_adaLN_modulation_1"),
+              dm + "final_layer.adaLN_modulation.1.weight");
+    EXPECT_EQ(first("lora_unet_time_in_in_layer"), dm + "time_in.in_layer.weight");
+    EXPECT_EQ(first("lora_unet_guidance_in_out_layer"), dm + "guidance_in.out_layer.weight");
+    EXPECT_EQ(first("lora_unet_txt_in"), dm + "txt_in.weight");
+    EXPECT_EQ(first("lora_unet_double_stream_modulation_img_lin"),
+              dm + "double_stream_modulation_img.lin.weight");
+    EXPECT_EQ(first("lora_unet_single_stream_modulation_lin"),
+              dm + "single_stream_modulation.lin.weight");
+    EXPECT_EQ(first("diffusion_model.double_blocks.1.img_attn.qkv"),
+              dm + "double_blocks.1.img_attn.qkv.weight");
+}
+
+// Diffusers' Flux2Transformer2DModel names where they map one to one.
+TEST(LoraNames, Flux2DiffusersKeys) {
+    auto has = [](const std::string& key, const std::string& want) {
+        const std::vector<std::string> c = lora_target_candidates(key);
+        return std::find(c.begin(), c.end(), want) != c.end();
+    };
+    const std::string dm = "model.diffusion_model.";
+    EXPECT_TRUE(has("transformer.transformer_blocks.2.ff.linear_in",
+                    dm + "double_blocks.2.img_mlp.0.weight"));
+    EXPECT_TRUE(has("transformer.transformer_blocks.2.ff_context.linear_out",
+                    dm + "double_blocks.2.txt_mlp.2.weight"));
+    EXPECT_TRUE(has("transformer.transformer_blocks.0.attn.to_out.0",
+                    dm + "double_blocks.0.img_attn.proj.weight"));
+    EXPECT_TRUE(has("transformer.transformer_blocks.0.attn.to_add_out",
+                    dm + "double_blocks.0.txt_attn.proj.weight"));
+    EXPECT_TRUE(has("transformer.single_transformer_blocks.19.attn.to_qkv_mlp_proj",
+                    dm + "single_blocks.19.linear1.weight"));
+    EXPECT_TRUE(has("transformer.single_transformer_blocks.19.attn.to_out",
+                    dm + "single_blocks.19.linear2.weight"));
+    EXPECT_TRUE(has("transformer.x_embedder", dm + "img_in.weight"));
+    EXPECT_TRUE(has("transformer.time_guidance_embed.guidance_embedder.linear_2",
+                    dm + "guidance_in.out_layer.weight"));
+    EXPECT_TRUE(has("transformer.single_stream_modulation.linear",
+                    dm + "single_stream_modulation.lin.weight"));
+    EXPECT_TRUE(has("lora_unet_single_transformer_blocks_3_attn_to_out",
+                    dm + "single_blocks.3.linear2.weight"));
+}
+
 }  // namespace
 }  // namespace sd

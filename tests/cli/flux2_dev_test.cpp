@@ -78,33 +78,36 @@ const Files& files() {
 }
 
 RunResult run(const std::string& prompt, const std::string& guidance, const std::string& out,
-              const std::string& tokenizer_dir) {
-    return run_cli({"--diffusion-model",
-                    files().dit,
-                    "--llm",
-                    files().llm,
-                    "--vae",
-                    sd::test::fixture_file("flux2/flux2_ae_f32_seed52.safetensors"),
-                    "--tokenizer-dir",
-                    tokenizer_dir,
-                    "-p",
-                    prompt,
-                    "--cfg-scale",
-                    "1",
-                    "--guidance",
-                    guidance,
-                    "-W",
-                    "64",
-                    "-H",
-                    "64",
-                    "--steps",
-                    "2",
-                    "-s",
-                    "7",
-                    "-t",
-                    "2",
-                    "-o",
-                    out});
+              const std::string& tokenizer_dir, const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = {
+        "--diffusion-model",
+        files().dit,
+        "--llm",
+        files().llm,
+        "--vae",
+        sd::test::fixture_file("flux2/flux2_ae_f32_seed52.safetensors"),
+        "--tokenizer-dir",
+        tokenizer_dir,
+        "-p",
+        prompt,
+        "--cfg-scale",
+        "1",
+        "--guidance",
+        guidance,
+        "-W",
+        "64",
+        "-H",
+        "64",
+        "--steps",
+        "2",
+        "-s",
+        "7",
+        "-t",
+        "2",
+        "-o",
+        out};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_cli(args);
 }
 
 double mean_abs_difference(const sd::image::Image& a, const sd::image::Image& b) {
@@ -131,6 +134,37 @@ TEST(CliFlux2Dev, GeneratesWithThePromptAndTheGuidance) {
     // The same request again gives the same image.
     ASSERT_EQ(run("hello world", "3.5", b, files().tokenizers).exit_code, 0);
     EXPECT_EQ(mean_abs_difference(ia, sd::image::read_image(b, 3)), 0.0);
+}
+
+// A LoRA for it, half in kohya's keys (the double block's fused qkv), half in diffusers'
+// (the first single block's to_qkv_mlp_proj): all four tensors patch a weight and move the image.
+TEST(CliFlux2Dev, KohyaAndDiffusersLoraKeysApply) {
+    const std::string dir = sd::test::temp_path("flux2_dev_loras");
+    std::filesystem::create_directories(dir);
+    std::map<std::string, sd::Tensor> lora;
+    lora["lora_unet_double_blocks_0_img_attn_qkv.lora_down.weight"] =
+        sd::test::random_tensor({4, 128}, 61, -0.5f, 0.5f);
+    lora["lora_unet_double_blocks_0_img_attn_qkv.lora_up.weight"] =
+        sd::test::random_tensor({384, 4}, 62, -0.5f, 0.5f);
+    lora["transformer.single_transformer_blocks.0.attn.to_qkv_mlp_proj.lora_A.weight"] =
+        sd::test::random_tensor({4, 128}, 63, -0.5f, 0.5f);
+    lora["transformer.single_transformer_blocks.0.attn.to_qkv_mlp_proj.lora_B.weight"] =
+        sd::test::random_tensor({576, 4}, 64, -0.5f, 0.5f);
+    const std::string written = sd::test::write_f32_safetensors(lora, "flux2_dev_lora");
+    std::filesystem::copy_file(written, dir + "/mixed.safetensors",
+                               std::filesystem::copy_options::overwrite_existing);
+    const std::string plain = sd::test::temp_path("flux2_dev_plain.png");
+    const std::string patched = sd::test::temp_path("flux2_dev_lora.png");
+    ASSERT_EQ(run("hello", "3.5", plain, files().tokenizers).exit_code, 0);
+    const RunResult r =
+        run("hello <lora:mixed:1>", "3.5", patched, files().tokenizers, {"--lora-model-dir", dir});
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("4 of 4 tensors applied to model weights, 0 unmatched"),
+              std::string::npos)
+        << r.output;
+    EXPECT_GT(
+        mean_abs_difference(sd::image::read_image(plain, 3), sd::image::read_image(patched, 3)),
+        0.0);
 }
 
 TEST(CliFlux2Dev, AMissingMistralVocabularyIsNamed) {
