@@ -18,11 +18,32 @@ void merge(LayerPatch& patch, const TensorRecord& target, const Tensor& delta) {
     patch.weight = current.dtype() == DType::F32 ? sum : convert(sum, current.dtype());
 }
 
-void add_module(const LoraModule& m, const TensorRecord& target, float multiplier, LoraMode mode,
+// `part` (the rows of target's part) placed in a tensor of the weight's rows, zeros elsewhere.
+Tensor in_weight_rows(const Tensor& part, const LoraTarget& target) {
+    if (target.whole()) return part;
+    const int64_t rows = target.weight->shape[0], n = part.size(0);
+    std::vector<Tensor> pieces;
+    auto zeros = [&](int64_t k) {
+        Shape shape = part.shape();
+        shape[0] = k;
+        pieces.push_back(Tensor::zeros(shape));
+    };
+    if (target.first_row > 0) zeros(target.first_row);
+    pieces.push_back(part.contiguous());
+    if (target.first_row + n < rows) zeros(rows - target.first_row - n);
+    return concat(pieces, 0);
+}
+
+void add_module(const LoraModule& m, const LoraTarget& part, float multiplier, LoraMode mode,
                 LayerPatch& patch) {
+    const TensorRecord& target = *part.weight;
     const bool plain = m.kind() == LoraKind::LowRank && !m.has("dora_scale");
+    if (!part.whole() && m.has("dora_scale"))
+        fail("'%s' is DoRA on a part of the fused weight %s: not supported", m.key.c_str(),
+             target.name.c_str());
     if (plain && !m.has("mid") && target.shape.size() >= 2) {
-        LowRankTerm term = lora_term(m, target.shape, multiplier);
+        LowRankTerm term = lora_term(m, part.shape, multiplier);
+        term.up = in_weight_rows(term.up, part);  // a part's rows of the output, zeros elsewhere
         if (mode == LoraMode::AtRuntime) {
             term.up = term.up * term.scale;  // one pass less over the output in each forward
             term.scale = 1.0f;
@@ -36,11 +57,13 @@ void add_module(const LoraModule& m, const TensorRecord& target, float multiplie
         }
     }
     if (mode == LoraMode::AtRuntime && plain && target.shape.size() >= 2) {
-        patch.terms.push_back(lora_term(m, target.shape, multiplier));
+        LowRankTerm term = lora_term(m, part.shape, multiplier);
+        term.up = in_weight_rows(term.up, part);
+        patch.terms.push_back(std::move(term));
         return;
     }
     const Tensor base = m.has("dora_scale") ? target.load() : Tensor{};
-    Tensor delta = lora_delta(m, target.shape, multiplier, base);
+    Tensor delta = in_weight_rows(lora_delta(m, part.shape, multiplier, base), part);
     if (mode == LoraMode::Immediately)
         merge(patch, target, delta);
     else
@@ -93,9 +116,9 @@ LoraStats add_lora_patches(const ModelFiles& model, const LoraRequest& lora, Lor
     for (const std::string& name : file.unknown)
         SD_LOG_DEBUG("LoRA '%s': tensor '%s' is no LoRA part", lora.path.c_str(), name.c_str());
     for (const LoraModule& m : file.modules) {
-        const TensorRecord* target = m.kind() == LoraKind::Incomplete
-                                         ? nullptr
-                                         : find_lora_target(model, m.key, lora.high_noise);
+        const LoraTarget target = m.kind() == LoraKind::Incomplete
+                                      ? LoraTarget{}
+                                      : find_lora_target(model, m.key, lora.high_noise);
         if (!target) {
             s.unmatched += m.tensor_count;
             SD_LOG_DEBUG("LoRA '%s': '%s' matches no model weight", lora.path.c_str(),
@@ -103,7 +126,7 @@ LoraStats add_lora_patches(const ModelFiles& model, const LoraRequest& lora, Lor
             continue;
         }
         try {
-            add_module(m, *target, lora.multiplier, mode, patches[target->name]);
+            add_module(m, target, lora.multiplier, mode, patches[target.weight->name]);
             s.applied += m.tensor_count;
         } catch (const Error& e) {
             s.unmatched += m.tensor_count;

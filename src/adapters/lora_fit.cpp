@@ -88,20 +88,32 @@ std::string family_hint(const std::map<std::string, Parts>& modules) {
     return "";
 }
 
+// The part of `w` that `part` names, or none when the weight has no room for it.
+LoraTarget part_of(const TensorRecord* w, const LoraPart& part) {
+    if (part.block < 0) return {w, 0, w->shape};
+    if (w->shape.size() != 2) return {};
+    const int64_t in = w->shape[1], first = part.block * in;
+    const int64_t rows = part.to_end ? w->shape[0] - first : in;
+    if (rows <= 0 || first + rows > w->shape[0]) return {};
+    return {w, first, Shape{rows, in}};
+}
+
 }  // namespace
 
-const TensorRecord* find_lora_target(const ModelFiles& model, const std::string& key,
-                                     bool high_noise) {
+LoraTarget find_lora_target(const ModelFiles& model, const std::string& key, bool high_noise) {
     const std::string_view low = canonical_prefix(ModelRole::DiffusionModel);
     const std::string high = canonical_prefix(ModelRole::HighNoiseDiffusionModel);
-    for (const std::string& name : lora_target_candidates(key)) {
+    for (const LoraPart& part : lora_target_candidates(key)) {
+        const TensorRecord* r = nullptr;
         if (!high_noise) {
-            if (const TensorRecord* r = model.find(name)) return r;
-        } else if (name.compare(0, low.size(), low) == 0) {
-            if (const TensorRecord* r = model.find(high + name.substr(low.size()))) return r;
+            r = model.find(part.name);
+        } else if (part.name.compare(0, low.size(), low) == 0) {
+            r = model.find(high + part.name.substr(low.size()));
         }
+        if (!r) continue;
+        if (LoraTarget t = part_of(r, part)) return t;
     }
-    return nullptr;
+    return {};
 }
 
 LoraFit lora_fit(const std::string& path, const ModelFiles& model) {
@@ -119,10 +131,10 @@ LoraFit lora_fit(const std::string& path, const ModelFiles& model) {
     for (const auto& [key, module_parts] : modules) {
         const auto& parts = module_parts;  // clang 14 (the fuzz build) cannot capture a binding
         const LoraKind kind = lora_kind([&](const std::string& p) { return parts.count(p) > 0; });
-        const TensorRecord* target =
-            kind == LoraKind::Incomplete ? nullptr : find_lora_target(model, key);
+        const LoraTarget target =
+            kind == LoraKind::Incomplete ? LoraTarget{} : find_lora_target(model, key);
         if (!target) continue;
-        (fits(kind, parts, target->shape) ? fit.fitting : fit.misfit) += counts[key];
+        (fits(kind, parts, target.shape) ? fit.fitting : fit.misfit) += counts[key];
     }
     fit.made_for = family_hint(modules);
     return fit;

@@ -10,11 +10,22 @@
 
 namespace sd {
 
+// What a LoRA module patches: a model weight, whole or the rows [first_row, first_row +
+// shape[0]) of a fused one; `shape` is the patched part's (the weight's own when whole).
+struct LoraTarget {
+    const TensorRecord* weight = nullptr;
+    int64_t first_row = 0;
+    Shape shape;
+    explicit operator bool() const { return weight != nullptr; }
+    bool whole() const { return weight && shape == weight->shape; }
+};
+
 // The model weight a LoRA module's key names: the first of lora_target_candidates(key) the
-// model has, or null. A high-noise LoRA (`<lora:|high_noise|...>`) patches the same names in a
-// two-expert model's high-noise expert (Wan2.2 A14B) and nothing else.
-const TensorRecord* find_lora_target(const ModelFiles& model, const std::string& key,
-                                     bool high_noise = false);
+// model has (a part of a fused weight when the candidate says so and the weight has room), or
+// none. A high-noise LoRA (`<lora:|high_noise|...>`) patches the same names in a two-expert
+// model's high-noise expert (Wan2.2 A14B) and nothing else.
+LoraTarget find_lora_target(const ModelFiles& model, const std::string& key,
+                            bool high_noise = false);
 
 struct LoraFit {
     size_t tensors = 0;    // in the file

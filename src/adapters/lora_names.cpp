@@ -131,15 +131,21 @@ std::string wan_from_diffusers(const std::string& path) {
     return "";
 }
 
-// The BFL name of a module path in diffusers' Flux2Transformer2DModel names where the two
-// are one to one (transformer_blocks.N.ff.linear_in -> double_blocks.N.img_mlp.0,
-// single_transformer_blocks.N.attn.to_qkv_mlp_proj -> single_blocks.N.linear1, ...); empty
-// otherwise. Diffusers' separate to_q / to_k / to_v are thirds of BFL's fused qkv: not mapped.
-std::string flux2_from_diffusers(const std::string& path) {
+// BFL's name for a module path in diffusers' FluxTransformer2DModel / Flux2Transformer2DModel
+// names (ai-toolkit's and diffusers' FLUX LoRAs). A diffusers projection that is a part of a
+// BFL fused weight (to_q / to_k / to_v of qkv, proj_mlp of linear1) gives its block there.
+// Empty name: not such a path.
+LoraPart flux_from_diffusers(const std::string& path) {
     static const std::pair<const char*, const char*> kTop[] = {
         {"x_embedder", "img_in"},
         {"context_embedder", "txt_in"},
         {"proj_out", "final_layer.linear"},
+        {"time_text_embed.timestep_embedder.linear_1", "time_in.in_layer"},
+        {"time_text_embed.timestep_embedder.linear_2", "time_in.out_layer"},
+        {"time_text_embed.guidance_embedder.linear_1", "guidance_in.in_layer"},
+        {"time_text_embed.guidance_embedder.linear_2", "guidance_in.out_layer"},
+        {"time_text_embed.text_embedder.linear_1", "vector_in.in_layer"},
+        {"time_text_embed.text_embedder.linear_2", "vector_in.out_layer"},
         {"time_guidance_embed.timestep_embedder.linear_1", "time_in.in_layer"},
         {"time_guidance_embed.timestep_embedder.linear_2", "time_in.out_layer"},
         {"time_guidance_embed.guidance_embedder.linear_1", "guidance_in.in_layer"},
@@ -147,53 +153,82 @@ std::string flux2_from_diffusers(const std::string& path) {
         {"double_stream_modulation_img.linear", "double_stream_modulation_img.lin"},
         {"double_stream_modulation_txt.linear", "double_stream_modulation_txt.lin"},
         {"single_stream_modulation.linear", "single_stream_modulation.lin"}};
-    static const std::pair<const char*, const char*> kDouble[] = {
-        {"attn.to_out.0", "img_attn.proj"},    {"attn.to_add_out", "txt_attn.proj"},
-        {"ff.linear_in", "img_mlp.0"},         {"ff.linear_out", "img_mlp.2"},
-        {"ff_context.linear_in", "txt_mlp.0"}, {"ff_context.linear_out", "txt_mlp.2"}};
-    static const std::pair<const char*, const char*> kSingle[] = {
-        {"attn.to_qkv_mlp_proj", "linear1"},
-        {"attn.to_out", "linear2"},
-        {"attn.to_out.0", "linear2"}};
-    for (const auto& [from, to] : kTop)
-        if (path == from) return to;
-    auto in_block = [&](std::string_view block, std::string_view bfl, const auto& table) {
-        if (path.compare(0, block.size(), block) != 0) return std::string();
-        const size_t dot = path.find('.', block.size());
-        if (dot == std::string::npos) return std::string();
-        for (const auto& [from, to] : table)
-            if (path.compare(dot + 1, std::string::npos, from) == 0)
-                return std::string(bfl) + path.substr(block.size(), dot + 1 - block.size()) + to;
-        return std::string();
+    struct InBlock {
+        const char* from;
+        const char* to;
+        int block = -1;
+        bool to_end = false;
     };
-    std::string bfl = in_block("transformer_blocks.", "double_blocks.", kDouble);
-    if (bfl.empty()) bfl = in_block("single_transformer_blocks.", "single_blocks.", kSingle);
-    return bfl;
+    static const InBlock kDouble[] = {
+        {"attn.to_q", "img_attn.qkv", 0},       {"attn.to_k", "img_attn.qkv", 1},
+        {"attn.to_v", "img_attn.qkv", 2},       {"attn.add_q_proj", "txt_attn.qkv", 0},
+        {"attn.add_k_proj", "txt_attn.qkv", 1}, {"attn.add_v_proj", "txt_attn.qkv", 2},
+        {"attn.to_out.0", "img_attn.proj"},     {"attn.to_add_out", "txt_attn.proj"},
+        {"ff.net.0.proj", "img_mlp.0"},         {"ff.net.2", "img_mlp.2"},
+        {"ff_context.net.0.proj", "txt_mlp.0"}, {"ff_context.net.2", "txt_mlp.2"},
+        {"ff.linear_in", "img_mlp.0"},          {"ff.linear_out", "img_mlp.2"},
+        {"ff_context.linear_in", "txt_mlp.0"},  {"ff_context.linear_out", "txt_mlp.2"},
+        {"norm1.linear", "img_mod.lin"},        {"norm1_context.linear", "txt_mod.lin"}};
+    static const InBlock kSingle[] = {{"attn.to_q", "linear1", 0},
+                                      {"attn.to_k", "linear1", 1},
+                                      {"attn.to_v", "linear1", 2},
+                                      {"proj_mlp", "linear1", 3, true},
+                                      {"proj_out", "linear2"},
+                                      {"norm.linear", "modulation.lin"},
+                                      {"attn.to_qkv_mlp_proj", "linear1"},
+                                      {"attn.to_out", "linear2"},
+                                      {"attn.to_out.0", "linear2"}};
+    for (const auto& [from, to] : kTop)
+        if (path == from) return {to};
+    auto in_block = [&](std::string_view block, std::string_view bfl,
+                        const auto& table) -> LoraPart {
+        if (path.compare(0, block.size(), block) != 0) return LoraPart{};
+        const size_t dot = path.find('.', block.size());
+        if (dot == std::string::npos) return LoraPart{};
+        for (const InBlock& row : table) {
+            if (path.compare(dot + 1, std::string::npos, row.from) == 0) {
+                return LoraPart{
+                    std::string(bfl) + path.substr(block.size(), dot + 1 - block.size()) + row.to,
+                    row.block, row.to_end};
+            }
+        }
+        return LoraPart{};
+    };
+    LoraPart part = in_block("transformer_blocks.", "double_blocks.", kDouble);
+    if (part.name.empty()) part = in_block("single_transformer_blocks.", "single_blocks.", kSingle);
+    return part;
 }
 
 // The UNet's LDM names for a path inside it (diffusers or LDM); an upsampler's index depends
 // on whether its level has attention, so both readings are offered. A DiT path as it is, and
-// in Wan's or FLUX.2's original names when it is in their diffusers names.
-void add_unet(std::string path, std::vector<std::string>& out) {
+// in Wan's or BFL's FLUX names when it is in their diffusers names.
+void add_unet(std::string path, std::vector<LoraPart>& out) {
     if (path.size() > 7 && path.compare(path.size() - 7, 7, ".to_out") == 0) path += ".0";
     if (is_diffusers_unet(path)) {
         for (bool attention : {true, false}) {
             std::string ldm =
                 std::string(kUnet) + unet_diffusers_to_ldm(path + ".weight", attention);
-            if (std::find(out.begin(), out.end(), ldm) == out.end()) out.push_back(ldm);
+            if (std::none_of(out.begin(), out.end(),
+                             [&](const LoraPart& p) { return p.name == ldm; }))
+                out.push_back({ldm});
         }
         return;
     }
-    out.push_back(std::string(kUnet) + path + ".weight");
-    for (const std::string& original : {wan_from_diffusers(path), flux2_from_diffusers(path)})
-        if (!original.empty()) out.push_back(std::string(kUnet) + original + ".weight");
+    out.push_back({std::string(kUnet) + path + ".weight"});
+    const std::string wan = wan_from_diffusers(path);
+    if (!wan.empty()) out.push_back({std::string(kUnet) + wan + ".weight"});
+    LoraPart flux = flux_from_diffusers(path);
+    if (!flux.name.empty()) {
+        flux.name = std::string(kUnet) + flux.name + ".weight";
+        out.push_back(std::move(flux));
+    }
 }
 
-void add_text(std::string path, std::string_view prefix, std::vector<std::string>& out) {
+void add_text(std::string path, std::string_view prefix, std::vector<LoraPart>& out) {
     consume(path, "transformer.");
     if (path.compare(0, 11, "text_model.") != 0 && path != "text_projection")
         path = "text_model." + path;
-    out.push_back(std::string(prefix) + path + ".weight");
+    out.push_back({std::string(prefix) + path + ".weight"});
 }
 
 }  // namespace
@@ -211,8 +246,8 @@ std::string kohya_to_dotted(const std::string& underscored) {
     return s.substr(1, s.size() - 2);
 }
 
-std::vector<std::string> lora_target_candidates(const std::string& key) {
-    std::vector<std::string> out;
+std::vector<LoraPart> lora_target_candidates(const std::string& key) {
+    std::vector<LoraPart> out;
     std::string s = key;
     consume(s, "lora.");
     consume(s, "base_model.model.");

@@ -7,6 +7,7 @@
 //   diffusers/PEFT  unet.down_blocks.0.attentions.0.proj_in, text_encoder(_2).text_model...,
 //                   base_model.model.*, attention processors (attn1.processor.to_q)
 //   LDM names       model.diffusion_model.input_blocks..., diffusion_model.*, cond_stage_model.*
+//   FLUX diffusers  transformer.transformer_blocks.N.attn.to_q (a third of BFL's qkv), ...
 #pragma once
 
 #include <string>
@@ -14,7 +15,17 @@
 
 namespace sd {
 
-std::vector<std::string> lora_target_candidates(const std::string& key);
+// A weight a LoRA module may patch: all of it, or (block >= 0) a part of a fused weight: the
+// in_features rows from block * in_features on, or with `to_end` all rows from there
+// (diffusers' to_q / to_k / to_v are blocks 0, 1, 2 of BFL's qkv; proj_mlp is block 3 of
+// FLUX.1's linear1, to its end).
+struct LoraPart {
+    std::string name;
+    int block = -1;
+    bool to_end = false;
+};
+
+std::vector<LoraPart> lora_target_candidates(const std::string& key);
 
 // kohya's '_'-joined module path back to its '.'-joined form, keeping the underscores that
 // belong to names ("down_blocks_0_attentions_1_proj_in" -> "down_blocks.0.attentions.1.proj_in").

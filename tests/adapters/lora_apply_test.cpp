@@ -172,5 +172,72 @@ TEST_F(LoraApply, AutoModeIsRunTimeForQuantizedModels) {
     std::filesystem::remove(q);
 }
 
+// Diffusers' FLUX names patch thirds of BFL's fused qkv (to_q, to_k, to_v of ranks 2, 3, 1)
+// and FLUX.1's proj_mlp the rest of linear1: merged or at run time, the layer computes
+// x (W + D)^T with D's row blocks the modules' up @ down (times alpha / rank where given).
+TEST(LoraApplyParts, ThirdsOfQkvAndTheRestOfLinear1) {
+    constexpr int64_t C = 8, kMlp = 5;
+    const std::string qkv = "model.diffusion_model.double_blocks.0.img_attn.qkv.weight";
+    const std::string linear1 = "model.diffusion_model.single_blocks.0.linear1.weight";
+    const std::string model_path = write_tensors(
+        "flux_parts_model.safetensors",
+        {{qkv, random_tensor({3 * C, C}, 30)}, {linear1, random_tensor({3 * C + kMlp, C}, 31)}});
+    ModelFiles model;
+    model.add(model_path, ModelRole::Checkpoint);
+    const std::string d = "transformer.transformer_blocks.0.attn.",
+                      s = "transformer.single_transformer_blocks.0.";
+    std::vector<std::pair<std::string, Tensor>> parts;
+    struct Module {
+        std::string key;
+        std::string weight;
+        int64_t first, rows, rank;
+        float alpha;  // 0: none
+    };
+    const std::vector<Module> modules = {{d + "to_q", qkv, 0, C, 2, 0.0f},
+                                         {d + "to_k", qkv, C, C, 3, 1.5f},
+                                         {d + "to_v", qkv, 2 * C, C, 1, 0.0f},
+                                         {s + "proj_mlp", linear1, 3 * C, kMlp, 2, 0.0f}};
+    std::map<std::string, Tensor> want;  // W + D by hand
+    want[qkv] = model.get(qkv).load();
+    want[linear1] = model.get(linear1).load();
+    uint32_t seed = 40;
+    for (const Module& m : modules) {
+        const Tensor down = random_tensor({m.rank, C}, seed++),
+                     up = random_tensor({m.rows, m.rank}, seed++);
+        parts.push_back({m.key + ".lora_A.weight", down});
+        parts.push_back({m.key + ".lora_B.weight", up});
+        if (m.alpha > 0) parts.push_back({m.key + ".alpha", scalar_tensor(m.alpha)});
+        const float scale = m.alpha > 0 ? m.alpha / static_cast<float>(m.rank) : 1.0f;
+        std::vector<float> w = want[m.weight].to_vector();
+        const std::vector<float> u = up.to_vector(), dn = down.to_vector();
+        for (int64_t r = 0; r < m.rows; ++r)
+            for (int64_t c = 0; c < C; ++c) {
+                double sum = 0;
+                for (int64_t k = 0; k < m.rank; ++k) sum += u[r * m.rank + k] * dn[k * C + c];
+                w[(m.first + r) * C + c] += static_cast<float>(scale * sum);
+            }
+        want[m.weight] = Tensor::from_vector(want[m.weight].shape(), w);
+    }
+    const std::string lora_path = write_tensors("flux_parts_lora.safetensors", parts);
+    const Tensor x = random_tensor({1, 3, C}, 60);
+    for (LoraMode mode : {LoraMode::Immediately, LoraMode::AtRuntime}) {
+        WeightPatches patches;
+        const LoraStats stats = add_lora_patches(model, {lora_path, 1.0f}, mode, "FLUX", patches);
+        EXPECT_EQ(stats.applied, parts.size());
+        EXPECT_EQ(stats.unmatched, 0u);
+        const ScopedWeightPatches active(&patches);
+        for (const std::string& name : {qkv, linear1}) {
+            Linear layer;
+            layer.weight = model.get(name).load();
+            layer.name = name;
+            Linear by_hand;
+            by_hand.weight = want[name];
+            test::expect_close(layer.forward(x), by_hand.forward(x), 1e-5, 1e-5, name.c_str());
+        }
+    }
+    std::filesystem::remove(model_path);
+    std::filesystem::remove(lora_path);
+}
+
 }  // namespace
 }  // namespace sd

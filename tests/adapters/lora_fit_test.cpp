@@ -138,13 +138,13 @@ TEST(LoraTarget, AHighNoiseLoraPatchesTheHighNoiseExpert) {
     ModelFiles model;
     model.add(path, ModelRole::Checkpoint);
     const std::string key = "diffusion_model.blocks.0.self_attn.q";
-    ASSERT_NE(find_lora_target(model, key), nullptr);
-    EXPECT_EQ(find_lora_target(model, key)->name, low);
-    ASSERT_NE(find_lora_target(model, key, /*high_noise=*/true), nullptr);
-    EXPECT_EQ(find_lora_target(model, key, true)->name, high);
-    EXPECT_EQ(find_lora_target(model, "lora_unet_blocks_0_self_attn_q", true)->name, high);
-    EXPECT_NE(find_lora_target(model, kTe), nullptr);
-    EXPECT_EQ(find_lora_target(model, kTe, true), nullptr);
+    ASSERT_TRUE(find_lora_target(model, key));
+    EXPECT_EQ(find_lora_target(model, key).weight->name, low);
+    ASSERT_TRUE(find_lora_target(model, key, /*high_noise=*/true));
+    EXPECT_EQ(find_lora_target(model, key, true).weight->name, high);
+    EXPECT_EQ(find_lora_target(model, "lora_unet_blocks_0_self_attn_q", true).weight->name, high);
+    EXPECT_TRUE(find_lora_target(model, kTe));
+    EXPECT_FALSE(find_lora_target(model, kTe, true));
     std::filesystem::remove(path);
 }
 

@@ -8,13 +8,20 @@
 namespace sd {
 namespace {
 
+// The candidates' weight names.
+std::vector<std::string> names(const std::string& key) {
+    std::vector<std::string> out;
+    for (const LoraPart& p : lora_target_candidates(key)) out.push_back(p.name);
+    return out;
+}
+
 bool offers(const std::string& key, const std::string& name) {
-    const std::vector<std::string> c = lora_target_candidates(key);
+    const std::vector<std::string> c = names(key);
     return std::find(c.begin(), c.end(), name) != c.end();
 }
 
 std::string first(const std::string& key) {
-    return lora_target_candidates(key).at(0);
+    return names(key).at(0);
 }
 
 TEST(LoraNames, KohyaUnderscoresBecomeDots) {
@@ -112,7 +119,7 @@ TEST(LoraNames, WanDitKeys) {
 // name is a candidate after the path as it is.
 TEST(LoraNames, WanDiffusersKeys) {
     auto has = [](const std::string& key, const std::string& want) {
-        const std::vector<std::string> c = lora_target_candidates(key);
+        const std::vector<std::string> c = names(key);
         return std::find(c.begin(), c.end(), want) != c.end();
     };
     const std::string dm = "model.diffusion_model.";
@@ -130,7 +137,7 @@ TEST(LoraNames, WanDiffusersKeys) {
     EXPECT_TRUE(has("lora_unet_blocks_2_attn1_to_v", dm + "blocks.2.self_attn.v.weight"));
     // A UNet's attention keeps its own reading alone.
     for (const std::string& c :
-         lora_target_candidates("unet.down_blocks.1.attentions.0.transformer_blocks.0.attn1.to_q"))
+         names("unet.down_blocks.1.attentions.0.transformer_blocks.0.attn1.to_q"))
         EXPECT_EQ(c.find("self_attn"), std::string::npos) << c;
 }
 
@@ -161,32 +168,60 @@ TEST(LoraNames, FluxKohyaKeys) {
               dm + "double_blocks.1.img_attn.qkv.weight");
 }
 
-// Diffusers' Flux2Transformer2DModel names where they map one to one.
-TEST(LoraNames, Flux2DiffusersKeys) {
-    auto has = [](const std::string& key, const std::string& want) {
-        const std::vector<std::string> c = lora_target_candidates(key);
-        return std::find(c.begin(), c.end(), want) != c.end();
+// Diffusers' FluxTransformer2DModel / Flux2Transformer2DModel names: BFL's weight, whole or
+// the block of a fused one (to_q / to_k / to_v thirds of qkv, FLUX.1's proj_mlp the rest of
+// linear1).
+TEST(LoraNames, FluxDiffusersKeys) {
+    auto part = [](const std::string& key, const std::string& want, int block = -1,
+                   bool to_end = false) {
+        for (const LoraPart& p : lora_target_candidates(key))
+            if (p.name == want) return p.block == block && p.to_end == to_end;
+        return false;
     };
     const std::string dm = "model.diffusion_model.";
-    EXPECT_TRUE(has("transformer.transformer_blocks.2.ff.linear_in",
-                    dm + "double_blocks.2.img_mlp.0.weight"));
-    EXPECT_TRUE(has("transformer.transformer_blocks.2.ff_context.linear_out",
-                    dm + "double_blocks.2.txt_mlp.2.weight"));
-    EXPECT_TRUE(has("transformer.transformer_blocks.0.attn.to_out.0",
-                    dm + "double_blocks.0.img_attn.proj.weight"));
-    EXPECT_TRUE(has("transformer.transformer_blocks.0.attn.to_add_out",
-                    dm + "double_blocks.0.txt_attn.proj.weight"));
-    EXPECT_TRUE(has("transformer.single_transformer_blocks.19.attn.to_qkv_mlp_proj",
-                    dm + "single_blocks.19.linear1.weight"));
-    EXPECT_TRUE(has("transformer.single_transformer_blocks.19.attn.to_out",
-                    dm + "single_blocks.19.linear2.weight"));
-    EXPECT_TRUE(has("transformer.x_embedder", dm + "img_in.weight"));
-    EXPECT_TRUE(has("transformer.time_guidance_embed.guidance_embedder.linear_2",
-                    dm + "guidance_in.out_layer.weight"));
-    EXPECT_TRUE(has("transformer.single_stream_modulation.linear",
-                    dm + "single_stream_modulation.lin.weight"));
-    EXPECT_TRUE(has("lora_unet_single_transformer_blocks_3_attn_to_out",
-                    dm + "single_blocks.3.linear2.weight"));
+    EXPECT_TRUE(part("transformer.transformer_blocks.2.attn.to_q",
+                     dm + "double_blocks.2.img_attn.qkv.weight", 0));
+    EXPECT_TRUE(part("transformer.transformer_blocks.2.attn.to_v",
+                     dm + "double_blocks.2.img_attn.qkv.weight", 2));
+    EXPECT_TRUE(part("transformer.transformer_blocks.0.attn.add_k_proj",
+                     dm + "double_blocks.0.txt_attn.qkv.weight", 1));
+    EXPECT_TRUE(part("transformer.transformer_blocks.0.attn.to_out.0",
+                     dm + "double_blocks.0.img_attn.proj.weight"));
+    EXPECT_TRUE(part("transformer.transformer_blocks.0.attn.to_add_out",
+                     dm + "double_blocks.0.txt_attn.proj.weight"));
+    EXPECT_TRUE(part("transformer.transformer_blocks.1.ff.net.0.proj",
+                     dm + "double_blocks.1.img_mlp.0.weight"));
+    EXPECT_TRUE(part("transformer.transformer_blocks.1.ff_context.net.2",
+                     dm + "double_blocks.1.txt_mlp.2.weight"));
+    EXPECT_TRUE(part("transformer.transformer_blocks.1.norm1_context.linear",
+                     dm + "double_blocks.1.txt_mod.lin.weight"));
+    EXPECT_TRUE(part("transformer.transformer_blocks.2.ff.linear_in",
+                     dm + "double_blocks.2.img_mlp.0.weight"));
+    EXPECT_TRUE(part("transformer.transformer_blocks.2.ff_context.linear_out",
+                     dm + "double_blocks.2.txt_mlp.2.weight"));
+    EXPECT_TRUE(part("transformer.single_transformer_blocks.5.attn.to_k",
+                     dm + "single_blocks.5.linear1.weight", 1));
+    EXPECT_TRUE(part("transformer.single_transformer_blocks.5.proj_mlp",
+                     dm + "single_blocks.5.linear1.weight", 3, true));
+    EXPECT_TRUE(part("transformer.single_transformer_blocks.5.proj_out",
+                     dm + "single_blocks.5.linear2.weight"));
+    EXPECT_TRUE(part("transformer.single_transformer_blocks.5.norm.linear",
+                     dm + "single_blocks.5.modulation.lin.weight"));
+    EXPECT_TRUE(part("transformer.single_transformer_blocks.19.attn.to_qkv_mlp_proj",
+                     dm + "single_blocks.19.linear1.weight"));
+    EXPECT_TRUE(part("transformer.single_transformer_blocks.19.attn.to_out",
+                     dm + "single_blocks.19.linear2.weight"));
+    EXPECT_TRUE(part("transformer.x_embedder", dm + "img_in.weight"));
+    EXPECT_TRUE(part("transformer.time_text_embed.text_embedder.linear_1",
+                     dm + "vector_in.in_layer.weight"));
+    EXPECT_TRUE(part("transformer.time_guidance_embed.guidance_embedder.linear_2",
+                     dm + "guidance_in.out_layer.weight"));
+    EXPECT_TRUE(part("transformer.single_stream_modulation.linear",
+                     dm + "single_stream_modulation.lin.weight"));
+    EXPECT_TRUE(part("lora_unet_single_transformer_blocks_3_attn_to_out",
+                     dm + "single_blocks.3.linear2.weight"));
+    EXPECT_TRUE(part("lora_unet_transformer_blocks_3_attn_to_q",
+                     dm + "double_blocks.3.img_attn.qkv.weight", 0));
 }
 
 }  // namespace
