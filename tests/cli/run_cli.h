@@ -50,14 +50,17 @@ inline std::vector<std::string> split_args(const std::string& text) {
     return out;
 }
 
-// Runs in `cwd` when given.
-inline RunResult run_cli(const std::vector<std::string>& args, const std::string& cwd = "") {
+// Runs in `cwd` when given; `shell_prefix` (shell commands ending in "exec ", e.g. a ulimit)
+// goes before the program.
+inline RunResult run_cli(const std::vector<std::string>& args, const std::string& cwd = "",
+                         const std::string& shell_prefix = "") {
     std::string command;
     if (!cwd.empty()) {
         command += "cd ";
         command += quote(cwd);
         command += " && ";
     }
+    command += shell_prefix;
     command += SD_CLI_PATH;
     for (const std::string& a : args) {
         command += ' ';
