@@ -264,6 +264,33 @@ bool sd_settle_vid_gen_params(const sd_ctx_t* sd_ctx, sd_vid_gen_params_t* param
     }
 }
 
+namespace {
+
+// One generation, under the context's lock: its hooks (progress, cancel, previews; stopping
+// after an image for images), the LoRAs merged on the context's threads (before the
+// generation's run scope), the request run and its images handed out.
+bool run_generation(sd_ctx_t& ctx, const sd::ImageRequest& request, const sd_lora_t* loras,
+                    uint32_t lora_count, bool video, sd_image_t** out, int* count) {
+    const sd::ModelComponents& m = ctx.model.components;
+    sd::GenerationHooks hooks;
+    hooks.progress = progress_reporter();
+    hooks.cancel = &ctx.cancel;
+    if (!video) hooks.stop_after_image = &ctx.stop_after_image;
+    hooks.preview = sd::api::preview_tap(
+        m, ctx.tae, ctx.vae,
+        sd::decode_tiling(m, request.vae_tiling, request.height / m.latent.factor,
+                          request.width / m.latent.factor),
+        video);
+    const sd::ScopedThreadCount lora_threads(m.memory.threads);
+    const sd::WeightPatches* patches = ctx.loras.update(
+        ctx.files, sd::api::lora_requests(loras, lora_count, m), ctx.lora_mode, m.family_name);
+    const sd::ScopedWeightPatches active(patches);
+    const ReleaseSpareCodec release_spare{ctx};
+    return run_and_hand_out(ctx, request, hooks, out, count);
+}
+
+}  // namespace
+
 bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* params, sd_image_t** images_out,
                     int* num_images_out) {
     if (images_out) *images_out = nullptr;
@@ -277,23 +304,8 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* params, sd_imag
     sd_ctx->stop_after_image = false;
     try {
         const sd::ImageRequest request = sd::api::to_request(request_context(*sd_ctx), *params);
-        sd::GenerationHooks hooks;
-        hooks.progress = progress_reporter();
-        hooks.cancel = &sd_ctx->cancel;
-        hooks.stop_after_image = &sd_ctx->stop_after_image;
-        const sd::ModelComponents& m = sd_ctx->model.components;
-        hooks.preview = sd::api::preview_tap(
-            m, sd_ctx->tae, sd_ctx->vae,
-            sd::decode_tiling(m, request.vae_tiling, request.height / m.latent.factor,
-                              request.width / m.latent.factor));
-        // Merging LoRAs runs ops before the generation's run scope: on the context's threads.
-        const sd::ScopedThreadCount lora_threads(m.memory.threads);
-        const sd::WeightPatches* patches = sd_ctx->loras.update(
-            sd_ctx->files, sd::api::lora_requests(params->loras, params->lora_count, m),
-            sd_ctx->lora_mode, m.family_name);
-        const sd::ScopedWeightPatches active(patches);
-        const ReleaseSpareCodec release_spare{*sd_ctx};
-        return run_and_hand_out(*sd_ctx, request, hooks, images_out, num_images_out);
+        return run_generation(*sd_ctx, request, params->loras, params->lora_count,
+                              /*video=*/false, images_out, num_images_out);
     } catch (const std::exception& e) {
         SD_LOG_ERROR("%s", e.what());
         return false;
@@ -319,21 +331,8 @@ bool generate_video(sd_ctx_t* sd_ctx, const sd_vid_gen_params_t* params, sd_imag
     try {
         const sd::ImageRequest request =
             sd::api::to_video_request(request_context(*sd_ctx), *params);
-        sd::GenerationHooks hooks;
-        hooks.progress = progress_reporter();
-        hooks.cancel = &sd_ctx->cancel;
-        const sd::ModelComponents& m = sd_ctx->model.components;
-        hooks.preview = sd::api::preview_tap(
-            m, sd_ctx->tae, sd_ctx->vae,
-            sd::decode_tiling(m, request.vae_tiling, request.height / m.latent.factor,
-                              request.width / m.latent.factor),
-            /*video=*/true);
-        const sd::ScopedThreadCount lora_threads(m.memory.threads);
-        const sd::WeightPatches* patches = sd_ctx->loras.update(
-            sd_ctx->files, sd::api::lora_requests(params->loras, params->lora_count, m),
-            sd_ctx->lora_mode, m.family_name);
-        const sd::ScopedWeightPatches active(patches);
-        return run_and_hand_out(*sd_ctx, request, hooks, frames_out, num_frames_out);
+        return run_generation(*sd_ctx, request, params->loras, params->lora_count,
+                              /*video=*/true, frames_out, num_frames_out);
     } catch (const std::exception& e) {
         SD_LOG_ERROR("%s", e.what());
         return false;

@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "image/image_resize.h"
+#include "pipeline/generate.h"
 #include "pipeline/image_size.h"
 #include "pipeline/prompt_length.h"
 #include "sampling/rng.h"
@@ -279,14 +280,6 @@ ImageRequest to_video_request(const RequestContext& ctx, const sd_vid_gen_params
              "model such as Wan",
              m.family_name.c_str());
     // Inputs of the video variants this build does not run yet: refused, naming them.
-    SD_CHECK(!p.init_image.data || m.video_init != VideoInit::None || m.control_video,
-             "%s makes videos from text only: an init image (-i) needs an image-to-video model "
-             "(Wan I2V, FLF2V or Wan2.2 TI2V-5B) or a VACE model (its reference image)",
-             m.family_name.c_str());
-    SD_CHECK(!p.end_image.data || m.video_init == VideoInit::Condition,
-             "%s takes no end image (--end-img): a video's last frame conditions Wan I2V and "
-             "FLF2V models",
-             m.family_name.c_str());
     if (p.ref_images_count > 0 || p.ref_videos_count > 0 || p.ref_audios_count > 0)
         fail("reference images, videos or audio for a video are not supported yet");
     if (p.hires.enabled) fail("the hires fix is for images, not videos");
@@ -296,12 +289,13 @@ ImageRequest to_video_request(const RequestContext& ctx, const sd_vid_gen_params
     ImageRequest r = settle_shared(ctx, p);
     r.init_image = to_image8(p.init_image, "init image");
     r.end_image = to_image8(p.end_image, "end image");
-    attach_control_frames(m, p, r);
     // The video VAEs' grid: 1 + 4k frames, as the reference aligns them (down).
     r.frames = (p.video_frames - 1) / 4 * 4 + 1;
     if (r.frames != p.video_frames)
         SD_LOG_WARN("--video-frames %d: a video has 1 + 4k frames; making %d", p.video_frames,
                     r.frames);
+    check_video_request(m, r);  // the pipeline's checks, before any frame is prepared
+    attach_control_frames(m, p, r);
     r.vae_tiling = to_vae_tiling(p.vae_tiling_params);
     if (p.vae_tiling_params.temporal_tiling)
         SD_LOG_INFO(

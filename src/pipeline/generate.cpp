@@ -35,27 +35,6 @@ void check_request(const ImageRequest& r) {
              "%d video frames: a video has 1 + 4k frames (align them first)", r.frames);
 }
 
-// A video: a video model, and none of the image-only inputs.
-void check_video(const ModelComponents& m, const ImageRequest& r) {
-    if (r.frames == 0) return;
-    SD_CHECK(m.video,
-             "%s is an image model: video generation (vid_gen) needs a video model such as Wan",
-             m.family_name.c_str());
-    SD_CHECK(!r.init_image || m.video_init != VideoInit::None || m.control_video,
-             "%s makes videos from text only: an init image (-i) needs an image-to-video model "
-             "(Wan I2V, FLF2V or Wan2.2 TI2V-5B) or a VACE model (its reference image)",
-             m.family_name.c_str());
-    SD_CHECK(!r.end_image || m.video_init == VideoInit::Condition,
-             "%s takes no end image (--end-img): a video's last frame conditions Wan I2V and "
-             "FLF2V models",
-             m.family_name.c_str());
-    SD_CHECK(!r.mask_image && !r.control_image && r.ref_images.empty(),
-             "a video from a mask, control image or reference images is not supported by this "
-             "build yet");
-    SD_CHECK(!r.hires.enabled, "the hires fix is for images, not videos");
-    SD_CHECK(r.batch_count == 1, "a video request makes one video (batch count %d)", r.batch_count);
-}
-
 // The latent frames of `frames` video frames (the video VAEs' 4x in time, the first alone).
 int64_t latent_frames(int frames) {
     return 1 + (frames - 1) / 4;
@@ -158,6 +137,26 @@ Tensor dilate(const Tensor& mask) {
 }
 
 }  // namespace
+
+void check_video_request(const ModelComponents& m, const ImageRequest& r) {
+    if (r.frames == 0) return;
+    SD_CHECK(m.video,
+             "%s is an image model: video generation (vid_gen) needs a video model such as Wan",
+             m.family_name.c_str());
+    SD_CHECK(!r.init_image || m.video_init != VideoInit::None || m.control_video,
+             "%s makes videos from text only: an init image (-i) needs an image-to-video model "
+             "(Wan I2V, FLF2V or Wan2.2 TI2V-5B) or a VACE model (its reference image)",
+             m.family_name.c_str());
+    SD_CHECK(!r.end_image || m.video_init == VideoInit::Condition,
+             "%s takes no end image (--end-img): a video's last frame conditions Wan I2V and "
+             "FLF2V models",
+             m.family_name.c_str());
+    SD_CHECK(!r.mask_image && !r.control_image && r.ref_images.empty(),
+             "a video from a mask, control image or reference images is not supported by this "
+             "build yet");
+    SD_CHECK(!r.hires.enabled, "the hires fix is for images, not videos");
+    SD_CHECK(r.batch_count == 1, "a video request makes one video (batch count %d)", r.batch_count);
+}
 
 // The allocator's cache (see CachingAllocator, CacheBudget) sized to each phase. Streaming:
 // 256 MiB while sampling, where the diffusion model's activations churn (a step then stays
@@ -643,7 +642,7 @@ ImageRequest settle_request(const ModelComponents& m, const ImageRequest& reques
              "a %dx%d request is not settled: %s sizes are multiples of %lld (align them first, "
              "pipeline/image_size.h)",
              r.width, r.height, m.family_name.c_str(), (long long)multiple);
-    check_video(m, r);
+    check_video_request(m, r);
     check_ref_images(m, r);
     check_step_cache(r.cache, m.diffusion->cache_target(), m.family_name);
     const std::string what =

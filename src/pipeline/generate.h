@@ -44,6 +44,12 @@ struct GenerationHooks {
 // The allocator cache a generation keeps while sampling or decoding (see CacheBudget).
 size_t cache_bytes_for(const ModelComponents& model, bool decoding);
 
+// A video request's inputs against the model: a video model, an init image only where it
+// reads one (image-to-video, VACE), an end image only for I2V / FLF2V, none of the image-only
+// inputs (mask, control image, reference images, hires fix, batches). Nothing for an image
+// request. Throws sd::Error naming what is refused.
+void check_video_request(const ModelComponents& model, const ImageRequest& request);
+
 // The checks before a request runs, on a request whose defaults are settled (the C API's
 // resolver, api/image_request.h): the prompts' length (pipeline/prompt_length.h), the size on
 // the model's grid (an unsettled size is refused: pipeline/image_size.h aligns it), the

@@ -20,14 +20,8 @@ cli::CliParams wan_defaults() {
 
 void expect_field_error(const json& body, const ParseContext& ctx, const std::string& field,
                         const std::string& words) {
-    try {
-        parse_native_video_request(body, ctx);
-        ADD_FAILURE() << body.dump() << " accepted; expected an error naming " << field;
-    } catch (const RequestError& e) {
-        EXPECT_EQ(e.status(), 400) << e.what();
-        EXPECT_EQ(e.field(), field) << e.what();
-        EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
-    }
+    SCOPED_TRACE(body.dump());
+    test::expect_request_error([&] { parse_native_video_request(body, ctx); }, field, words);
 }
 
 class NativeVideoRequest : public testing::Test {

@@ -1,6 +1,8 @@
-// What the request tests share: the command line's defaults from its arguments, and an image
-// as a request sends it (a base64 PNG of one grey value).
+// What the request tests share: the command line's defaults from its arguments, an image as a
+// request sends it (a base64 PNG of one grey value), and the check of a refused field.
 #pragma once
+
+#include <gtest/gtest.h>
 
 #include <cstdint>
 #include <string>
@@ -9,8 +11,25 @@
 #include "base/base64.h"
 #include "cli_options.h"
 #include "image/image_io.h"
+#include "request_error.h"
 
 namespace server::test {
+
+// Runs `f`, expecting a RequestError of `status` that names `field` (as its field and in its
+// message) and, when given, holds `words` in its message.
+template <class F>
+void expect_request_error(F f, const std::string& field, const std::string& words = "",
+                          int status = 400) {
+    try {
+        f();
+        ADD_FAILURE() << "accepted; expected an error naming " << field;
+    } catch (const server::RequestError& e) {
+        EXPECT_EQ(e.status(), status) << e.what();
+        EXPECT_EQ(e.field(), field) << e.what();
+        EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+}
 
 inline cli::CliParams defaults_from(std::vector<const char*> args) {
     args.insert(args.begin(), "sd-server");

@@ -24,14 +24,7 @@ using test::png_b64;
 
 template <class F>
 void expect_field_error(F f, const std::string& field) {
-    try {
-        f();
-        ADD_FAILURE() << "accepted; expected an error naming " << field;
-    } catch (const RequestError& e) {
-        EXPECT_EQ(e.status(), 400) << e.what();
-        EXPECT_EQ(e.field(), field) << e.what();
-        EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
-    }
+    test::expect_request_error(f, field);
 }
 
 class ServerRequests : public testing::Test {

@@ -196,8 +196,56 @@ json capabilities_json(const ServerState& state) {
               {"job_retention_seconds", state.config.job_retention_seconds}}}};
 }
 
-json job_json(const JobSnapshot& job) {
+json progress_json(const JobSnapshot& job) {
     const JobProgress& p = job.progress;
+    return {{"step", p.step},
+            {"steps", p.steps},
+            {"image", p.image},
+            {"images", p.images},
+            {"fraction", job.status == JobStatus::Completed ? 1.0
+                         : p.steps > 0                      ? static_cast<double>(p.step) / p.steps
+                                                            : 0.0}};
+}
+
+json preview_json(const JobSnapshot& job) {
+    if (!job.preview) return nullptr;
+    const JobPreview& v = *job.preview;
+    return {{"step", v.step},     {"image", v.image},         {"width", v.width},
+            {"height", v.height}, {"mime_type", "image/png"}, {"b64_json", v.png_b64}};
+}
+
+// A video's result: one container file, as the reference's vid_gen result.
+json video_result_json(const JobSnapshot& job) {
+    const ResultImage* clip = job.images->empty() ? nullptr : &job.images->front();
+    const sd::image::VideoFormat format = job.spec->output.video_format;
+    return {{"output_format", video_format_name(format)},
+            {"mime_type", video_mime_type(format)},
+            {"fps", job.spec->params.fps},
+            {"frame_count", clip ? clip->frames : 0},
+            {"width", clip ? clip->width : 0},
+            {"height", clip ? clip->height : 0},
+            {"seed", clip ? clip->seed : job.spec->request.seed},
+            {"parameters", clip ? clip->parameters : ""},
+            {"b64_json", clip ? clip->b64 : ""}};
+}
+
+json images_result_json(const JobSnapshot& job) {
+    json images = json::array();
+    for (size_t i = 0; i < job.images->size(); ++i) {
+        const ResultImage& image = (*job.images)[i];
+        images.push_back({{"index", i},
+                          {"b64_json", image.b64},
+                          {"seed", image.seed},
+                          {"width", image.width},
+                          {"height", image.height},
+                          {"parameters", image.parameters}});
+    }
+    return {{"output_format", output_format_name(job.spec->output.format)},
+            {"mime_type", output_mime_type(job.spec->output.format)},
+            {"images", images}};
+}
+
+json job_json(const JobSnapshot& job) {
     const bool video = job.spec && job.spec->video();
     json out = {{"id", job.id},
                 {"kind", video ? "vid_gen" : "img_gen"},
@@ -206,54 +254,14 @@ json job_json(const JobSnapshot& job) {
                 {"started", nullable_time(job.started)},
                 {"completed", nullable_time(job.completed)},
                 {"queue_position", job.queue_position},
-                {"progress",
-                 {{"step", p.step},
-                  {"steps", p.steps},
-                  {"image", p.image},
-                  {"images", p.images},
-                  {"fraction", job.status == JobStatus::Completed ? 1.0
-                               : p.steps > 0 ? static_cast<double>(p.step) / p.steps
-                                             : 0.0}}},
+                {"progress", progress_json(job)},
                 {"result", nullptr},
-                {"error", nullptr}};
-    if (job.preview) {
-        const JobPreview& v = *job.preview;
-        out["preview"] = {{"step", v.step},           {"image", v.image},
-                          {"width", v.width},         {"height", v.height},
-                          {"mime_type", "image/png"}, {"b64_json", v.png_b64}};
-    } else {
-        out["preview"] = nullptr;
-    }
-    if (job.status == JobStatus::Completed && job.images && video) {
-        // One container file, as the reference's vid_gen result.
-        const ResultImage* clip = job.images->empty() ? nullptr : &job.images->front();
-        const sd::image::VideoFormat format = job.spec->output.video_format;
-        out["result"] = {{"output_format", video_format_name(format)},
-                         {"mime_type", video_mime_type(format)},
-                         {"fps", job.spec->params.fps},
-                         {"frame_count", clip ? clip->frames : 0},
-                         {"width", clip ? clip->width : 0},
-                         {"height", clip ? clip->height : 0},
-                         {"seed", clip ? clip->seed : job.spec->request.seed},
-                         {"parameters", clip ? clip->parameters : ""},
-                         {"b64_json", clip ? clip->b64 : ""}};
-    } else if (job.status == JobStatus::Completed && job.images) {
-        json images = json::array();
-        for (size_t i = 0; i < job.images->size(); ++i) {
-            const ResultImage& image = (*job.images)[i];
-            images.push_back({{"index", i},
-                              {"b64_json", image.b64},
-                              {"seed", image.seed},
-                              {"width", image.width},
-                              {"height", image.height},
-                              {"parameters", image.parameters}});
-        }
-        out["result"] = {{"output_format", output_format_name(job.spec->output.format)},
-                         {"mime_type", output_mime_type(job.spec->output.format)},
-                         {"images", images}};
-    } else if (job.status == JobStatus::Failed || job.status == JobStatus::Cancelled) {
+                {"error", nullptr},
+                {"preview", preview_json(job)}};
+    if (job.status == JobStatus::Completed && job.images)
+        out["result"] = video ? video_result_json(job) : images_result_json(job);
+    else if (job.status == JobStatus::Failed || job.status == JobStatus::Cancelled)
         out["error"] = {{"code", job.error_code}, {"message", job.error_message}};
-    }
     return out;
 }
 
