@@ -262,11 +262,24 @@ void keep_first_frame(const ModelComponents& m, const ImageRequest& r, Rng& rng,
     c.first_frame_kept = true;
 }
 
+// The frames [1, 3, 1, H, W] of a mid-grey clip, for images to be put in.
+std::vector<Tensor> grey_frames(int frames, int width, int height) {
+    return std::vector<Tensor>(static_cast<size_t>(frames),
+                               Tensor::full({1, 3, 1, height, width}, 0.5f));
+}
+
+// A clip [1, 3, F, H, W] of `frames` frames: the given ones first, grey after them.
+Tensor clip_of(const std::vector<image::Image>& given, int frames, int width, int height) {
+    std::vector<Tensor> clip = grey_frames(frames, width, height);
+    for (size_t i = 0; i < std::min(clip.size(), given.size()); ++i)
+        clip[i] = rgb_image_to_tensor(given[i]).unsqueeze(2);
+    return concat(clip, 2);
+}
+
 // Wan image-to-video: a grey clip holding the init image first and the end image last,
 // encoded, after the frame mask; the image encoder's states of both on both sides of guidance.
 void condition_on_frames(const ModelComponents& m, const ImageRequest& r, Rng& rng, Conditions& c) {
-    const Tensor grey = Tensor::full({1, 3, 1, r.height, r.width}, 0.5f);
-    std::vector<Tensor> frames(static_cast<size_t>(r.frames), grey);
+    std::vector<Tensor> frames = grey_frames(r.frames, r.width, r.height);
     if (r.init_image) frames.front() = rgb_image_to_tensor(*r.init_image).unsqueeze(2);
     if (r.end_image) frames.back() = rgb_image_to_tensor(*r.end_image).unsqueeze(2);
     ExtraInputParts parts;
@@ -280,15 +293,6 @@ void condition_on_frames(const ModelComponents& m, const ImageRequest& r, Rng& r
     c.cond.image_states = states;
     c.uncond.image_states = states;
     m.image_encoder->release_weights();
-}
-
-// A clip [1, 3, F, H, W] of `frames` frames: the given ones first, grey after them.
-Tensor clip_of(const std::vector<image::Image>& given, int frames, int width, int height) {
-    const Tensor grey = Tensor::full({1, 3, 1, height, width}, 0.5f);
-    std::vector<Tensor> clip(static_cast<size_t>(frames), grey);
-    for (size_t i = 0; i < std::min(clip.size(), given.size()); ++i)
-        clip[i] = rgb_image_to_tensor(given[i]).unsqueeze(2);
-    return concat(clip, 2);
 }
 
 // Wan VACE's control context [1, 96, T, h, w], as the reference's generate_video builds it:
