@@ -170,6 +170,15 @@ size_t cache_bytes_for(const ModelComponents& m, bool decoding) {
     return mib << 20;
 }
 
+size_t sampling_cache_bytes(const ModelComponents& m, const ImageRequest& r) {
+    const size_t base = cache_bytes_for(m, /*decoding=*/false);
+    if (m.memory.residency == Residency::Streamed) return base;
+    const MemoryInputs in = memory_inputs(m, r);
+    const double pixels = static_cast<double>(in.width) * static_cast<double>(in.height);
+    const double call = in.footprint.diffusion_per_pixel * (pixels + in.ref_pixels);
+    return std::max(base, static_cast<size_t>(call));
+}
+
 namespace {
 
 struct Conditions {
@@ -557,7 +566,7 @@ std::vector<image::Image> generate_one(const ModelComponents& m, const Denoiser&
     Tensor noise = randn_tensor(rngs.noise(), c.init_latent.shape());
     Tensor x = d.noise_scaling(c.sigmas.front(), noise, c.init_latent);
     const double start = now_seconds();
-    cache.set(cache_bytes_for(m, /*decoding=*/false));
+    cache.set(sampling_cache_bytes(m, r));
     x = sample_latent(m, d, r, c, std::move(x), rngs.sampler(), hooks, start);
     x = d.inverse_noise_scaling(c.sigmas.back(), x);
     SD_LOG_INFO("sampling done in %.2f s", now_seconds() - start);

@@ -43,6 +43,11 @@ struct GenerationHooks {
 
 // The allocator cache a generation keeps while sampling or decoding (see CacheBudget).
 size_t cache_bytes_for(const ModelComponents& model, bool decoding);
+// The cache while sampling `request`: resident, at least one model call's activations (the
+// family's footprint at this size), so each step reuses the blocks the last one freed
+// instead of mapping and zeroing them again (a FLUX.2-klein pass at 1024x1024 frees more
+// than the default 512 MiB; keeping them made it 1.3x faster); streamed, the small default.
+size_t sampling_cache_bytes(const ModelComponents& model, const ImageRequest& request);
 
 // A video request's inputs against the model: a video model, an init image only where it
 // reads one (image-to-video, VACE), an end image only for I2V / FLF2V, none of the image-only
