@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
     g++ cmake ninja-build pkg-config nlohmann-json3-dev libcpp-httplib-dev
     libgtest-dev libgmock-dev libbenchmark-dev libpng-dev libjpeg-dev libwebp-dev libvpx-dev zlib1g-dev
-    python3-numpy nodejs npm chromium libhiredis-dev redis-server
+    python3-numpy nodejs npm chromium libhiredis-dev libssl-dev openssl redis-server
 )
 
 missing=()

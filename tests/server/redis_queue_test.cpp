@@ -3,117 +3,28 @@
 // runs once and its result reaches the waiter; cancels of queued and generating jobs; a
 // job left by a dead worker is taken over after the visibility timeout; a delivery of a job
 // that has its outcome is acknowledged, not run; a job that killed its workers too often
-// fails; the cap (429) and Redis gone (503).
-#include <fcntl.h>
+// fails; the cap (429), a request or result larger than Redis takes (413, failed), Redis
+// gone (503).
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <functional>
-#include <mutex>
 #include <thread>
 
 #include "redis_jobs.h"
 #include "redis_queue.h"
+#include "redis_test_support.h"
 #include "request_error.h"
 #include "requests.h"
 #include "worker_loop.h"
-
-extern char** environ;
 
 namespace server {
 namespace {
 
 using namespace std::chrono_literals;
 
-int free_port() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-    socklen_t len = sizeof(addr);
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-    ::close(fd);
-    return ntohs(addr.sin_port);
-}
-
-// Counts its runs; while `hold` is set a run waits (for release or a cancel).
-class StandInRunner : public JobRunner {
-  public:
-    RunOutcome run(JobSpec& spec, const RunHooks& hooks) override {
-        std::unique_lock<std::mutex> lock(mutex_);
-        ++runs;
-        cv_.notify_all();
-        cv_.wait_for(lock, 20s, [&] { return !hold || hooks.cancelled->load(); });
-        lock.unlock();
-        hooks.on_step(1, 1);
-        RunOutcome out;
-        if (hooks.cancelled->load()) return out;
-        out.ok = true;
-        out.images.push_back({"aW1n", spec.request.seed, "Seed: x", 64, 64});
-        return out;
-    }
-    void interrupt() override { cv_.notify_all(); }
-    void release() {
-        std::lock_guard<std::mutex> lock(mutex_);
-        hold = false;
-        cv_.notify_all();
-    }
-    bool wait_runs(int n) {
-        std::unique_lock<std::mutex> lock(mutex_);
-        return cv_.wait_for(lock, 20s, [&] { return runs >= n; });
-    }
-
-    int runs = 0;
-    bool hold = false;
-
-  private:
-    std::mutex mutex_;
-    std::condition_variable cv_;
-};
-
-// redis-server on 127.0.0.1:port (no persistence); its pid once it answers, -1 otherwise.
-pid_t spawn_redis(int port) {
-    const std::string p = std::to_string(port);
-    const char* argv[] = {"redis-server", "--port", p.c_str(),      "--bind", "127.0.0.1",
-                          "--save",       "",       "--appendonly", "no",     nullptr};
-    pid_t pid = -1;
-    posix_spawn_file_actions_t quiet;  // its log is not the test's
-    posix_spawn_file_actions_init(&quiet);
-    posix_spawn_file_actions_addopen(&quiet, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-    const int spawned = posix_spawnp(&pid, "redis-server", &quiet, nullptr,
-                                     const_cast<char* const*>(argv), environ);
-    posix_spawn_file_actions_destroy(&quiet);
-    if (spawned != 0) return -1;
-    RedisEndpoint e;
-    e.host = "127.0.0.1";
-    e.port = port;
-    for (int i = 0; i < 200; ++i) {
-        try {
-            RedisClient(e, 1s).connect_now();
-            return pid;
-        } catch (const std::exception&) {
-            std::this_thread::sleep_for(50ms);
-        }
-    }
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, nullptr, 0);
-    return -1;
-}
-
-void stop_redis(pid_t pid) {
-    if (pid <= 0) return;
-    ::kill(pid, SIGTERM);
-    ::waitpid(pid, nullptr, 0);
-}
+using namespace server::test;
 
 class RedisQueueTest : public ::testing::Test {
   protected:
@@ -280,6 +191,43 @@ TEST_F(RedisQueueTest, AFullQueueAnswers429) {
         EXPECT_EQ(e.code(), "queue_full");
     }
     EXPECT_EQ(queue.stats().rejected, 1u);
+}
+
+// Redis takes a value up to its proto-max-bulk-len: a larger request is refused with 413 at
+// once and a larger result fails its job with the reason; neither is cut short.
+TEST_F(RedisQueueTest, ARequestOrResultLargerThanRedisTakesIsRefusedNotTruncated) {
+    const int port = free_port();
+    const pid_t pid = spawn_redis(port, {"--proto-max-bulk-len", "1mb"});
+    ASSERT_GT(pid, 0);
+    {
+        RedisQueue queue({loopback(port), "fake", 4, 60});
+        JobSpec big = native_spec(1);
+        big.source.body["prompt"] = std::string(size_t{1100} << 10, 'a');
+        try {
+            queue.submit(std::move(big), "sdcpp", Retention::Timed);
+            ADD_FAILURE() << "a 1.1 MiB request went to a queue of 1 MiB values";
+        } catch (const RequestError& e) {
+            EXPECT_EQ(e.status(), 413);
+            EXPECT_EQ(e.code(), "payload_too_large");
+            EXPECT_NE(std::string(e.what()).find("proto-max-bulk-len"), std::string::npos)
+                << e.what();
+        }
+        EXPECT_EQ(RedisClient(loopback(port)).command({"DBSIZE"}).integer, 1);  // sdq:models
+
+        StandInRunner runner;
+        runner.image_b64 = std::string(size_t{1100} << 10, 'A');
+        WorkerSettings w = worker_settings("w1");
+        w.endpoint = loopback(port);
+        RedisWorker worker(w, runner);
+        worker.start();
+        const std::string id = queue.submit(native_spec(2), "sdcpp", Retention::Timed);
+        const JobSnapshot s = poll_until_finished(queue, id);
+        EXPECT_EQ(s.status, JobStatus::Failed);
+        EXPECT_NE(s.error_message.find("larger than the job queue takes"), std::string::npos)
+            << s.error_message;
+        worker.stop();
+    }
+    stop_redis(pid);
 }
 
 TEST_F(RedisQueueTest, UnreachableRedisIsAClearErrorThen503) {

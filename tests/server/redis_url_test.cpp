@@ -18,6 +18,17 @@ TEST(RedisUrl, HostAndPort) {
     EXPECT_EQ(e.display(), "127.0.0.1:6380/0");
 }
 
+TEST(RedisUrl, RedissIsTls) {
+    const RedisEndpoint e = parse_redis_url("rediss://:pw@queue.lan:6380/2");
+    EXPECT_TRUE(e.tls);
+    EXPECT_EQ(e.host, "queue.lan");
+    EXPECT_EQ(e.port, 6380);
+    EXPECT_EQ(e.password, "pw");
+    EXPECT_EQ(e.db, 2);
+    EXPECT_EQ(e.display(), "queue.lan:6380/2 over TLS");
+    EXPECT_FALSE(parse_redis_url("redis://queue.lan").tls);
+}
+
 TEST(RedisUrl, DefaultPortAndDatabase) {
     const RedisEndpoint e = parse_redis_url("redis://queue.lan/3");
     EXPECT_EQ(e.host, "queue.lan");

@@ -10,6 +10,7 @@
 
 #include "cli_checks.h"
 #include "cli_options.h"
+#include "redis_url.h"
 #include "test_util.h"
 
 namespace server {
@@ -83,6 +84,42 @@ TEST(ServerOptions, RefusesBadValuesAndSdCliOnlyOptions) {
         cli::CliParams params;
         EXPECT_THROW(parse(args, config, params), cli::UsageError) << args[0];
     }
+}
+
+// rediss:// takes the TLS files; they are refused by name without it, and a certificate
+// without its key (or the reverse) is named.
+TEST(ServerOptions, QueueTlsFilesNeedRedissAndComeInPairs) {
+    ServerConfig config;
+    cli::CliParams params;
+    parse({"-m", "m.safetensors", "--queue", "rediss://:pw@queue.lan:6380", "--queue-tls-ca",
+           "ca.pem", "--queue-tls-cert", "w.pem", "--queue-tls-key", "w.key"},
+          config, params);
+    EXPECT_NO_THROW(check_server_config(config));
+    EXPECT_TRUE(parse_redis_url(config.queue_url).tls);
+    EXPECT_EQ(config.queue_tls.ca, "ca.pem");
+    EXPECT_EQ(config.queue_tls.cert, "w.pem");
+    EXPECT_EQ(config.queue_tls.key, "w.key");
+
+    auto usage_error = [](std::vector<const char*> args) {
+        ServerConfig c;
+        cli::CliParams p;
+        try {
+            parse(args, c, p);
+            check_server_config(c);
+        } catch (const cli::UsageError& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    EXPECT_NE(usage_error({"--queue", "redis://h:1", "--queue-tls-ca", "ca.pem"})
+                  .find("--queue-tls-ca needs --queue rediss://"),
+              std::string::npos);
+    EXPECT_NE(usage_error({"--queue", "rediss://h:1", "--queue-tls-cert", "w.pem"})
+                  .find("--queue-tls-cert needs --queue-tls-key"),
+              std::string::npos);
+    EXPECT_NE(usage_error({"--queue", "rediss://h:1", "--queue-tls-key", "w.key"})
+                  .find("--queue-tls-key needs --queue-tls-cert"),
+              std::string::npos);
 }
 
 // The job status's step previews: proj unless --preview says otherwise.

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "log_output.h"
+#include "redis_tls.h"
 
 namespace server {
 
@@ -29,7 +30,8 @@ QueueSetup::QueueSetup(const ServerConfig& config, const cli::CliParams& params,
             *runner, QueueSettings{config.max_queue_size, config.job_retention_seconds});
         return;
     }
-    const RedisEndpoint endpoint = parse_redis_url(config.queue_url);
+    RedisEndpoint endpoint = parse_redis_url(config.queue_url);
+    if (endpoint.tls) endpoint.tls_context = std::make_shared<RedisTlsContext>(config.queue_tls);
     const std::string model = queue_model_name(params);
     if (serves_http(config))
         redis_ = std::make_unique<RedisQueue>(RedisQueueSettings{

@@ -1,20 +1,11 @@
 #include "redis_client.h"
 
-#include <poll.h>
-
 #include <algorithm>
 
 #include <hiredis/hiredis.h>
 
 namespace server {
 namespace {
-
-timeval to_timeval(std::chrono::milliseconds ms) {
-    timeval tv{};
-    tv.tv_sec = static_cast<time_t>(ms.count() / 1000);
-    tv.tv_usec = static_cast<suseconds_t>((ms.count() % 1000) * 1000);
-    return tv;
-}
 
 RedisReply copy_reply(const redisReply* r) {
     RedisReply out;
@@ -67,26 +58,27 @@ RedisClient::RedisClient(RedisEndpoint endpoint, std::chrono::milliseconds timeo
     : endpoint_(std::move(endpoint)), timeout_(timeout) {}
 
 RedisClient::~RedisClient() {
-    if (ctx_) redisFree(ctx_);
+    if (reader_) redisReaderFree(reader_);
 }
 
 void RedisClient::drop(const std::string& why) {
-    const std::string detail = ctx_ && ctx_->errstr[0] ? std::string(": ") + ctx_->errstr : "";
-    if (ctx_) redisFree(ctx_);
-    ctx_ = nullptr;
+    transport_.reset();
+    if (reader_) redisReaderFree(reader_);
+    reader_ = nullptr;
     backoff_ = std::min(kMaxBackoff, backoff_ == backoff_.zero() ? kFirstBackoff : backoff_ * 2);
     next_attempt_ = std::chrono::steady_clock::now() + backoff_;
-    throw RedisError("Redis at " + endpoint_.display() + ": " + why + detail);
+    throw RedisError("Redis at " + endpoint_.display() + ": " + why);
 }
 
 void RedisClient::connect_now() {
-    if (ctx_) return;
-    ctx_ = redisConnectWithTimeout(endpoint_.host.c_str(), endpoint_.port, to_timeval(timeout_));
-    if (!ctx_ || ctx_->err) {
-        if (!ctx_) throw RedisError("Redis at " + endpoint_.display() + ": out of memory");
-        drop("cannot connect");
+    if (transport_) return;
+    try {
+        transport_ = std::make_unique<RedisTransport>(endpoint_, timeout_);
+    } catch (const RedisError& e) {
+        drop(e.what());
     }
-    redisSetTimeout(ctx_, to_timeval(timeout_));
+    reader_ = redisReaderCreate();
+    if (!reader_) drop("out of memory");
     std::vector<std::vector<std::string>> setup;
     if (!endpoint_.password.empty()) {
         if (endpoint_.user.empty())
@@ -98,8 +90,9 @@ void RedisClient::connect_now() {
     for (const auto& args : setup) {
         const RedisReply r = command(args);
         if (r.is_error()) {
-            redisFree(ctx_);
-            ctx_ = nullptr;
+            transport_.reset();
+            redisReaderFree(reader_);
+            reader_ = nullptr;
             // A wrong password or database is no outage: retrying will not help.
             throw std::runtime_error("Redis at " + endpoint_.display() + " refused " + args[0] +
                                      ": " + r.str);
@@ -109,7 +102,7 @@ void RedisClient::connect_now() {
 }
 
 void RedisClient::ensure_connected() {
-    if (ctx_) return;
+    if (transport_) return;
     if (std::chrono::steady_clock::now() < next_attempt_)
         throw RedisError("Redis at " + endpoint_.display() + " is unreachable (retrying)");
     connect_now();
@@ -119,9 +112,34 @@ RedisReply RedisClient::command(const std::vector<std::string>& args) {
     return pipeline({args}).front();
 }
 
+bool RedisClient::take_parsed(RedisReply& out) {
+    void* raw = nullptr;
+    if (redisReaderGetReply(reader_, &raw) != REDIS_OK) drop("bad reply");
+    if (!raw) return false;
+    ReplyPtr reply(raw);
+    out = copy_reply(static_cast<redisReply*>(raw));
+    return true;
+}
+
+bool RedisClient::next_reply(RedisReply& out, std::chrono::milliseconds wait) {
+    char buffer[64 << 10];
+    while (!take_parsed(out)) {
+        size_t n = 0;
+        try {
+            n = transport_->read_some(buffer, sizeof(buffer), wait);
+        } catch (const RedisError& e) {
+            drop(std::string("connection lost: ") + e.what());
+        }
+        if (n == 0) return false;
+        if (redisReaderFeed(reader_, buffer, n) != REDIS_OK) drop("out of memory");
+    }
+    return true;
+}
+
 std::vector<RedisReply> RedisClient::pipeline(
     const std::vector<std::vector<std::string>>& commands) {
     ensure_connected();
+    std::string bytes;
     for (const auto& args : commands) {
         std::vector<const char*> argv;
         std::vector<size_t> lengths;
@@ -129,34 +147,30 @@ std::vector<RedisReply> RedisClient::pipeline(
             argv.push_back(a.data());
             lengths.push_back(a.size());
         }
-        if (redisAppendCommandArgv(ctx_, static_cast<int>(argv.size()), argv.data(),
-                                   lengths.data()) != REDIS_OK)
-            drop("cannot send");
+        char* formatted = nullptr;
+        const int length = redisFormatCommandArgv(&formatted, static_cast<int>(argv.size()),
+                                                  argv.data(), lengths.data());
+        if (length < 0) drop("out of memory");
+        bytes.append(formatted, static_cast<size_t>(length));
+        redisFreeCommand(formatted);
     }
-    std::vector<RedisReply> replies;
-    for (size_t i = 0; i < commands.size(); ++i) {
-        void* raw = nullptr;
-        if (redisGetReply(ctx_, &raw) != REDIS_OK) drop("connection lost");
-        ReplyPtr reply(raw);
-        replies.push_back(copy_reply(static_cast<redisReply*>(raw)));
+    try {
+        transport_->write_all(bytes, timeout_);
+    } catch (const RedisError& e) {
+        drop(std::string("cannot send: ") + e.what());
     }
+    std::vector<RedisReply> replies(commands.size());
+    for (RedisReply& reply : replies)
+        if (!next_reply(reply, timeout_))
+            drop("no reply within " + std::to_string(timeout_.count()) + " ms");
     return replies;
 }
 
 RedisReply RedisClient::next_message(std::chrono::milliseconds wait) {
     ensure_connected();
-    void* raw = nullptr;
-    if (redisGetReplyFromReader(ctx_, &raw) != REDIS_OK) drop("bad reply");
-    if (!raw) {
-        pollfd fd{ctx_->fd, POLLIN, 0};
-        const int ready = ::poll(&fd, 1, static_cast<int>(wait.count()));
-        if (ready == 0) return {};
-        if (ready < 0 || redisBufferRead(ctx_) != REDIS_OK) drop("connection lost");
-        if (redisGetReplyFromReader(ctx_, &raw) != REDIS_OK) drop("bad reply");
-        if (!raw) return {};
-    }
-    ReplyPtr reply(raw);
-    return copy_reply(static_cast<redisReply*>(raw));
+    RedisReply message;
+    next_reply(message, wait);
+    return message;
 }
 
 RedisPool::Lease RedisPool::borrow() {

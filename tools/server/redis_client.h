@@ -1,7 +1,8 @@
-// A thin RAII client over hiredis: one connection (not thread-safe; one per thread or
-// borrowed from a RedisPool), commands as argument vectors, replies copied into plain
-// values. A lost connection is a RedisError; the next command reconnects, at most once per
-// backoff step (0.1 s doubling to 5 s) so that callers fail fast while Redis is away.
+// A thin RAII Redis client: one connection (not thread-safe; one per thread or borrowed from
+// a RedisPool), commands as argument vectors formatted and replies parsed by hiredis, the
+// bytes moved by RedisTransport (TCP or TLS), replies copied into plain values. A lost
+// connection is a RedisError; the next command reconnects, at most once per backoff step
+// (0.1 s doubling to 5 s) so that callers fail fast while Redis is away.
 #pragma once
 
 #include <chrono>
@@ -11,17 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "redis_transport.h"
 #include "redis_url.h"
 
-struct redisContext;
+struct redisReader;
 
 namespace server {
-
-// Redis cannot be reached (connection refused, lost, timed out).
-class RedisError : public std::runtime_error {
-  public:
-    using std::runtime_error::runtime_error;
-};
 
 struct RedisReply {
     enum class Type { Nil, Integer, String, Status, Error, Array };
@@ -57,16 +53,20 @@ class RedisClient {
 
     // Connects now (throws RedisError with the reason), ignoring the backoff.
     void connect_now();
-    bool connected() const { return ctx_ != nullptr; }
+    bool connected() const { return transport_ != nullptr; }
     const RedisEndpoint& endpoint() const { return endpoint_; }
 
   private:
     void ensure_connected();
-    void drop(const std::string& why);  // frees the context and throws RedisError
+    [[noreturn]] void drop(const std::string& why);  // closes and throws RedisError
+    // Reads until the parser holds one whole reply (waiting up to `wait`); Nil when none came.
+    bool next_reply(RedisReply& out, std::chrono::milliseconds wait);
+    bool take_parsed(RedisReply& out);
 
     RedisEndpoint endpoint_;
     std::chrono::milliseconds timeout_;
-    redisContext* ctx_ = nullptr;
+    std::unique_ptr<RedisTransport> transport_;
+    redisReader* reader_ = nullptr;
     std::chrono::steady_clock::time_point next_attempt_{};
     std::chrono::milliseconds backoff_{0};
 };

@@ -1,5 +1,7 @@
 #include "redis_jobs.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <ctime>
 #include <stdexcept>
 
@@ -7,6 +9,21 @@ namespace server::redis_jobs {
 
 long long unix_now() {
     return static_cast<long long>(std::time(nullptr));
+}
+
+size_t value_limit(RedisClient& client) {
+    // Redis's defaults where CONFIG is renamed or disabled.
+    auto config = [&client](const char* name, size_t fallback) {
+        const RedisReply r = client.command({"CONFIG", "GET", name});
+        if (r.is_error() || r.elements.size() != 2) return fallback;
+        const long long value = std::strtoll(r.elements[1].text().c_str(), nullptr, 10);
+        return value > 0 ? static_cast<size_t>(value) : fallback;
+    };
+    const size_t limit = std::min(config("proto-max-bulk-len", size_t{512} << 20),
+                                  config("client-query-buffer-limit", size_t{1} << 30));
+    // The command's other arguments and the protocol's framing share the query buffer.
+    constexpr size_t kFraming = size_t{64} << 10;
+    return limit > 2 * kFraming ? limit - kFraming : limit / 2;
 }
 
 namespace {

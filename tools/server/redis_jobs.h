@@ -77,4 +77,8 @@ std::vector<Command> drop_entry_commands(const std::string& model, const std::st
 
 long long unix_now();
 
+// The largest value Redis takes in one command argument: its proto-max-bulk-len (and its
+// client-query-buffer-limit, for the whole command), 512 MiB where CONFIG is not allowed.
+size_t value_limit(RedisClient& client);
+
 }  // namespace server::redis_jobs

@@ -77,6 +77,7 @@ RedisQueue::RedisQueue(RedisQueueSettings settings)
         client->connect_now();
         client->command({"PING"}).expect("PING");
         client->command({"SADD", kModelsSet, settings_.model});
+        value_limit_ = value_limit(*client);
     } catch (const std::exception& e) {
         throw std::runtime_error(std::string("--queue: cannot use Redis: ") + e.what() +
                                  " (is redis-server running there, and the password right?)");
@@ -130,6 +131,12 @@ std::string RedisQueue::submit(JobSpec spec, const std::string& api, Retention r
         {"kind", spec.source.kind},
         {"body", spec.source.body},
         {"seed", spec.request.seed}}.dump();
+    if (payload.size() > value_limit_)
+        throw RequestError(413, "payload_too_large", "",
+                           "the request (" + std::to_string(payload.size() >> 10) +
+                               " KiB) is larger than the job queue takes (" +
+                               std::to_string(value_limit_ >> 10) +
+                               " KiB: Redis's proto-max-bulk-len)");
     spec.source = {};
     const std::string format = spec.video() ? video_format_name(spec.output.video_format)
                                             : output_format_name(spec.output.format);

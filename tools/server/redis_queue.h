@@ -64,6 +64,7 @@ class RedisQueue : public QueueBackend {
     // The parsed requests of this node's synchronous jobs, until collected.
     std::map<std::string, std::shared_ptr<JobSpec>> specs_;
     std::atomic<uint64_t> accepted_{0}, rejected_{0};
+    size_t value_limit_ = 0;  // the largest request Redis takes (redis_jobs::value_limit)
     std::atomic<bool> stopping_{false};
     std::thread listener_;
 };

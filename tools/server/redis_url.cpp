@@ -40,16 +40,22 @@ std::string unescape(const std::string& text) {
 
 std::string RedisEndpoint::display() const {
     const bool v6 = host.find(':') != std::string::npos;
-    return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port) + "/" + std::to_string(db);
+    return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port) + "/" + std::to_string(db) +
+           (tls ? " over TLS" : "");
 }
 
 RedisEndpoint parse_redis_url(const std::string& url) {
-    const std::string scheme = "redis://";
-    if (url.rfind(scheme, 0) != 0)
-        throw std::invalid_argument("expected redis://[user:password@]HOST:PORT[/DB], got '" + url +
-                                    "'");
-    std::string rest = url.substr(scheme.size());
     RedisEndpoint ep;
+    std::string rest;
+    if (url.rfind("redis://", 0) == 0) {
+        rest = url.substr(8);
+    } else if (url.rfind("rediss://", 0) == 0) {
+        rest = url.substr(9);
+        ep.tls = true;
+    } else {
+        throw std::invalid_argument("expected redis[s]://[user:password@]HOST:PORT[/DB], got '" +
+                                    url + "'");
+    }
     const size_t at = rest.rfind('@');
     if (at != std::string::npos) {
         const std::string credentials = rest.substr(0, at);

@@ -1,10 +1,13 @@
-// --queue's value: redis://[user:password@]HOST:PORT[/DB] (plain TCP; %XX escapes in the
-// credentials).
+// --queue's value: redis://[user:password@]HOST:PORT[/DB] (plain TCP) or rediss://... (TLS);
+// %XX escapes in the credentials.
 #pragma once
 
+#include <memory>
 #include <string>
 
 namespace server {
+
+class RedisTlsContext;
 
 struct RedisEndpoint {
     std::string host;
@@ -12,7 +15,11 @@ struct RedisEndpoint {
     std::string user;  // empty: the default user (AUTH with the password alone)
     std::string password;
     int db = 0;
-    // "HOST:PORT/DB" without the credentials, for messages and /health.
+    bool tls = false;  // rediss://
+    // Set for rediss:// before connecting (queue_setup: from --queue-tls-*).
+    std::shared_ptr<const RedisTlsContext> tls_context;
+    // "HOST:PORT/DB" (with " over TLS" for rediss://) without the credentials, for messages and
+    // /health.
     std::string display() const;
 };
 

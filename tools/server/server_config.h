@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "redis_tls.h"
+
 namespace server {
 
 // What one request may ask for.
@@ -30,6 +32,7 @@ struct ServerConfig {
     ServerLimits limits;
     // --queue redis://...: jobs go through Redis (redis_queue.h); --role api|worker|both.
     std::string queue_url;
+    RedisTlsFiles queue_tls;  // rediss://: --queue-tls-ca, --queue-tls-cert, --queue-tls-key
     std::string role = "both";
     int queue_visibility_seconds = 30;  // a worker silent this long loses its job
     bool verbose = false;

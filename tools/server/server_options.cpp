@@ -90,7 +90,8 @@ const std::vector<ServerOption>& server_options() {
              c.max_client_connections = to_int("--max-client-connections", v, 1, 100000);
          }},
         {"", "--queue", "<url>", "none (in process)",
-         "share a Redis job queue: redis://[user:password@]HOST:PORT[/DB]",
+         "share a Redis job queue: redis://[user:password@]HOST:PORT[/DB], or rediss://... "
+         "over TLS",
          [](ServerConfig& c, const std::string& v) {
              try {
                  parse_redis_url(v);
@@ -99,6 +100,15 @@ const std::vector<ServerOption>& server_options() {
              }
              c.queue_url = v;
          }},
+        {"", "--queue-tls-ca", "<file>", "the system's CA store",
+         "with --queue rediss://: the CA certificates (PEM) the Redis server's must chain to",
+         [](ServerConfig& c, const std::string& v) { c.queue_tls.ca = v; }},
+        {"", "--queue-tls-cert", "<file>", "none",
+         "with --queue rediss://: a client certificate (PEM), for a server that asks for one",
+         [](ServerConfig& c, const std::string& v) { c.queue_tls.cert = v; }},
+        {"", "--queue-tls-key", "<file>", "none",
+         "with --queue rediss://: the private key (PEM) of --queue-tls-cert",
+         [](ServerConfig& c, const std::string& v) { c.queue_tls.key = v; }},
         {"", "--role", "<api|worker|both>", "both",
          "with --queue: take requests (api), run jobs on the model (worker), or both",
          [](ServerConfig& c, const std::string& v) {
@@ -191,6 +201,17 @@ void check_server_config(const ServerConfig& config) {
                               std::to_string(config.limits.min_side));
     if (config.queue_url.empty() && config.role != "both")
         throw cli::UsageError("--role " + config.role + " needs --queue redis://HOST:PORT");
+    const RedisTlsFiles& tls = config.queue_tls;
+    if (!tls.ca.empty() || !tls.cert.empty() || !tls.key.empty()) {
+        const char* given = !tls.ca.empty()     ? "--queue-tls-ca"
+                            : !tls.cert.empty() ? "--queue-tls-cert"
+                                                : "--queue-tls-key";
+        if (config.queue_url.rfind("rediss://", 0) != 0)
+            throw cli::UsageError(std::string(given) + " needs --queue rediss://HOST:PORT (TLS)");
+        if (tls.cert.empty() != tls.key.empty())
+            throw cli::UsageError(tls.cert.empty() ? "--queue-tls-key needs --queue-tls-cert"
+                                                   : "--queue-tls-cert needs --queue-tls-key");
+    }
 }
 
 void print_server_help(std::ostream& out, const std::string& program) {

@@ -265,11 +265,18 @@ void RedisWorker::handle(RedisClient& client, const std::string& entry, const st
 
 void RedisWorker::store_outcome(RedisClient& client, const Current& job, RunOutcome& outcome,
                                 const JobSpec* spec) {
-    const std::string result = outcome.ok ? result_json(outcome.images) : "";
+    std::string result = outcome.ok ? result_json(outcome.images) : "";
     const std::string settled = spec ? settled_text(*spec) : "";
     int failures = 0;
     for (;;) {
         try {
+            if (const size_t limit = value_limit(client); result.size() > limit) {
+                outcome.ok = false;
+                outcome.error = "the result (" + std::to_string(result.size() >> 10) +
+                                " KiB) is larger than the job queue takes (" +
+                                std::to_string(limit >> 10) + " KiB: Redis's proto-max-bulk-len)";
+                result.clear();
+            }
             const FinishAction action = transact<FinishAction>(
                 client, job.id, {}, [&](const JobRead& r, std::vector<Command>& cmds) {
                     const FinishAction a = decide_finish(r.job);
