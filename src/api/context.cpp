@@ -223,7 +223,9 @@ sd_ctx_t* new_sd_ctx_ext(const sd_ctx_params_t* params, const sd_ctx_ext_params_
 
 void free_sd_ctx(sd_ctx_t* sd_ctx) {
     if (!sd_ctx) return;
-    std::lock_guard<std::mutex> wait_for_generation(sd_ctx->generating);
+    // A generation still running ends first; the lock is released before the mutex dies
+    // with the context (ThreadSanitizer caught the unlock after the delete).
+    { std::lock_guard<std::mutex> wait_for_generation(sd_ctx->generating); }
     delete sd_ctx;
 }
 
