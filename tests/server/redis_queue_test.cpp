@@ -4,12 +4,15 @@
 // job left by a dead worker is taken over after the visibility timeout; a delivery of a job
 // that has its outcome is acknowledged, not run; a job that killed its workers too often
 // fails; the cap (429), a request or result larger than Redis takes (413, failed), Redis
-// gone (503).
+// gone (503), Redis back but still loading its data (503, a waiter waits through it).
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <functional>
+#include <future>
 #include <thread>
 
 #include "redis_jobs.h"
@@ -255,6 +258,74 @@ TEST_F(RedisQueueTest, UnreachableRedisIsAClearErrorThen503) {
             EXPECT_EQ(e.code(), "queue_unavailable");
         }
     }
+}
+
+// After a restart Redis answers LOADING until its data is read back (seconds for a large
+// data set): an outage like any other, not a server error.
+TEST_F(RedisQueueTest, ARedisStillLoadingItsDataIsAnOutageNotAnError) {
+    namespace fs = std::filesystem;
+    char dir_template[] = "/tmp/sd-redis-loading-XXXXXX";
+    ASSERT_NE(::mkdtemp(dir_template), nullptr);
+    const fs::path dir = dir_template;
+    const int port = free_port();
+    RedisEndpoint at = loopback(port);
+    const std::vector<std::string> files = {"--dir", dir.string(), "--dbfilename", "dump.rdb"};
+    struct Cleanup {  // whatever the test's outcome
+        pid_t pid;
+        fs::path dir;
+        ~Cleanup() {
+            stop_redis(pid);
+            fs::remove_all(dir);
+        }
+    } redis{spawn_redis(port, files), dir};
+    ASSERT_GT(redis.pid, 0);
+    RedisQueue queue({at, "fake", 16, 60});
+    queue.start();
+    const std::string id = queue.submit(native_spec(31), "sdcpp", Retention::Timed);
+    {
+        // 3000 keys read back 1 ms apiece: three seconds of LOADING.
+        RedisClient c(at);
+        std::vector<std::string> mset = {"MSET"};
+        for (int i = 0; i < 3000; ++i) {
+            mset.push_back("filler:" + std::to_string(i));
+            mset.push_back("x");
+        }
+        c.command(mset).expect("MSET");
+        c.command({"SAVE"}).expect("SAVE");
+    }
+    stop_redis(redis.pid);
+    std::vector<std::string> slow = files;
+    slow.insert(slow.end(),
+                {"--key-load-delay", "1000", "--loading-process-events-interval-bytes", "1024"});
+    redis.pid = spawn_redis(port, slow);
+    ASSERT_GT(redis.pid, 0) << "redis-server refused --key-load-delay (Redis 7 has it)";
+    auto waiter = std::async(std::launch::async, [&] { return queue.wait(id); });
+    // The pool's first connections were cut by the restart; then Redis answers LOADING.
+    bool saw_loading = false;
+    for (int i = 0; i < 20 && !saw_loading; ++i) {
+        try {
+            queue.submit(native_spec(32), "sdcpp", Retention::Timed);
+            ADD_FAILURE() << "a submit was taken while Redis was loading";
+            break;
+        } catch (const RequestError& e) {
+            EXPECT_EQ(e.status(), 503) << e.what();
+            EXPECT_EQ(e.code(), "queue_unavailable");
+            saw_loading = std::string(e.what()).find("LOADING") != std::string::npos;
+        }
+        std::this_thread::sleep_for(100ms);
+    }
+    EXPECT_TRUE(saw_loading);
+    StandInRunner runner;
+    WorkerSettings settings = worker_settings("w1");
+    settings.endpoint = at;
+    RedisWorker worker(settings, runner);
+    worker.start();  // waits out the loading, then runs the saved job
+    ASSERT_EQ(waiter.wait_for(30s), std::future_status::ready);
+    const JobSnapshot done = waiter.get();
+    EXPECT_EQ(done.status, JobStatus::Completed) << done.error_message;
+    EXPECT_EQ(runner.runs, 1);
+    worker.stop();
+    queue.stop();
 }
 
 }  // namespace

@@ -49,7 +49,15 @@ std::string RedisReply::text() const {
     return str;
 }
 
+bool RedisReply::is_transient_error() const {
+    if (!is_error()) return false;
+    const std::string code = str.substr(0, str.find(' '));
+    return code == "LOADING" || code == "BUSY" || code == "MASTERDOWN" || code == "TRYAGAIN";
+}
+
 const RedisReply& RedisReply::expect(const char* what) const {
+    if (is_transient_error())
+        throw RedisError(std::string(what) + ": Redis cannot serve yet: " + str);
     if (is_error()) throw std::runtime_error(std::string(what) + ": Redis answered " + str);
     return *this;
 }

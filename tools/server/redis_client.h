@@ -30,7 +30,11 @@ struct RedisReply {
     bool is_error() const { return type == Type::Error; }
     // A String/Status reply's text, an Integer's digits, "" for Nil.
     std::string text() const;
-    // Throws std::runtime_error naming `what` when the reply is an error.
+    // An error Redis answers while it cannot serve for a moment (LOADING its data after a
+    // restart, BUSY with a script, MASTERDOWN, TRYAGAIN): an outage, not a refusal.
+    bool is_transient_error() const;
+    // Throws naming `what` when the reply is an error: RedisError (an outage: callers retry
+    // or answer 503) for a transient one, std::runtime_error otherwise.
     const RedisReply& expect(const char* what) const;
 };
 

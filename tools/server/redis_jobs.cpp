@@ -62,7 +62,7 @@ Result transact(RedisClient& client, const std::string& id,
         batch.push_back({"EXEC"});
         const std::vector<RedisReply> replies = client.pipeline(batch);
         const RedisReply& exec = replies.back();
-        if (exec.is_error()) throw std::runtime_error("EXEC: Redis answered " + exec.str);
+        exec.expect("EXEC");
         if (!exec.is_nil()) return result;
         if (attempt > 100) throw std::runtime_error("job " + id + " keeps changing; gave up");
     }
