@@ -18,8 +18,16 @@ void merge(LayerPatch& patch, const TensorRecord& target, const Tensor& delta) {
     patch.weight = current.dtype() == DType::F32 ? sum : convert(sum, current.dtype());
 }
 
-// `part` (the rows of target's part) placed in a tensor of the weight's rows, zeros elsewhere.
+// The two halves of `t`'s rows exchanged (the same whichever way round).
+Tensor swap_row_halves(const Tensor& t) {
+    const int64_t half = t.size(0) / 2;
+    return concat({t.narrow(0, half, half), t.narrow(0, 0, half)}, 0);
+}
+
+// `part` (the rows of target's part, in the module's order) placed in a tensor of the
+// weight's rows, zeros elsewhere.
 Tensor in_weight_rows(const Tensor& part, const LoraTarget& target) {
+    if (target.swap_halves) return swap_row_halves(part);
     if (target.whole()) return part;
     const int64_t rows = target.weight->shape[0], n = part.size(0);
     std::vector<Tensor> pieces;
@@ -62,7 +70,8 @@ void add_module(const LoraModule& m, const LoraTarget& part, float multiplier, L
         patch.terms.push_back(std::move(term));
         return;
     }
-    const Tensor base = m.has("dora_scale") ? target.load() : Tensor{};
+    Tensor base = m.has("dora_scale") ? target.load() : Tensor{};
+    if (base.defined() && part.swap_halves) base = swap_row_halves(base);  // the module's order
     Tensor delta = in_weight_rows(lora_delta(m, part.shape, multiplier, base), part);
     if (mode == LoraMode::Immediately)
         merge(patch, target, delta);

@@ -90,7 +90,10 @@ std::string family_hint(const std::map<std::string, Parts>& modules) {
 
 // The part of `w` that `part` names, or none when the weight has no room for it.
 LoraTarget part_of(const TensorRecord* w, const LoraPart& part) {
-    if (part.block < 0) return {w, 0, w->shape};
+    if (part.block < 0) {
+        const bool two_chunks = w->shape.size() == 2 && w->shape[0] == 2 * w->shape[1];
+        return {w, 0, w->shape, part.swap_halves && two_chunks};
+    }
     if (w->shape.size() != 2) return {};
     const int64_t in = w->shape[1], first = part.block * in;
     const int64_t rows = part.to_end ? w->shape[0] - first : in;

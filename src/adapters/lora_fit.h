@@ -16,6 +16,7 @@ struct LoraTarget {
     const TensorRecord* weight = nullptr;
     int64_t first_row = 0;
     Shape shape;
+    bool swap_halves = false;  // the module's rows are the weight's with its halves swapped
     explicit operator bool() const { return weight != nullptr; }
     bool whole() const { return weight && shape == weight->shape; }
 };

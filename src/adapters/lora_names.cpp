@@ -68,7 +68,10 @@ const std::vector<std::string>& compound_names() {
             // diffusers' Flux2Transformer2DModel's (kohya keys of diffusers-layout LoRAs)
             "single_transformer_blocks", "to_qkv_mlp_proj", "to_add_out", "ff_context", "linear_in",
             "linear_out", "x_embedder", "context_embedder", "time_guidance_embed",
-            "timestep_embedder", "guidance_embedder"};
+            "timestep_embedder", "guidance_embedder", "add_q_proj", "proj_mlp", "time_text_embed",
+            "text_embedder", "norm1_context",
+            // SD3's MMDiT (kohya's lora_unet_joint_blocks_0_x_block_attn_qkv) and its diffusers
+            "joint_blocks", "x_block", "context_block", "t_embedder", "y_embedder", "pos_embed"};
         std::sort(n.begin(), n.end(),
                   [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
         return n;
@@ -131,15 +134,49 @@ std::string wan_from_diffusers(const std::string& path) {
     return "";
 }
 
+// One row of a diffusers-to-original table: a module path (inside a block, after its index,
+// for the block tables) and the original name, with the part of a fused weight it is.
+struct NameRow {
+    const char* from;
+    const char* to;
+    int block = -1;
+    bool to_end = false;
+    bool swap_halves = false;
+};
+
+// `path`'s row in a table of top-level names; empty name: none.
+template <size_t N>
+LoraPart from_top(const std::string& path, const NameRow (&table)[N]) {
+    for (const NameRow& row : table)
+        if (path == row.from) return {row.to, row.block, row.to_end, row.swap_halves};
+    return {};
+}
+
+// `path` inside the numbered blocks `diffusers_block` ("transformer_blocks.N.") through a table
+// of names inside a block, under `block` ("double_blocks.N."); empty name: none.
+template <size_t N>
+LoraPart from_block(const std::string& path, std::string_view diffusers_block,
+                    std::string_view block, const NameRow (&table)[N]) {
+    if (path.compare(0, diffusers_block.size(), diffusers_block) != 0) return {};
+    const size_t dot = path.find('.', diffusers_block.size());
+    if (dot == std::string::npos) return {};
+    const std::string index = path.substr(diffusers_block.size(), dot + 1 - diffusers_block.size());
+    for (const NameRow& row : table)
+        if (path.compare(dot + 1, std::string::npos, row.from) == 0)
+            return {std::string(block) + index + row.to, row.block, row.to_end, row.swap_halves};
+    return {};
+}
+
 // BFL's name for a module path in diffusers' FluxTransformer2DModel / Flux2Transformer2DModel
 // names (ai-toolkit's and diffusers' FLUX LoRAs). A diffusers projection that is a part of a
-// BFL fused weight (to_q / to_k / to_v of qkv, proj_mlp of linear1) gives its block there.
-// Empty name: not such a path.
+// BFL fused weight (to_q / to_k / to_v of qkv, proj_mlp of linear1) gives its block there;
+// norm_out ([scale; shift]) is BFL's final adaLN ([shift; scale]) with its halves swapped.
 LoraPart flux_from_diffusers(const std::string& path) {
-    static const std::pair<const char*, const char*> kTop[] = {
+    static const NameRow kTop[] = {
         {"x_embedder", "img_in"},
         {"context_embedder", "txt_in"},
         {"proj_out", "final_layer.linear"},
+        {"norm_out.linear", "final_layer.adaLN_modulation.1", -1, false, true},
         {"time_text_embed.timestep_embedder.linear_1", "time_in.in_layer"},
         {"time_text_embed.timestep_embedder.linear_2", "time_in.out_layer"},
         {"time_text_embed.guidance_embedder.linear_1", "guidance_in.in_layer"},
@@ -153,13 +190,7 @@ LoraPart flux_from_diffusers(const std::string& path) {
         {"double_stream_modulation_img.linear", "double_stream_modulation_img.lin"},
         {"double_stream_modulation_txt.linear", "double_stream_modulation_txt.lin"},
         {"single_stream_modulation.linear", "single_stream_modulation.lin"}};
-    struct InBlock {
-        const char* from;
-        const char* to;
-        int block = -1;
-        bool to_end = false;
-    };
-    static const InBlock kDouble[] = {
+    static const NameRow kDouble[] = {
         {"attn.to_q", "img_attn.qkv", 0},       {"attn.to_k", "img_attn.qkv", 1},
         {"attn.to_v", "img_attn.qkv", 2},       {"attn.add_q_proj", "txt_attn.qkv", 0},
         {"attn.add_k_proj", "txt_attn.qkv", 1}, {"attn.add_v_proj", "txt_attn.qkv", 2},
@@ -169,7 +200,7 @@ LoraPart flux_from_diffusers(const std::string& path) {
         {"ff.linear_in", "img_mlp.0"},          {"ff.linear_out", "img_mlp.2"},
         {"ff_context.linear_in", "txt_mlp.0"},  {"ff_context.linear_out", "txt_mlp.2"},
         {"norm1.linear", "img_mod.lin"},        {"norm1_context.linear", "txt_mod.lin"}};
-    static const InBlock kSingle[] = {{"attn.to_q", "linear1", 0},
+    static const NameRow kSingle[] = {{"attn.to_q", "linear1", 0},
                                       {"attn.to_k", "linear1", 1},
                                       {"attn.to_v", "linear1", 2},
                                       {"proj_mlp", "linear1", 3, true},
@@ -178,24 +209,48 @@ LoraPart flux_from_diffusers(const std::string& path) {
                                       {"attn.to_qkv_mlp_proj", "linear1"},
                                       {"attn.to_out", "linear2"},
                                       {"attn.to_out.0", "linear2"}};
-    for (const auto& [from, to] : kTop)
-        if (path == from) return {to};
-    auto in_block = [&](std::string_view block, std::string_view bfl,
-                        const auto& table) -> LoraPart {
-        if (path.compare(0, block.size(), block) != 0) return LoraPart{};
-        const size_t dot = path.find('.', block.size());
-        if (dot == std::string::npos) return LoraPart{};
-        for (const InBlock& row : table) {
-            if (path.compare(dot + 1, std::string::npos, row.from) == 0) {
-                return LoraPart{
-                    std::string(bfl) + path.substr(block.size(), dot + 1 - block.size()) + row.to,
-                    row.block, row.to_end};
-            }
-        }
-        return LoraPart{};
-    };
-    LoraPart part = in_block("transformer_blocks.", "double_blocks.", kDouble);
-    if (part.name.empty()) part = in_block("single_transformer_blocks.", "single_blocks.", kSingle);
+    LoraPart part = from_top(path, kTop);
+    if (part.name.empty())
+        part = from_block(path, "transformer_blocks.", "double_blocks.", kDouble);
+    if (part.name.empty())
+        part = from_block(path, "single_transformer_blocks.", "single_blocks.", kSingle);
+    return part;
+}
+
+// The original MMDiT name (Stability's SD3 / SD3.5 checkpoints) of a module path in diffusers'
+// SD3Transformer2DModel names: to_q / to_k / to_v thirds of the fused qkv (attn2: SD3.5's
+// second image attention); norm_out, and norm1_context of the last block (whose context
+// stream ends there: shift and scale only), are AdaLayerNormContinuous, halves swapped.
+LoraPart sd3_from_diffusers(const std::string& path) {
+    static const NameRow kTop[] = {
+        {"pos_embed.proj", "x_embedder.proj"},
+        {"time_text_embed.timestep_embedder.linear_1", "t_embedder.mlp.0"},
+        {"time_text_embed.timestep_embedder.linear_2", "t_embedder.mlp.2"},
+        {"time_text_embed.text_embedder.linear_1", "y_embedder.mlp.0"},
+        {"time_text_embed.text_embedder.linear_2", "y_embedder.mlp.2"},
+        {"proj_out", "final_layer.linear"},
+        {"norm_out.linear", "final_layer.adaLN_modulation.1", -1, false, true}};
+    static const NameRow kJoint[] = {
+        {"attn.to_q", "x_block.attn.qkv", 0},
+        {"attn.to_k", "x_block.attn.qkv", 1},
+        {"attn.to_v", "x_block.attn.qkv", 2},
+        {"attn.add_q_proj", "context_block.attn.qkv", 0},
+        {"attn.add_k_proj", "context_block.attn.qkv", 1},
+        {"attn.add_v_proj", "context_block.attn.qkv", 2},
+        {"attn.to_out.0", "x_block.attn.proj"},
+        {"attn.to_add_out", "context_block.attn.proj"},
+        {"attn2.to_q", "x_block.attn2.qkv", 0},
+        {"attn2.to_k", "x_block.attn2.qkv", 1},
+        {"attn2.to_v", "x_block.attn2.qkv", 2},
+        {"attn2.to_out.0", "x_block.attn2.proj"},
+        {"ff.net.0.proj", "x_block.mlp.fc1"},
+        {"ff.net.2", "x_block.mlp.fc2"},
+        {"ff_context.net.0.proj", "context_block.mlp.fc1"},
+        {"ff_context.net.2", "context_block.mlp.fc2"},
+        {"norm1.linear", "x_block.adaLN_modulation.1"},
+        {"norm1_context.linear", "context_block.adaLN_modulation.1", -1, false, true}};
+    LoraPart part = from_top(path, kTop);
+    if (part.name.empty()) part = from_block(path, "transformer_blocks.", "joint_blocks.", kJoint);
     return part;
 }
 
@@ -217,10 +272,10 @@ void add_unet(std::string path, std::vector<LoraPart>& out) {
     out.push_back({std::string(kUnet) + path + ".weight"});
     const std::string wan = wan_from_diffusers(path);
     if (!wan.empty()) out.push_back({std::string(kUnet) + wan + ".weight"});
-    LoraPart flux = flux_from_diffusers(path);
-    if (!flux.name.empty()) {
-        flux.name = std::string(kUnet) + flux.name + ".weight";
-        out.push_back(std::move(flux));
+    for (LoraPart part : {flux_from_diffusers(path), sd3_from_diffusers(path)}) {
+        if (part.name.empty()) continue;
+        part.name = std::string(kUnet) + part.name + ".weight";
+        out.push_back(std::move(part));
     }
 }
 

@@ -8,6 +8,8 @@
 //                   base_model.model.*, attention processors (attn1.processor.to_q)
 //   LDM names       model.diffusion_model.input_blocks..., diffusion_model.*, cond_stage_model.*
 //   FLUX diffusers  transformer.transformer_blocks.N.attn.to_q (a third of BFL's qkv), ...
+//   SD3 diffusers   transformer.transformer_blocks.N.attn.to_q (a third of joint_blocks.N.
+//                   x_block.attn.qkv), norm_out.linear (final adaLN, halves swapped), ...
 #pragma once
 
 #include <string>
@@ -23,6 +25,10 @@ struct LoraPart {
     std::string name;
     int block = -1;
     bool to_end = false;
+    // Diffusers' AdaLayerNormContinuous ([scale; shift]) for an original adaLN of two chunks
+    // ([shift; scale]): where the weight has twice as many rows as columns, the module's
+    // output rows are the weight's with its two halves swapped.
+    bool swap_halves = false;
 };
 
 std::vector<LoraPart> lora_target_candidates(const std::string& key);

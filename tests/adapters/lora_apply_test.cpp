@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <map>
+
 #include "adapters/lora_test_util.h"
 #include "io/io_test_util.h"
 #include "nn/layers.h"
@@ -172,6 +175,41 @@ TEST_F(LoraApply, AutoModeIsRunTimeForQuantizedModels) {
     std::filesystem::remove(q);
 }
 
+// w [.., C] += scale * up @ down, the module's row r landing on the weight's row row_of(r).
+void add_low_rank(std::vector<float>& w, const Tensor& up, const Tensor& down, float scale,
+                  const std::function<int64_t(int64_t)>& row_of) {
+    const int64_t rows = up.size(0), rank = up.size(1), C = down.size(1);
+    const std::vector<float> u = up.to_vector(), dn = down.to_vector();
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < C; ++c) {
+            double sum = 0;
+            for (int64_t k = 0; k < rank; ++k) sum += u[r * rank + k] * dn[k * C + c];
+            w[row_of(r) * C + c] += static_cast<float>(scale * sum);
+        }
+}
+
+// The LoRA at `lora_path` on `model`, merged and at run time: every tensor applied, and each
+// layer of `want` computing x W^T with W its weight there.
+void expect_patched(const ModelFiles& model, const std::string& lora_path, size_t tensors,
+                    const std::map<std::string, std::vector<float>>& want, int64_t C) {
+    const Tensor x = random_tensor({1, 3, C}, 60);
+    for (LoraMode mode : {LoraMode::Immediately, LoraMode::AtRuntime}) {
+        WeightPatches patches;
+        const LoraStats stats = add_lora_patches(model, {lora_path, 1.0f}, mode, "DiT", patches);
+        EXPECT_EQ(stats.applied, tensors);
+        EXPECT_EQ(stats.unmatched, 0u);
+        const ScopedWeightPatches active(&patches);
+        for (const auto& [name, w] : want) {
+            Linear layer;
+            layer.weight = model.get(name).load();
+            layer.name = name;
+            Linear by_hand;
+            by_hand.weight = Tensor::from_vector(layer.weight.shape(), w);
+            test::expect_close(layer.forward(x), by_hand.forward(x), 1e-5, 1e-5, name.c_str());
+        }
+    }
+}
+
 // Diffusers' FLUX names patch thirds of BFL's fused qkv (to_q, to_k, to_v of ranks 2, 3, 1)
 // and FLUX.1's proj_mlp the rest of linear1: merged or at run time, the layer computes
 // x (W + D)^T with D's row blocks the modules' up @ down (times alpha / rank where given).
@@ -197,9 +235,9 @@ TEST(LoraApplyParts, ThirdsOfQkvAndTheRestOfLinear1) {
                                          {d + "to_k", qkv, C, C, 3, 1.5f},
                                          {d + "to_v", qkv, 2 * C, C, 1, 0.0f},
                                          {s + "proj_mlp", linear1, 3 * C, kMlp, 2, 0.0f}};
-    std::map<std::string, Tensor> want;  // W + D by hand
-    want[qkv] = model.get(qkv).load();
-    want[linear1] = model.get(linear1).load();
+    std::map<std::string, std::vector<float>> want;  // W + D by hand
+    want[qkv] = model.get(qkv).load().to_vector();
+    want[linear1] = model.get(linear1).load().to_vector();
     uint32_t seed = 40;
     for (const Module& m : modules) {
         const Tensor down = random_tensor({m.rank, C}, seed++),
@@ -208,33 +246,58 @@ TEST(LoraApplyParts, ThirdsOfQkvAndTheRestOfLinear1) {
         parts.push_back({m.key + ".lora_B.weight", up});
         if (m.alpha > 0) parts.push_back({m.key + ".alpha", scalar_tensor(m.alpha)});
         const float scale = m.alpha > 0 ? m.alpha / static_cast<float>(m.rank) : 1.0f;
-        std::vector<float> w = want[m.weight].to_vector();
-        const std::vector<float> u = up.to_vector(), dn = down.to_vector();
-        for (int64_t r = 0; r < m.rows; ++r)
-            for (int64_t c = 0; c < C; ++c) {
-                double sum = 0;
-                for (int64_t k = 0; k < m.rank; ++k) sum += u[r * m.rank + k] * dn[k * C + c];
-                w[(m.first + r) * C + c] += static_cast<float>(scale * sum);
-            }
-        want[m.weight] = Tensor::from_vector(want[m.weight].shape(), w);
+        add_low_rank(want[m.weight], up, down, scale, [&](int64_t r) { return m.first + r; });
     }
     const std::string lora_path = write_tensors("flux_parts_lora.safetensors", parts);
-    const Tensor x = random_tensor({1, 3, C}, 60);
-    for (LoraMode mode : {LoraMode::Immediately, LoraMode::AtRuntime}) {
-        WeightPatches patches;
-        const LoraStats stats = add_lora_patches(model, {lora_path, 1.0f}, mode, "FLUX", patches);
-        EXPECT_EQ(stats.applied, parts.size());
-        EXPECT_EQ(stats.unmatched, 0u);
-        const ScopedWeightPatches active(&patches);
-        for (const std::string& name : {qkv, linear1}) {
-            Linear layer;
-            layer.weight = model.get(name).load();
-            layer.name = name;
-            Linear by_hand;
-            by_hand.weight = want[name];
-            test::expect_close(layer.forward(x), by_hand.forward(x), 1e-5, 1e-5, name.c_str());
-        }
+    expect_patched(model, lora_path, parts.size(), want, C);
+    std::filesystem::remove(model_path);
+    std::filesystem::remove(lora_path);
+}
+
+// Diffusers' AdaLayerNormContinuous (FLUX's and SD3's norm_out, the norm1_context of SD3's last
+// block) holds [scale; shift] where the original adaLN holds [shift; scale]: its LoRA patches
+// the adaLN with the halves of its rows swapped, while a six-chunk adaLN of the same diffusers
+// name (norm1_context of the other SD3 blocks) and SD3's to_k (the middle third of the fused
+// qkv) are patched as they are; merged or at run time alike.
+TEST(LoraApplyParts, AdaLayerNormContinuousPatchesTheAdaLnWithItsHalvesSwapped) {
+    constexpr int64_t C = 6;
+    const std::string dm = "model.diffusion_model.";
+    const std::string final_ada = dm + "final_layer.adaLN_modulation.1.weight",
+                      ctx0 = dm + "joint_blocks.0.context_block.adaLN_modulation.1.weight",
+                      ctx1 = dm + "joint_blocks.1.context_block.adaLN_modulation.1.weight",
+                      qkv = dm + "joint_blocks.0.x_block.attn.qkv.weight";
+    const std::string model_path =
+        write_tensors("adaln_model.safetensors", {{final_ada, random_tensor({2 * C, C}, 70)},
+                                                  {ctx0, random_tensor({6 * C, C}, 71)},
+                                                  {ctx1, random_tensor({2 * C, C}, 72)},
+                                                  {qkv, random_tensor({3 * C, C}, 73)}});
+    ModelFiles model;
+    model.add(model_path, ModelRole::Checkpoint);
+    struct Module {
+        std::string key, weight;
+        int64_t rows;
+        std::function<int64_t(int64_t)> row;  // the weight's row of the module's row r
+    };
+    auto swapped = [](int64_t r) { return r < C ? r + C : r - C; };
+    const std::vector<Module> modules = {
+        {"transformer.norm_out.linear", final_ada, 2 * C, swapped},
+        {"transformer.transformer_blocks.0.norm1_context.linear", ctx0, 6 * C,
+         [](int64_t r) { return r; }},
+        {"transformer.transformer_blocks.1.norm1_context.linear", ctx1, 2 * C, swapped},
+        {"transformer.transformer_blocks.0.attn.to_k", qkv, C, [](int64_t r) { return r + C; }}};
+    std::map<std::string, std::vector<float>> want;  // W + D by hand
+    std::vector<std::pair<std::string, Tensor>> parts;
+    uint32_t seed = 80;
+    for (const Module& m : modules) {
+        const Tensor down = random_tensor({2, C}, seed++), up = random_tensor({m.rows, 2}, seed++);
+        parts.push_back({m.key + ".lora_A.weight", down});
+        parts.push_back({m.key + ".lora_B.weight", up});
+        std::vector<float>& w = want[m.weight];
+        if (w.empty()) w = model.get(m.weight).load().to_vector();
+        add_low_rank(w, up, down, 1.0f, m.row);
     }
+    const std::string lora_path = write_tensors("adaln_lora.safetensors", parts);
+    expect_patched(model, lora_path, parts.size(), want, C);
     std::filesystem::remove(model_path);
     std::filesystem::remove(lora_path);
 }

@@ -24,6 +24,15 @@ std::string first(const std::string& key) {
     return names(key).at(0);
 }
 
+// Whether `key` offers the weight `want` as the part (block, to_end, swap_halves) given.
+bool part(const std::string& key, const std::string& want, int block = -1, bool to_end = false,
+          bool swap_halves = false) {
+    for (const LoraPart& p : lora_target_candidates(key))
+        if (p.name == want)
+            return p.block == block && p.to_end == to_end && p.swap_halves == swap_halves;
+    return false;
+}
+
 TEST(LoraNames, KohyaUnderscoresBecomeDots) {
     EXPECT_EQ(kohya_to_dotted("down_blocks_0_attentions_1_transformer_blocks_0_attn1_to_out_0"),
               "down_blocks.0.attentions.1.transformer_blocks.0.attn1.to_out.0");
@@ -172,12 +181,6 @@ TEST(LoraNames, FluxKohyaKeys) {
 // the block of a fused one (to_q / to_k / to_v thirds of qkv, FLUX.1's proj_mlp the rest of
 // linear1).
 TEST(LoraNames, FluxDiffusersKeys) {
-    auto part = [](const std::string& key, const std::string& want, int block = -1,
-                   bool to_end = false) {
-        for (const LoraPart& p : lora_target_candidates(key))
-            if (p.name == want) return p.block == block && p.to_end == to_end;
-        return false;
-    };
     const std::string dm = "model.diffusion_model.";
     EXPECT_TRUE(part("transformer.transformer_blocks.2.attn.to_q",
                      dm + "double_blocks.2.img_attn.qkv.weight", 0));
@@ -222,6 +225,53 @@ TEST(LoraNames, FluxDiffusersKeys) {
                      dm + "single_blocks.3.linear2.weight"));
     EXPECT_TRUE(part("lora_unet_transformer_blocks_3_attn_to_q",
                      dm + "double_blocks.3.img_attn.qkv.weight", 0));
+    EXPECT_TRUE(part("lora_unet_single_transformer_blocks_3_proj_mlp",
+                     dm + "single_blocks.3.linear1.weight", 3, true));
+    EXPECT_TRUE(part("transformer.norm_out.linear", dm + "final_layer.adaLN_modulation.1.weight",
+                     -1, false, true));
+}
+
+// Diffusers' SD3Transformer2DModel names: Stability's MMDiT weights, the q / k / v thirds of
+// the fused qkv (SD3.5's attn2 too); the AdaLayerNormContinuous ones (norm_out, FLUX's too, and
+// norm1_context, swapped where the weight has two chunks) with swap_halves.
+TEST(LoraNames, Sd3DiffusersKeys) {
+    const std::string dm = "model.diffusion_model.", t = "transformer.transformer_blocks.";
+    EXPECT_TRUE(part(t + "3.attn.to_q", dm + "joint_blocks.3.x_block.attn.qkv.weight", 0));
+    EXPECT_TRUE(part(t + "3.attn.to_v", dm + "joint_blocks.3.x_block.attn.qkv.weight", 2));
+    EXPECT_TRUE(
+        part(t + "3.attn.add_k_proj", dm + "joint_blocks.3.context_block.attn.qkv.weight", 1));
+    EXPECT_TRUE(part(t + "3.attn.to_out.0", dm + "joint_blocks.3.x_block.attn.proj.weight"));
+    EXPECT_TRUE(
+        part(t + "3.attn.to_add_out", dm + "joint_blocks.3.context_block.attn.proj.weight"));
+    EXPECT_TRUE(part(t + "12.attn2.to_k", dm + "joint_blocks.12.x_block.attn2.qkv.weight", 1));
+    EXPECT_TRUE(part(t + "12.attn2.to_out.0", dm + "joint_blocks.12.x_block.attn2.proj.weight"));
+    EXPECT_TRUE(part(t + "0.ff.net.0.proj", dm + "joint_blocks.0.x_block.mlp.fc1.weight"));
+    EXPECT_TRUE(part(t + "0.ff_context.net.2", dm + "joint_blocks.0.context_block.mlp.fc2.weight"));
+    EXPECT_TRUE(
+        part(t + "0.norm1.linear", dm + "joint_blocks.0.x_block.adaLN_modulation.1.weight"));
+    EXPECT_TRUE(part(t + "23.norm1_context.linear",
+                     dm + "joint_blocks.23.context_block.adaLN_modulation.1.weight", -1, false,
+                     true));
+    EXPECT_TRUE(part("transformer.pos_embed.proj", dm + "x_embedder.proj.weight"));
+    EXPECT_TRUE(part("transformer.context_embedder", dm + "context_embedder.weight"));
+    EXPECT_TRUE(part("transformer.time_text_embed.timestep_embedder.linear_2",
+                     dm + "t_embedder.mlp.2.weight"));
+    EXPECT_TRUE(
+        part("transformer.time_text_embed.text_embedder.linear_1", dm + "y_embedder.mlp.0.weight"));
+    EXPECT_TRUE(part("transformer.proj_out", dm + "final_layer.linear.weight"));
+    EXPECT_TRUE(part("transformer.norm_out.linear", dm + "final_layer.adaLN_modulation.1.weight",
+                     -1, false, true));
+    EXPECT_TRUE(part("lora_unet_transformer_blocks_5_attn_add_q_proj",
+                     dm + "joint_blocks.5.context_block.attn.qkv.weight", 0));
+    EXPECT_TRUE(part("lora_unet_transformer_blocks_5_norm1_context_linear",
+                     dm + "joint_blocks.5.context_block.adaLN_modulation.1.weight", -1, false,
+                     true));
+    EXPECT_TRUE(
+        part("lora_unet_time_text_embed_text_embedder_linear_1", dm + "y_embedder.mlp.0.weight"));
+    EXPECT_EQ(first("lora_unet_joint_blocks_7_context_block_attn_qkv"),
+              dm + "joint_blocks.7.context_block.attn.qkv.weight");
+    EXPECT_EQ(first("lora_unet_joint_blocks_7_x_block_adaLN_modulation_1"),
+              dm + "joint_blocks.7.x_block.adaLN_modulation.1.weight");
 }
 
 }  // namespace
