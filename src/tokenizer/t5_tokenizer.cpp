@@ -36,6 +36,7 @@ constexpr const char* kKeyEos = "tokenizer.ggml.eos_token_id";
 constexpr const char* kKeyPad = "tokenizer.ggml.padding_token_id";
 constexpr const char* kKeyPrefix = "tokenizer.ggml.add_space_prefix";
 constexpr const char* kKeyCollapse = "tokenizer.ggml.remove_extra_whitespaces";
+constexpr const char* kKeyEscape = "tokenizer.ggml.escape_whitespaces";
 
 // Bytes of the UTF-8 character starting with byte `b` (SentencePiece's OneCharLen).
 size_t utf8_length(char b) {
@@ -244,8 +245,13 @@ void read_specials_and_metaspace(const nlohmann::json& data, T5Tokenizer::Impl& 
     const auto pre = data.find("pre_tokenizer");
     const nlohmann::json* meta = pre == data.end() ? nullptr : find_metaspace(*pre);
     if (!meta) return;
-    if (meta->contains("replacement") && (*meta)["replacement"].is_string())
-        impl.replacement = (*meta)["replacement"].get<std::string>();
+    if (meta->contains("replacement") && (*meta)["replacement"].is_string() &&
+        (*meta)["replacement"].get<std::string>() != kMetaspace)
+        fail(
+            "%s: the Metaspace pre-tokenizer's replacement is \"%s\", where T5's is \"%s\" "
+            "(U+2581): not supported",
+            impl.source.c_str(), (*meta)["replacement"].get<std::string>().c_str(),
+            std::string(kMetaspace).c_str());
     if (meta->contains("add_prefix_space") && (*meta)["add_prefix_space"].is_boolean()) {
         impl.add_prefix = (*meta)["add_prefix_space"].get<bool>();
     } else {
@@ -371,6 +377,7 @@ T5Tokenizer T5Tokenizer::from_gguf_metadata(const std::map<std::string, Metadata
         static_cast<int32_t>(number_of(md, kKeyPad, find_piece(impl->pieces, "<pad>"), source));
     impl->add_prefix = number_of(md, kKeyPrefix, 1, source) != 0;
     impl->collapse_spaces = number_of(md, kKeyCollapse, 1, source) != 0;
+    if (number_of(md, kKeyEscape, 1, source) == 0) impl->replacement.assign(1, ' ');
     impl->finish();
     return T5Tokenizer(std::move(impl));
 }
@@ -392,6 +399,7 @@ std::map<std::string, MetadataValue> T5Tokenizer::to_gguf_metadata() const {
     md[kKeyPad] = MetadataValue{static_cast<int64_t>(impl_->pad)};
     md[kKeyPrefix] = MetadataValue{impl_->add_prefix};
     md[kKeyCollapse] = MetadataValue{impl_->collapse_spaces};
+    md[kKeyEscape] = MetadataValue{impl_->replacement == kMetaspace};
     return md;
 }
 

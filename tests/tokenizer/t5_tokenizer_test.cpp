@@ -293,6 +293,29 @@ TEST(T5Tokenizer, FromGgufMetadata) {
               std::string::npos);
 }
 
+// A vocabulary whose spaces stay spaces (SentencePiece's escape_whitespaces off) keeps them
+// through the GGUF metadata -M convert writes (found by fuzz_replay_t5_tokenizer:
+// fuzz/regressions/t5_tokenizer/escape_whitespaces_off.bin); a tokenizer.json whose Metaspace
+// replacement is not U+2581 is refused by name.
+TEST(T5Tokenizer, UnescapedWhitespaceSurvivesTheGgufRoundTrip) {
+    auto md = gguf_metadata();
+    md["tokenizer.ggml.escape_whitespaces"] = {false};
+    const T5Tokenizer plain = T5Tokenizer::from_gguf_metadata(md, "plain.gguf");
+    const T5Tokenizer escaped = T5Tokenizer::from_gguf_metadata(gguf_metadata(), "t5.gguf");
+    const std::string text = "a lovely cat";
+    EXPECT_NE(plain.encode(text), escaped.encode(text));
+    for (const T5Tokenizer* t : {&plain, &escaped}) {
+        const T5Tokenizer back = T5Tokenizer::from_gguf_metadata(t->to_gguf_metadata(), "back");
+        EXPECT_EQ(back.encode(text), t->encode(text));
+    }
+    nlohmann::json j = fixture_json();
+    j["pre_tokenizer"]["replacement"] = "_";  // the fixture's is a Metaspace
+    const std::string msg = one_line_error([&] { T5Tokenizer::from_bytes(j.dump(), "r.json"); });
+    EXPECT_NE(msg.find("r.json: the Metaspace pre-tokenizer's replacement is \"_\""),
+              std::string::npos)
+        << msg;
+}
+
 class T5TokenizerSearchTest : public test::TokenizerSearchFixture {
   protected:
     void put(const fs::path& dir, const char* name) {
