@@ -1,5 +1,5 @@
 // Writes the seed inputs of fuzz/corpus/ with the engine's own writers and encoders:
-//   make_seeds OUT   ->  OUT/safetensors, OUT/gguf, OUT/tokenizer, OUT/image
+//   make_seeds OUT   ->  OUT/safetensors, OUT/gguf, OUT/tokenizer, OUT/image, OUT/imatrix
 // (the torch checkpoint and pickle seeds come from tests/io/write_torch_checkpoint.py over
 // OUT/safetensors; scripts/fuzz.sh --seeds does both).
 #include <algorithm>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "image/image_io.h"
+#include "io/imatrix.h"
 #include "io/tensor_writer.h"
 #include "ops/convert.h"
 #include "tokenizer/clip_tokenizer.h"
@@ -230,6 +231,25 @@ void image_seeds() {
     put("image/1.bmp", bmp(9, 2, 1, 2));
 }
 
+// An importance matrix of two entries (a Linear's 8 columns, a 3x3 conv's 18) in both
+// layouts imatrix::save writes.
+void imatrix_seeds() {
+    imatrix::clear();
+    std::vector<double> sums(18);
+    for (size_t i = 0; i < sums.size(); ++i) sums[i] = 0.5 * static_cast<double>(i + 1);
+    imatrix::add("blk.0.attn_q.weight", sums.data(), 8, 4);
+    imatrix::add("conv.weight", sums.data(), 18, 2);
+    const std::string tmp = (fs::path(g_out) / "imatrix.tmp").string();
+    for (const char* name : {"legacy.dat", "llama.gguf"}) {
+        const std::string file =
+            tmp + (std::string(name).find(".gguf") != std::string::npos ? ".gguf" : "");
+        imatrix::save(file);
+        put(std::string("imatrix/") + name, slurp(file));
+        fs::remove(file);
+    }
+    imatrix::clear();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -244,6 +264,7 @@ int main(int argc, char** argv) {
         gguf_seeds();
         tokenizer_seeds();
         image_seeds();
+        imatrix_seeds();
     } catch (const std::exception& e) {
         std::fprintf(stderr, "make_seeds: %s\n", e.what());
         return 1;

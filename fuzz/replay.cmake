@@ -6,7 +6,7 @@
 set(SD_FUZZ_REPLAY_SECONDS 10 CACHE STRING "Seconds of random mutations per fuzz target in ctest")
 set(SD_FUZZ_DIR ${PROJECT_SOURCE_DIR}/fuzz)
 foreach(name safetensors gguf torch_checkpoint pickle tokenizer image t5_tokenizer qwen2_tokenizer
-             options server_request)
+             options server_request imatrix)
     set(target fuzz_replay_${name})
     add_executable(${target} ${SD_FUZZ_DIR}/fuzz_${name}.cpp ${SD_FUZZ_DIR}/replay_main.cpp)
     target_include_directories(${target} PRIVATE ${SD_FUZZ_DIR})

@@ -313,14 +313,15 @@ std::map<std::string, Entry> read_gguf_imatrix(const std::string& path) {
         e.count.resize(sums.size());
         e.ncall = std::max<int64_t>(chunks, 1);
         for (size_t j = 0; j < sums.size(); ++j) {
+            // Counts are numbers of activation rows: whole, at most 2^53 (exact as doubles).
             const float n = counts[j / per];
-            if (!std::isfinite(sums[j]) || sums[j] < 0 || !std::isfinite(n) || n < 0)
+            if (!std::isfinite(sums[j]) || sums[j] < 0 || !(n >= 0) || n > 0x1p53f ||
+                n != std::floor(n))
                 fail("load_imatrix: '%s': entry '%s' has sum %g, count %g at column %zu",
                      path.c_str(), name.c_str(), sums[j], n, j);
             // A matrix that saw no input gets importance 1, as llama.cpp's quantizer does.
             e.sum_sq[j] = n > 0 ? sums[j] : 1.0;
-            e.count[j] = n > 0 ? std::max<int64_t>(1, std::llround(n)) : 1;
-            if (n > 0) e.sum_sq[j] *= static_cast<double>(e.count[j]) / n;
+            e.count[j] = n > 0 ? static_cast<int64_t>(n) : 1;
         }
     }
     if (read.empty()) fail("load_imatrix: '%s' holds no imatrix entries (*.in_sum2)", path.c_str());

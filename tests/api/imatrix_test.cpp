@@ -257,6 +257,20 @@ TEST_F(Imatrix, GgufFilesRoundTrip) {
                {{"general.type", MetadataValue{std::string("imatrix")}}});
     EXPECT_FALSE(load_imatrix(no_counts.c_str()));
     EXPECT_NE(log_.text.find("x.counts"), std::string::npos) << log_.text;
+
+    // Counts are whole numbers of rows: a tiny fractional one made an infinite importance
+    // (found by fuzz_replay_imatrix: fuzz/regressions/imatrix/fractional_count.gguf).
+    const std::string fractional = test::temp_path("fractional_count.gguf");
+    const Tensor sums = Tensor::from_vector(Shape{1, 4}, {3e38f, 1.0f, 2.0f, 3.0f});
+    const Tensor counts = Tensor::from_vector(Shape{1}, {1e-30f});
+    write_gguf(fractional,
+               {{"x.in_sum2", sums.dtype(), sums.shape(), [sums] { return sums; }},
+                {"x.counts", counts.dtype(), counts.shape(), [counts] { return counts; }}},
+               {{"general.type", MetadataValue{std::string("imatrix")}}});
+    EXPECT_FALSE(load_imatrix(fractional.c_str()));
+    EXPECT_NE(log_.text.find("entry 'x' has sum 3e+38, count 1e-30 at column 0"), std::string::npos)
+        << log_.text;
+    EXPECT_TRUE(imatrix::importance("x").empty());  // nothing half-loaded
 }
 
 TEST_F(Imatrix, BadFilesAndCallsFailWithTheirName) {
