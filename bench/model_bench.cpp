@@ -18,6 +18,7 @@
 #include "ops/ops.h"
 #include "pipeline/decode_tiling.h"
 #include "pipeline/generate.h"
+#include "pipeline/latent_format.h"
 #include "pipeline/taesd_codec.h"
 #include "tensor/caching_allocator.h"
 
@@ -193,7 +194,9 @@ int run_model_bench(const ModelBenchOptions& o, double peak) {
     const double total = now_seconds() - t0;
     const double gen_flops = counted_flops();
 
-    Tensor z = Tensor::full(latent, 0.1f);
+    // The codec's latent, as a generation hands it over (FLUX.2's 128 patch channels back
+    // to 32 at twice the size, the per-channel scaling undone).
+    const Tensor z = to_codec_latent(model.latent, Tensor::full(latent, 0.1f));
     const CacheBudget decode_cache(cache_bytes_for(model, /*decoding=*/true));  // as a generation
     double d0 = 0, decode_s = 0, decode_flops = 0, decode_cpu = 0, decode_peak = 0;
     if (o.decode) {
@@ -204,7 +207,8 @@ int run_model_bench(const ModelBenchOptions& o, double peak) {
         VaeTiling tiling;  // as asked, else what a generation picks (tiles when streamed)
         tiling.enabled = o.vae_tile > 0;
         tiling.tile_size = o.vae_tile;
-        model.codec->decode(z, decode_tiling(model, tiling, lh, lw));
+        model.codec->decode(z,
+                            decode_tiling(model, tiling, z.size(z.dim() - 2), z.size(z.dim() - 1)));
         decode_s = now_seconds() - d0, decode_flops = counted_flops();
         decode_cpu = cpu_seconds() - c0;
         decode_peak = phase_peak_rss_mib();
