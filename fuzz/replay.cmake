@@ -7,8 +7,10 @@ set(SD_FUZZ_REPLAY_SECONDS 10 CACHE STRING "Seconds of random mutations per fuzz
 # A fixed seed: the suite's verdict must not depend on the draw (fuzz_replay_T --seed N by hand).
 set(SD_FUZZ_REPLAY_SEED 1 CACHE STRING "Seed of the fuzz targets' random mutations in ctest")
 set(SD_FUZZ_DIR ${PROJECT_SOURCE_DIR}/fuzz)
-foreach(name safetensors gguf torch_checkpoint pickle tokenizer image t5_tokenizer qwen2_tokenizer
-             options server_request imatrix)
+file(GLOB SD_FUZZ_TARGET_SOURCES CONFIGURE_DEPENDS ${SD_FUZZ_DIR}/fuzz_*.cpp)
+foreach(src ${SD_FUZZ_TARGET_SOURCES})
+    get_filename_component(name ${src} NAME_WE)
+    string(REGEX REPLACE "^fuzz_" "" name ${name})
     set(target fuzz_replay_${name})
     add_executable(${target} ${SD_FUZZ_DIR}/fuzz_${name}.cpp ${SD_FUZZ_DIR}/replay_main.cpp)
     target_include_directories(${target} PRIVATE ${SD_FUZZ_DIR})
