@@ -320,7 +320,10 @@ async function main() {
       if (!trend) continue;
       console.log(`rss ${key}: ${trend.last.toFixed(1)} MiB, slope ${trend.slope.toFixed(2)} MiB/h ` +
                   `over ${trend.minutes.toFixed(1)} min after warm-up, growth ${trend.growth.toFixed(1)} MiB`);
-      if (key.startsWith("api") || (key.startsWith("worker") && trend.minutes >= 2))
+      // API nodes live the whole run. A worker is killed within minutes, and its RSS follows the
+      // request mix (a merged LoRA holds a copy of the weights it patches), so its line is
+      // printed, not checked.
+      if (key.startsWith("api"))
         check(trend.growth < 8, `${key}: RSS flat after warm-up (grew < 8 MiB)`, `${trend.growth.toFixed(1)} MiB`);
     }
   } catch (e) {
