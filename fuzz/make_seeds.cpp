@@ -1,5 +1,6 @@
 // Writes the seed inputs of fuzz/corpus/ with the engine's own writers and encoders:
-//   make_seeds OUT   ->  OUT/safetensors, OUT/gguf, OUT/tokenizer, OUT/image, OUT/imatrix
+//   make_seeds OUT   ->  OUT/safetensors, OUT/gguf, OUT/tokenizer, OUT/image, OUT/imatrix,
+//                          OUT/lora_fit
 // (the torch checkpoint and pickle seeds come from tests/io/write_torch_checkpoint.py over
 // OUT/safetensors; scripts/fuzz.sh --seeds does both).
 #include <algorithm>
@@ -250,6 +251,55 @@ void imatrix_seeds() {
     imatrix::clear();
 }
 
+// LoRA files of each module kind, named for the weights of fuzz_lora_fit's model: kohya
+// low-rank with alpha (a Linear and a 3x3 conv), a Tucker core, DoRA, PEFT names on FLUX's fused
+// qkv and swapped adaLN, SD3 and Wan names, LoHa, LoKr, a full diff, and one that fits nothing.
+void lora_seeds() {
+    using Module = std::vector<std::pair<std::string, Shape>>;
+    auto lora = [](const std::string& name, const Module& tensors) {
+        const std::string tmp = (fs::path(g_out) / "lora.tmp.safetensors").string();
+        std::vector<OutputTensor> out;
+        for (const auto& [key, shape] : tensors) out.push_back(out_of(key, ramp(shape, 0.05f)));
+        write_safetensors(tmp, out, {{"ss_network_module", "networks.lora"}});
+        put("lora_fit/" + name + ".safetensors", slurp(tmp));
+        fs::remove(tmp);
+    };
+    const std::string te = "lora_te_text_model_encoder_layers_0_self_attn_q_proj";
+    const std::string conv = "lora_unet_down_blocks_0_resnets_0_conv1";
+    lora("kohya", {{te + ".lora_down.weight", {4, 8}},
+                   {te + ".lora_up.weight", {8, 4}},
+                   {te + ".alpha", {}},
+                   {conv + ".lora_down.weight", {4, 8, 3, 3}},
+                   {conv + ".lora_up.weight", {8, 4, 1, 1}}});
+    lora("tucker", {{conv + ".lora_down.weight", {4, 8, 1, 1}},
+                    {conv + ".lora_mid.weight", {4, 4, 3, 3}},
+                    {conv + ".lora_up.weight", {8, 4, 1, 1}}});
+    lora("dora", {{te + ".lora_down.weight", {2, 8}},
+                  {te + ".lora_up.weight", {8, 2}},
+                  {te + ".dora_scale", {8, 1}}});
+    lora("flux_peft", {{"transformer.transformer_blocks.0.attn.to_q.lora_A.weight", {4, 8}},
+                       {"transformer.transformer_blocks.0.attn.to_q.lora_B.weight", {8, 4}},
+                       {"transformer.single_transformer_blocks.0.proj_mlp.lora_A.weight", {4, 8}},
+                       {"transformer.single_transformer_blocks.0.proj_mlp.lora_B.weight", {16, 4}},
+                       {"transformer.norm_out.linear.lora_A.weight", {4, 8}},
+                       {"transformer.norm_out.linear.lora_B.weight", {16, 4}}});
+    lora("sd3_peft", {{"transformer.transformer_blocks.0.attn.to_v.lora_A.weight", {2, 8}},
+                      {"transformer.transformer_blocks.0.attn.to_v.lora_B.weight", {8, 2}}});
+    lora("wan", {{"diffusion_model.blocks.0.self_attn.q.lora_A.weight", {2, 8}},
+                 {"diffusion_model.blocks.0.self_attn.q.lora_B.weight", {8, 2}}});
+    lora("loha", {{"lora_unet_blocks_0_self_attn_q.hada_w1_a", {8, 2}},
+                  {"lora_unet_blocks_0_self_attn_q.hada_w1_b", {2, 8}},
+                  {"lora_unet_blocks_0_self_attn_q.hada_w2_a", {8, 2}},
+                  {"lora_unet_blocks_0_self_attn_q.hada_w2_b", {2, 8}},
+                  {"lora_unet_blocks_0_self_attn_q.alpha", {}}});
+    lora("lokr", {{"lora_unet_single_blocks_0_linear1.lokr_w1", {4, 2}},
+                  {"lora_unet_single_blocks_0_linear1.lokr_w2_a", {10, 2}},
+                  {"lora_unet_single_blocks_0_linear1.lokr_w2_b", {2, 4}}});
+    lora("diff", {{"lora_unet_input_blocks_1_1_proj_in.diff", {8, 8, 1, 1}},
+                  {"diffusion_model.out.0.diff", {8}}});
+    lora("misfit", {{te + ".lora_down.weight", {4, 768}}, {te + ".lora_up.weight", {8, 4}}});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -265,6 +315,7 @@ int main(int argc, char** argv) {
         tokenizer_seeds();
         image_seeds();
         imatrix_seeds();
+        lora_seeds();
     } catch (const std::exception& e) {
         std::fprintf(stderr, "make_seeds: %s\n", e.what());
         return 1;
