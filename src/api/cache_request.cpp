@@ -1,11 +1,12 @@
 #include "api/cache_request.h"
 
+#include "api/c_enum.h"
 #include "base/error.h"
 
 namespace sd::api {
 namespace {
 
-CacheMode mode_of(sd_cache_mode_t mode) {
+CacheMode mode_of(int mode) {
     switch (mode) {
         case SD_CACHE_DISABLED:
             return CacheMode::None;
@@ -22,14 +23,14 @@ CacheMode mode_of(sd_cache_mode_t mode) {
         case SD_CACHE_SPECTRUM:
             return CacheMode::Spectrum;
     }
-    fail("cache.mode %d is not a cache mode", static_cast<int>(mode));
+    fail("cache.mode %d is not a cache mode", mode);
 }
 
 }  // namespace
 
 StepCacheParams to_step_cache(const sd_cache_params_t& c) {
     StepCacheParams p;
-    p.mode = mode_of(c.mode);
+    p.mode = mode_of(c_enum_int(c.mode));
     p.reuse_threshold = c.reuse_threshold;
     p.start_percent = c.start_percent;
     p.end_percent = c.end_percent;

@@ -15,6 +15,7 @@
 
 #include "adapters/lora_apply.h"
 #include "adapters/lora_fit.h"
+#include "api/c_enum.h"
 #include "api/c_images.h"
 #include "api/c_message.h"
 #include "api/callbacks.h"
@@ -82,12 +83,12 @@ void reject_unbuilt(const sd_ctx_params_t& p) {
     // Options this build would otherwise take and not act on: refused, naming them.
     if (p.force_sdxl_vae_conv_scale)
         sd::fail("--force-sdxl-vae-conv-scale is not supported by this build yet");
-    if (p.vae_format != SD_VAE_FORMAT_AUTO)
+    if (sd::api::c_enum_int(p.vae_format) != SD_VAE_FORMAT_AUTO)
         sd::fail(
             "--vae-format (%d): only auto, the format read from the VAE's weights, is "
             "supported by this build",
-            static_cast<int>(p.vae_format));
-    if (p.wtype != SD_TYPE_COUNT)
+            sd::api::c_enum_int(p.vae_format));
+    if (sd::api::c_enum_int(p.wtype) != SD_TYPE_COUNT)
         sd::fail(
             "--type for image generation is not supported yet; convert the model with -M convert");
 }

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "api/c_enum.h"
 #include "api/c_images.h"
 #include "api/c_message.h"
 #include "api/cache_request.h"
@@ -47,9 +48,9 @@ HiresRequest to_hires(const sd_hires_params_t& p, int width, int height, const M
     h.upscale_tile_size = p.upscale_tile_size;
     if (p.custom_sigmas && p.custom_sigmas_count >= 2)
         h.custom_sigmas.assign(p.custom_sigmas, p.custom_sigmas + p.custom_sigmas_count);
-    SD_CHECK(p.upscaler >= 0 && p.upscaler < SD_HIRES_UPSCALER_COUNT, "unknown hires upscaler %d",
-             static_cast<int>(p.upscaler));
-    SD_CHECK(p.upscaler != SD_HIRES_UPSCALER_MODEL || !h.model_path.empty(),
+    const sd_hires_upscaler_t upscaler =
+        c_enum(p.upscaler, SD_HIRES_UPSCALER_COUNT, "hires upscaler");
+    SD_CHECK(upscaler != SD_HIRES_UPSCALER_MODEL || !h.model_path.empty(),
              "hires upscaler Model needs a model file (hires model_path)");
     resolve_hires_target(h, width, height, p.scale, size_multiple(m));
     return h;
@@ -69,10 +70,8 @@ ImageRequest::HighNoiseStage to_high_noise_stage(const LoadedModel& model,
                                                  const sd_vid_gen_params_t& p) {
     const sd_sample_params_t& s = p.high_noise_sample_params;
     ImageRequest::HighNoiseStage h;
-    h.method =
-        s.sample_method == SAMPLE_METHOD_COUNT ? default_sample_method(&model) : s.sample_method;
-    SD_CHECK(h.method >= 0 && h.method < SAMPLE_METHOD_COUNT,
-             "unknown high-noise sampling method %d", static_cast<int>(h.method));
+    h.method = c_enum_or_unset(s.sample_method, SAMPLE_METHOD_COUNT, "high-noise sampling method");
+    if (h.method == SAMPLE_METHOD_COUNT) h.method = default_sample_method(&model);
     h.steps = s.sample_steps;
     h.cfg_scale = s.guidance.txt_cfg;
     SD_CHECK(std::isfinite(h.cfg_scale), "--high-noise-cfg-scale must be a number");
@@ -113,14 +112,10 @@ void settle_size(const ModelComponents& m, int& width, int& height) {
 
 SettledSampling settle_sampling(const LoadedModel& model, const sd_sample_params_t& s) {
     SettledSampling out;
-    out.method =
-        s.sample_method == SAMPLE_METHOD_COUNT ? default_sample_method(&model) : s.sample_method;
-    SD_CHECK(out.method >= 0 && out.method < SAMPLE_METHOD_COUNT, "unknown sampling method %d",
-             static_cast<int>(out.method));
-    out.scheduler =
-        s.scheduler == SCHEDULER_COUNT ? default_scheduler(&model, out.method) : s.scheduler;
-    SD_CHECK(out.scheduler >= 0 && out.scheduler < SCHEDULER_COUNT, "unknown scheduler %d",
-             static_cast<int>(out.scheduler));
+    out.method = c_enum_or_unset(s.sample_method, SAMPLE_METHOD_COUNT, "sampling method");
+    if (out.method == SAMPLE_METHOD_COUNT) out.method = default_sample_method(&model);
+    out.scheduler = c_enum_or_unset(s.scheduler, SCHEDULER_COUNT, "scheduler");
+    if (out.scheduler == SCHEDULER_COUNT) out.scheduler = default_scheduler(&model, out.method);
     out.steps = s.sample_steps;
     if (has_custom_sigmas(s) && s.sample_steps != s.custom_sigmas_count - 1) {
         out.steps = s.custom_sigmas_count - 1;

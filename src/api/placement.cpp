@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "api/c_enum.h"
 #include "api/c_message.h"
 #include "base/cpu_features.h"
 #include "base/error.h"
@@ -203,11 +204,14 @@ void read_model_args(const char* args, Placement& out) {
 EngineOptions engine_options(const Placement& placement, const sd_ctx_ext_params_t& ext) {
     EngineOptions out;
     out.compute_type = placement.compute_type;
-    if (ext.compute_type != SD_COMPUTE_TYPE_COUNT) {
-        const char* name = sd_compute_type_name(ext.compute_type);
+    const int compute_type = c_enum_int(ext.compute_type);
+    if (compute_type != SD_COMPUTE_TYPE_COUNT) {
+        const bool known = compute_type >= 0 && compute_type < SD_COMPUTE_TYPE_COUNT;
+        const char* name =
+            known ? sd_compute_type_name(static_cast<sd_compute_type_t>(compute_type)) : nullptr;
         if (!name || !parse_compute_type(name, &out.compute_type))
             fail("sd_ctx_ext_params_t.compute_type %d: expected auto, f32 or bf16 (or unset)",
-                 static_cast<int>(ext.compute_type));
+                 compute_type);
     }
     out.tokenizer_dir = ext.tokenizer_dir && *ext.tokenizer_dir ? std::string(ext.tokenizer_dir)
                                                                 : placement.tokenizer_dir;
