@@ -11,26 +11,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli_options.h"
-#include "fuzz_util.h"
+#include "fuzz_server_util.h"
 #include "request_error.h"
 #include "requests.h"
 
 namespace {
-
-// The command line a server runs with: a model and a LoRA folder (empty) for the LoRA fields.
-const cli::CliParams& defaults() {
-    static const cli::CliParams params = [] {
-        const std::string loras = sd::fuzz::private_dir() + "/loras";
-        std::filesystem::create_directories(loras);
-        const char* args[] = {"sd-server", "-m", "model.safetensors", "--lora-model-dir",
-                              loras.c_str()};
-        cli::CliParams p;
-        cli::parse_command_line(static_cast<int>(std::size(args)), args, p);
-        return p;
-    }();
-    return params;
-}
 
 uint64_t touch(const server::JobSpec& spec) {
     const cli::GenerationRequest& r = spec.request;
@@ -53,7 +38,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!body.is_object()) return 0;
     server::ServerLimits limits;
     limits.max_side = 256;  // images of the body are decoded: keep them small
-    const server::ParseContext ctx{defaults(), limits};
+    const server::ParseContext ctx{sd::fuzz::server_command_line(), limits};
     try {
         switch (data[0] % 5) {
             case 0:

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Seeds of the text-input fuzz targets (t5_tokenizer, qwen2_tokenizer, options,
-server_request), small enough for -max_len: a tiny T5 vocabulary as a SentencePiece protobuf
-and as a tokenizer.json, a tiny byte-level BPE as a tokenizer.json and as vocab.json +
-merges.txt, option strings, and request bodies of the server's three APIs.
+server_request, redis_records, http_connection), small enough for -max_len: a tiny T5
+vocabulary as a SentencePiece protobuf and as a tokenizer.json, a tiny byte-level BPE as a tokenizer.json and as vocab.json +
+merges.txt, option strings, request bodies of the server's three APIs, the values the
+Redis queue stores (RESP replies, job results, payloads, previews, heartbeats) and the bytes
+of HTTP connections.
 Usage: make_text_seeds.py OUT_DIR (writes OUT_DIR/TARGET/*)."""
 import base64
 import json
@@ -111,7 +113,8 @@ def tiny_png_b64():
 
 def main():
     out = sys.argv[1]
-    for t in ("t5_tokenizer", "qwen2_tokenizer", "options", "server_request"):
+    for t in ("t5_tokenizer", "qwen2_tokenizer", "options", "server_request", "redis_records",
+              "http_connection"):
         os.makedirs(os.path.join(out, t), exist_ok=True)
 
     def write(target, name, data):
@@ -154,6 +157,81 @@ def main():
     ]
     for i, (k, body) in enumerate(bodies):
         write("server_request", "body_%d" % i, bytes([k]) + json.dumps(body).encode())
+    # redis_records: K BYTES, K % 5 choosing RESP replies (0; K / 5 + 1 is the piece size they
+    # are fed in), a job's result (1), a worker's payload (2), a preview (3), a heartbeat (4).
+    resp = [b"+OK\r\n:42\r\n$5\r\nhello\r\n$-1\r\n-LOADING Redis is loading\r\n",
+            b"*2\r\n$15\r\n1700000000000-0\r\n*2\r\n$2\r\nid\r\n$8\r\njob_0001\r\n",
+            b"*3\r\n$7\r\nmessage\r\n$8\r\nsdq:done\r\n$8\r\njob_0001\r\n*-1\r\n*0\r\n",
+            b"*2\r\n*2\r\n:1\r\n*1\r\n$1\r\nx\r\n-ERR wrong\r\n"]
+    for i, r in enumerate(resp):
+        write("redis_records", "resp_%d" % i, bytes([5 * (i * 3)]) + r)
+    result = [{"b64": png, "seed": 42, "parameters": "a cat\nSteps: 4", "width": 64, "height": 64,
+               "frames": 0},
+              {"b64": "", "seed": -1, "parameters": "", "width": 4294967295, "height": 1, "frames": 9}]
+    write("redis_records", "result_0", bytes([1]) + json.dumps(result).encode())
+    for i, (k, body) in enumerate(bodies):
+        kind = ["native", "native_video", "openai_generation", "sdapi_txt2img", "sdapi_img2img"][k]
+        write("redis_records", "payload_%d" % i,
+              bytes([2]) + json.dumps({"kind": kind, "body": body, "seed": 7 + i}).encode())
+    form = [{"name": "prompt", "content_b64": base64.b64encode(b"a cat").decode(), "filename": "",
+             "content_type": ""},
+            {"name": "image", "content_b64": png, "filename": "a.png", "content_type": "image/png"}]
+    write("redis_records", "payload_edit",
+          bytes([2]) + json.dumps({"kind": "openai_edit", "body": form, "seed": -1}).encode())
+    write("redis_records", "preview_0", bytes([3]) + json.dumps(
+        {"step": 3, "image": 1, "png": png, "width": 2, "height": 2}).encode())
+    # http_connection: the bytes of one connection (requests one after another).
+    def request(method, path, body=b"", headers=()):
+        head = "%s %s HTTP/1.1\r\nHost: localhost\r\n" % (method, path)
+        for h in headers:
+            head += h + "\r\n"
+        framed = any(h.lower().startswith(("transfer-encoding", "content-length")) for h in headers)
+        if body and not framed:
+            head += "Content-Length: %d\r\n" % len(body)
+        return head.encode() + b"\r\n" + body
+    small = {"prompt": "a cat", "width": 64, "height": 64, "sample_params": {"sample_steps": 1}}
+    job = "job_00000001_0000000000000001"
+    form_boundary = "xyzBOUNDARY"
+    form = ("--%s\r\nContent-Disposition: form-data; name=\"prompt\"\r\n\r\na cat\r\n"
+            "--%s\r\nContent-Disposition: form-data; name=\"image\"; filename=\"a.png\"\r\n"
+            "Content-Type: image/png\r\n\r\n" % (form_boundary, form_boundary)).encode() \
+        + base64.b64decode(png) + ("\r\n--%s--\r\n" % form_boundary).encode()
+    chunked_body = json.dumps(small).encode()
+    chunked = b"%x\r\n%s\r\n0\r\n\r\n" % (len(chunked_body), chunked_body)
+    connections = {
+        "gets": b"".join(request("GET", p) for p in (
+            "/health", "/", "/favicon.ico", "/sdcpp/v1/capabilities", "/sdapi/v1/samplers",
+            "/sdapi/v1/schedulers", "/sdapi/v1/loras", "/sdapi/v1/options", "/sdapi/v1/progress",
+            "/sdapi/v1/latent-upscale-modes", "/v1/models", "/sdcpp/v1/jobs/" + job)),
+        "native_async": request("POST", "/sdcpp/v1/img_gen", json.dumps(small).encode(),
+                                ["Content-Type: application/json"])
+        + request("POST", "/sdcpp/v1/jobs/%s/cancel" % job),
+        "native_video": request("POST", "/sdcpp/v1/vid_gen", json.dumps(
+            {"prompt": "a dog", "video_frames": 5, "width": 64, "height": 64}).encode()),
+        "openai": request("POST", "/v1/images/generations", json.dumps(
+            {"prompt": "a fox", "size": "64x64", "n": 1}).encode(),
+            ["Content-Type: application/json"]),
+        "openai_edit": request("POST", "/v1/images/edits", form,
+                               ["Content-Type: multipart/form-data; boundary=" + form_boundary]),
+        "sdapi": request("POST", "/sdapi/v1/txt2img", json.dumps(
+            {"prompt": "a bird", "steps": 1, "width": 64, "height": 64}).encode())
+        + request("POST", "/sdapi/v1/img2img", json.dumps(
+            {"prompt": "a cow", "init_images": [png], "steps": 1}).encode())
+        + request("POST", "/sdapi/v1/options", b'{"sd_model_checkpoint":"x"}')
+        + request("POST", "/sdapi/v1/interrupt")
+        + request("POST", "/sdapi/v1/extra-single-image", json.dumps({"image": png}).encode()),
+        "chunked": request("POST", "/sdcpp/v1/img_gen", chunked, ["Transfer-Encoding: chunked"]),
+        "options_and_close": request("OPTIONS", "/v1/images/generations",
+                                     headers=["Access-Control-Request-Method: POST"])
+        + request("GET", "/health", headers=["Connection: close"]),
+        "cut_short": request("POST", "/sdapi/v1/txt2img", b'{"prompt": "a', ["Content-Length: 99"]),
+        "range_and_expect": request("GET", "/", headers=["Range: bytes=0-10,20-"])
+        + request("POST", "/sdcpp/v1/img_gen", json.dumps(small).encode(), ["Expect: 100-continue"]),
+    }
+    for name, data in connections.items():
+        write("http_connection", name, data)
+    write("redis_records", "heartbeat_0", bytes([4]) + json.dumps(
+        {"name": "host:12:ab", "model": "sd15", "pid": 12, "job": "job_0001"}).encode())
 
 
 if __name__ == "__main__":

@@ -93,23 +93,42 @@ void mutate_once(Bytes& data, size_t max_size, const std::vector<Bytes>& inputs)
     if (data.size() > max_size) data.resize(max_size);
 }
 
+// $SD_FUZZ_TMP (else /tmp)/fuzz-replay-KIND-PID; "" when it cannot be written.
+std::string save(const Bytes& input, const char* kind) {
+    const char* env = std::getenv("SD_FUZZ_TMP");
+    const std::string path = std::string(env && *env ? env : "/tmp") + "/fuzz-replay-" + kind +
+                             "-" + std::to_string(::getpid());
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    if (!f) return "";
+    std::fwrite(input.data(), 1, input.size(), f);
+    std::fclose(f);
+    return path;
+}
+
+// An input slower than this is saved (the slowest only) and named at the end: libFuzzer
+// would call it a timeout at 10 s, and one slow input stalls the suite's time budget.
+constexpr double kSlowSeconds = 1.0;
+double slowest = 0;
+
 void run(const Bytes& input) {
     current = &input;
+    const auto t0 = std::chrono::steady_clock::now();
     LLVMFuzzerTestOneInput(input.data(), input.size());
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (s > kSlowSeconds && s > slowest) {
+        slowest = s;
+        const std::string path = save(input, "slow");
+        std::fprintf(stderr, "fuzz-replay: an input took %.1f s%s%s\n", s,
+                     path.empty() ? "" : "; it is in ", path.c_str());
+    }
     current = nullptr;
 }
 
 // On a crash: the input to a file, then the default action (the core / exit status).
 void on_fatal(int sig) {
     if (current) {
-        const char* env = std::getenv("SD_FUZZ_TMP");
-        const std::string path = std::string(env && *env ? env : "/tmp") + "/fuzz-replay-finding-" +
-                                 std::to_string(::getpid());
-        if (std::FILE* f = std::fopen(path.c_str(), "wb")) {
-            std::fwrite(current->data(), 1, current->size(), f);
-            std::fclose(f);
-            std::fprintf(stderr, "fuzz-replay: the input is in %s\n", path.c_str());
-        }
+        const std::string path = save(*current, "finding");
+        if (!path.empty()) std::fprintf(stderr, "fuzz-replay: the input is in %s\n", path.c_str());
     }
     std::signal(sig, SIG_DFL);
     std::raise(sig);

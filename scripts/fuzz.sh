@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 BUILD=${FUZZ_BUILD:-build-fuzz}
 ALL_TARGETS=(safetensors gguf torch_checkpoint pickle tokenizer image t5_tokenizer qwen2_tokenizer options
-             server_request imatrix lora_fit)
+             server_request redis_records http_connection imatrix lora_fit)
 
 build() {
     CC=${CC:-clang-14} CXX=${CXX:-clang++-14} cmake -S fuzz -B "$BUILD" -G Ninja >/dev/null

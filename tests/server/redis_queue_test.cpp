@@ -4,7 +4,8 @@
 // job left by a dead worker is taken over after the visibility timeout; a delivery of a job
 // that has its outcome is acknowledged, not run; a job that killed its workers too often
 // fails; the cap (429), a request or result larger than Redis takes (413, failed), Redis
-// gone (503), Redis back but still loading its data (503, a waiter waits through it).
+// gone (503), Redis back but still loading its data (503, a waiter waits through it); values
+// another process corrupted in a job's hash.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -180,6 +181,41 @@ TEST_F(RedisQueueTest, AJobThatKilledItsWorkersTooOftenFails) {
     EXPECT_EQ(s.status, JobStatus::Failed);
     EXPECT_EQ(s.error_code, "worker_lost");
     EXPECT_EQ(runner.runs, 0);
+}
+
+// Values another process wrote into a job's hash (a foreign or corrupt writer): a payload
+// the worker cannot read fails the job with the reason; an unreadable result is the
+// server's 500 naming the job, not the client's 400; an unreadable preview is ignored.
+TEST_F(RedisQueueTest, CorruptJobValuesAreNamedNotBlamedOnTheClient) {
+    RedisQueue queue(queue_settings());
+    StandInRunner runner;
+    const JobSnapshot s = taken_over(
+        queue, {"status", "generating", "worker", "ghost", "attempts", "1", "payload", "[1,2"},
+        runner);
+    EXPECT_EQ(s.status, JobStatus::Failed);
+    EXPECT_NE(s.error_message.find("payload"), std::string::npos) << s.error_message;
+    EXPECT_EQ(runner.runs, 0);
+
+    RedisClient c(endpoint());
+    const std::string id = queue.submit(native_spec(5), "sdcpp", Retention::Timed);
+    c.command(
+         {"HSET", redis_jobs::job_key(id), "status", "generating", "preview", R"({"step":"x"})"})
+        .expect("HSET");
+    JobSnapshot g;
+    ASSERT_EQ(queue.find(id, &g), Lookup::Found);
+    EXPECT_EQ(g.status, JobStatus::Generating);
+    EXPECT_FALSE(g.preview);
+    c.command(
+         {"HSET", redis_jobs::job_key(id), "status", "completed", "result", R"([{"width":"64"}])"})
+        .expect("HSET");
+    try {
+        queue.find(id, &g);
+        ADD_FAILURE() << "read a corrupt result";
+    } catch (const RequestError& e) {
+        EXPECT_EQ(e.status(), 500);
+        EXPECT_NE(std::string(e.what()).find(id), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("\"width\""), std::string::npos) << e.what();
+    }
 }
 
 TEST_F(RedisQueueTest, AFullQueueAnswers429) {

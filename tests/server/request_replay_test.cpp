@@ -89,5 +89,28 @@ TEST_F(RequestReplay, AnUnknownKindIsRefused) {
     EXPECT_THROW(replay_request({"native", {{"width", "wide"}}}, 1, ctx), RequestError);
 }
 
+// A queue holds what any process wrote: malformed form parts are the request's fault (4xx
+// naming them), not the JSON library's exception (fuzz_redis_records).
+TEST_F(RequestReplay, MalformedQueuedFormPartsAreRefusedByName) {
+    const nlohmann::json part = {
+        {"name", "prompt"}, {"content_b64", "YQ=="}, {"filename", ""}, {"content_type", ""}};
+    auto with = [&part](const char* key, nlohmann::json value) {
+        nlohmann::json p = part;
+        p[key] = std::move(value);
+        return nlohmann::json::array({p});
+    };
+    for (const nlohmann::json& parts : {nlohmann::json("parts"), nlohmann::json::array({1}),
+                                        nlohmann::json::array({nlohmann::json{{"name", "prompt"}}}),
+                                        with("filename", 3), with("content_b64", "*")}) {
+        try {
+            replay_request({"openai_edit", parts}, 1, ctx);
+            ADD_FAILURE() << "accepted " << parts.dump();
+        } catch (const RequestError& e) {
+            EXPECT_EQ(e.status(), 400) << parts.dump();
+            EXPECT_EQ(e.code(), "invalid_queued_request") << parts.dump();
+        }
+    }
+}
+
 }  // namespace
 }  // namespace server

@@ -38,6 +38,9 @@ class GuardedServer : public httplib::Server {
     explicit GuardedServer(HttpLimits limits);
     // Connections end at their next wait; call before stop().
     void begin_stop() { stopping_ = true; }
+    // Serves one accepted connection on the calling thread, as the listener's threads do,
+    // and closes it (the fuzz target drives the connection loop through it).
+    void serve_connection(socket_t sock) { process_and_close_socket(sock); }
 
   private:
     bool process_and_close_socket(socket_t sock) override;

@@ -74,15 +74,6 @@ server::HttpLimits http_limits(const server::ServerConfig& c) {
     return limits;
 }
 
-void configure_http(httplib::Server& svr, server::ServerState& state) {
-    svr.set_payload_max_length(state.config.max_body_bytes);
-    server::install_http_defaults(svr);
-    server::register_web_routes(svr, state);
-    server::register_openai_routes(svr, state);
-    server::register_sdapi_routes(svr, state);
-    server::register_sdcpp_routes(svr, state);
-}
-
 // Cancellation reaches every phase of a generation within about 2 s; should anything still
 // hold the stop up (an upscale of /sdapi/v1/extra-single-image, which has no cancel), the
 // process ends anyway, so that a SIGTERM always ends it within 3 s.
@@ -174,7 +165,7 @@ int serve(server::ServerConfig config, cli::CliParams params, const sigset_t& st
     state.ref_images = runner && runner->takes_ref_images();
     if (runner) state.makes_video = runner->makes_video();
     if (!config.serve_html_path.empty()) state.index_html = read_text_file(config.serve_html_path);
-    configure_http(*svr, state);
+    server::register_routes(*svr, state);
     queues.start();
     cli::log_info("listening on http://%s:%d", config.listen_ip.c_str(), port);
     std::thread http_thread([&] {

@@ -7,72 +7,19 @@
 namespace server {
 namespace {
 
-RedisReply copy_reply(const redisReply* r) {
-    RedisReply out;
-    if (!r) return out;
-    switch (r->type) {
-        case REDIS_REPLY_INTEGER:
-            out.type = RedisReply::Type::Integer;
-            out.integer = r->integer;
-            break;
-        case REDIS_REPLY_STRING:
-        case REDIS_REPLY_STATUS:
-        case REDIS_REPLY_ERROR:
-            out.type = r->type == REDIS_REPLY_STRING   ? RedisReply::Type::String
-                       : r->type == REDIS_REPLY_STATUS ? RedisReply::Type::Status
-                                                       : RedisReply::Type::Error;
-            out.str.assign(r->str, r->len);
-            break;
-        case REDIS_REPLY_ARRAY:
-            out.type = RedisReply::Type::Array;
-            for (size_t i = 0; i < r->elements; ++i)
-                out.elements.push_back(copy_reply(r->element[i]));
-            break;
-        default:
-            break;
-    }
-    return out;
-}
-
-struct ReplyDeleter {
-    void operator()(void* r) const { freeReplyObject(r); }
-};
-using ReplyPtr = std::unique_ptr<void, ReplyDeleter>;
-
 constexpr std::chrono::milliseconds kFirstBackoff{100};
 constexpr std::chrono::milliseconds kMaxBackoff{5000};
 
 }  // namespace
 
-std::string RedisReply::text() const {
-    if (type == Type::Integer) return std::to_string(integer);
-    return str;
-}
-
-bool RedisReply::is_transient_error() const {
-    if (!is_error()) return false;
-    const std::string code = str.substr(0, str.find(' '));
-    return code == "LOADING" || code == "BUSY" || code == "MASTERDOWN" || code == "TRYAGAIN";
-}
-
-const RedisReply& RedisReply::expect(const char* what) const {
-    if (is_transient_error())
-        throw RedisError(std::string(what) + ": Redis cannot serve yet: " + str);
-    if (is_error()) throw std::runtime_error(std::string(what) + ": Redis answered " + str);
-    return *this;
-}
-
 RedisClient::RedisClient(RedisEndpoint endpoint, std::chrono::milliseconds timeout)
     : endpoint_(std::move(endpoint)), timeout_(timeout) {}
 
-RedisClient::~RedisClient() {
-    if (reader_) redisReaderFree(reader_);
-}
+RedisClient::~RedisClient() = default;
 
 void RedisClient::drop(const std::string& why) {
     transport_.reset();
-    if (reader_) redisReaderFree(reader_);
-    reader_ = nullptr;
+    reader_.reset();
     backoff_ = std::min(kMaxBackoff, backoff_ == backoff_.zero() ? kFirstBackoff : backoff_ * 2);
     next_attempt_ = std::chrono::steady_clock::now() + backoff_;
     throw RedisError("Redis at " + endpoint_.display() + ": " + why);
@@ -85,8 +32,7 @@ void RedisClient::connect_now() {
     } catch (const RedisError& e) {
         drop(e.what());
     }
-    reader_ = redisReaderCreate();
-    if (!reader_) drop("out of memory");
+    reader_ = std::make_unique<RespReader>();
     std::vector<std::vector<std::string>> setup;
     if (!endpoint_.password.empty()) {
         if (endpoint_.user.empty())
@@ -99,8 +45,7 @@ void RedisClient::connect_now() {
         const RedisReply r = command(args);
         if (r.is_error()) {
             transport_.reset();
-            redisReaderFree(reader_);
-            reader_ = nullptr;
+            reader_.reset();
             // A wrong password or database is no outage: retrying will not help.
             throw std::runtime_error("Redis at " + endpoint_.display() + " refused " + args[0] +
                                      ": " + r.str);
@@ -121,12 +66,11 @@ RedisReply RedisClient::command(const std::vector<std::string>& args) {
 }
 
 bool RedisClient::take_parsed(RedisReply& out) {
-    void* raw = nullptr;
-    if (redisReaderGetReply(reader_, &raw) != REDIS_OK) drop("bad reply");
-    if (!raw) return false;
-    ReplyPtr reply(raw);
-    out = copy_reply(static_cast<redisReply*>(raw));
-    return true;
+    try {
+        return reader_->next(out);
+    } catch (const std::runtime_error& e) {
+        drop(e.what());
+    }
 }
 
 bool RedisClient::next_reply(RedisReply& out, std::chrono::milliseconds wait) {
@@ -139,7 +83,11 @@ bool RedisClient::next_reply(RedisReply& out, std::chrono::milliseconds wait) {
             drop(std::string("connection lost: ") + e.what());
         }
         if (n == 0) return false;
-        if (redisReaderFeed(reader_, buffer, n) != REDIS_OK) drop("out of memory");
+        try {
+            reader_->feed(buffer, n);
+        } catch (const std::runtime_error& e) {
+            drop(e.what());
+        }
     }
     return true;
 }

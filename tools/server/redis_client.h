@@ -1,8 +1,8 @@
 // A thin RAII Redis client: one connection (not thread-safe; one per thread or borrowed from
-// a RedisPool), commands as argument vectors formatted and replies parsed by hiredis, the
-// bytes moved by RedisTransport (TCP or TLS), replies copied into plain values. A lost
-// connection is a RedisError; the next command reconnects, at most once per backoff step
-// (0.1 s doubling to 5 s) so that callers fail fast while Redis is away.
+// a RedisPool), commands as argument vectors formatted and replies parsed by RespReader
+// (hiredis's), the bytes moved by RedisTransport (TCP or TLS), replies copied into plain values. A
+// lost connection is a RedisError; the next command reconnects, at most once per backoff step (0.1
+// s doubling to 5 s) so that callers fail fast while Redis is away.
 #pragma once
 
 #include <chrono>
@@ -12,31 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "redis_reply.h"
 #include "redis_transport.h"
 #include "redis_url.h"
 
-struct redisReader;
-
 namespace server {
-
-struct RedisReply {
-    enum class Type { Nil, Integer, String, Status, Error, Array };
-    Type type = Type::Nil;
-    long long integer = 0;
-    std::string str;  // String, Status, Error
-    std::vector<RedisReply> elements;
-
-    bool is_nil() const { return type == Type::Nil; }
-    bool is_error() const { return type == Type::Error; }
-    // A String/Status reply's text, an Integer's digits, "" for Nil.
-    std::string text() const;
-    // An error Redis answers while it cannot serve for a moment (LOADING its data after a
-    // restart, BUSY with a script, MASTERDOWN, TRYAGAIN): an outage, not a refusal.
-    bool is_transient_error() const;
-    // Throws naming `what` when the reply is an error: RedisError (an outage: callers retry
-    // or answer 503) for a transient one, std::runtime_error otherwise.
-    const RedisReply& expect(const char* what) const;
-};
 
 class RedisClient {
   public:
@@ -70,7 +50,7 @@ class RedisClient {
     RedisEndpoint endpoint_;
     std::chrono::milliseconds timeout_;
     std::unique_ptr<RedisTransport> transport_;
-    redisReader* reader_ = nullptr;
+    std::unique_ptr<RespReader> reader_;
     std::chrono::steady_clock::time_point next_attempt_{};
     std::chrono::milliseconds backoff_{0};
 };

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "redis_jobs.h"
+#include "redis_records.h"
 #include "request_error.h"
 
 namespace server {
@@ -50,22 +51,6 @@ std::map<std::string, std::string> as_map(const RedisReply& r) {
     for (size_t i = 0; i + 1 < r.elements.size(); i += 2)
         out[r.elements[i].text()] = r.elements[i + 1].text();
     return out;
-}
-
-std::shared_ptr<const std::vector<ResultImage>> images_from(const std::string& text) {
-    auto images = std::make_shared<std::vector<ResultImage>>();
-    if (text.empty()) return images;
-    for (const json& j : json::parse(text)) {
-        ResultImage image;
-        image.b64 = j.value("b64", "");
-        image.seed = j.value("seed", int64_t{0});
-        image.parameters = j.value("parameters", "");
-        image.width = j.value("width", 0u);
-        image.height = j.value("height", 0u);
-        image.frames = j.value("frames", 0);
-        images->push_back(std::move(image));
-    }
-    return images;
 }
 
 }  // namespace
@@ -127,10 +112,7 @@ std::string RedisQueue::submit(JobSpec spec, const std::string& api, Retention r
     if (spec.source.kind.empty())
         throw RequestError(500, "server_error", "", "this request cannot be queued in Redis");
     const std::string id = make_id();
-    const std::string payload = json{
-        {"kind", spec.source.kind},
-        {"body", spec.source.body},
-        {"seed", spec.request.seed}}.dump();
+    const std::string payload = redis_records::payload_text(spec.source, spec.request.seed);
     if (payload.size() > value_limit_)
         throw RequestError(413, "payload_too_large", "",
                            "the request (" + std::to_string(payload.size() >> 10) +
@@ -214,13 +196,15 @@ Lookup RedisQueue::read(RedisClient& client, const std::string& id, JobSnapshot*
                   static_cast<int>(to_int(field("images")))};
     s.error_code = field("error_code");
     s.error_message = field("error_message");
-    if (s.status == JobStatus::Completed) s.images = images_from(field("result"));
-    if (s.status == JobStatus::Generating && !field("preview").empty()) {
-        const json p = json::parse(field("preview"));
-        s.preview = std::make_shared<const JobPreview>(
-            JobPreview{p.value("step", 0), p.value("image", 0), p.value("png", ""),
-                       p.value("width", 0u), p.value("height", 0u)});
+    if (s.status == JobStatus::Completed) {
+        try {
+            s.images = redis_records::read_result(field("result"));
+        } catch (const std::runtime_error& e) {
+            throw RequestError(500, "server_error", "", "job " + id + ": " + e.what());
+        }
     }
+    if (s.status == JobStatus::Generating)
+        s.preview = redis_records::read_preview(field("preview"));
     if (s.status == JobStatus::Queued && !field("entry").empty())
         s.queue_position = queue_position(client, field("model"), field("entry"));
     s.spec = spec_of(id, {field("mode"), field("output_format"), field("fps")}, field("settled"));
@@ -421,8 +405,9 @@ std::optional<JobSnapshot> RedisQueue::current() {
     return redis_call([&]() -> std::optional<JobSnapshot> {
         auto client = pool_.borrow();
         for (const json& w : live_workers(*client)) {
-            if (!w.is_object() || w.value("model", "") != settings_.model) continue;
-            const std::string job = w.value("job", "");
+            const redis_records::Heartbeat beat = redis_records::read_heartbeat_json(w);
+            if (beat.model != settings_.model) continue;
+            const std::string& job = beat.job;
             JobSnapshot s;
             if (!job.empty() && read(*client, job, &s) == Lookup::Found &&
                 s.status == JobStatus::Generating)

@@ -21,14 +21,25 @@ json form_parts_json(const std::vector<FormPart>& parts) {
 
 namespace {
 
+// The form parts as form_parts_json wrote them; a queue holds what any process wrote there.
 std::vector<FormPart> form_parts_from_json(const json& parts) {
+    if (!parts.is_array())
+        throw bad_request("invalid_queued_request", "the queued form parts are not a list");
+    auto text = [](const json& part, const char* key) {
+        auto it = part.find(key);
+        if (it == part.end() || !it->is_string())
+            throw bad_request("invalid_queued_request",
+                              std::string("a queued form part has no text \"") + key + "\"");
+        return it->get<std::string>();
+    };
     std::vector<FormPart> out;
     for (const json& p : parts) {
-        const auto bytes = sd::base64_decode(p.at("content_b64").get<std::string>());
+        if (!p.is_object())
+            throw bad_request("invalid_queued_request", "a queued form part is not an object");
+        const auto bytes = sd::base64_decode(text(p, "content_b64"));
         if (!bytes) throw bad_request("invalid_queued_request", "a queued form part is not base64");
-        out.push_back({p.at("name").get<std::string>(), std::string(bytes->begin(), bytes->end()),
-                       p.at("filename").get<std::string>(),
-                       p.at("content_type").get<std::string>()});
+        out.push_back({text(p, "name"), std::string(bytes->begin(), bytes->end()),
+                       text(p, "filename"), text(p, "content_type")});
     }
     return out;
 }

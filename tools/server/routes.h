@@ -3,6 +3,7 @@
 //   routes_sdapi.cpp   /sdapi/v1/* (AUTOMATIC1111 webui)
 //   routes_sdcpp.cpp   /sdcpp/v1/* (native async jobs)
 //   routes_web.cpp     / and its assets, /health
+// and routes.cpp, which installs them all with the error handling of http_json.h.
 #pragma once
 
 #include <httplib.h>
@@ -11,6 +12,9 @@
 #include "server_state.h"
 
 namespace server {
+
+// Every route, the body limit, CORS and the error and exception handlers: the whole server.
+void register_routes(httplib::Server& svr, ServerState& state);
 
 void register_openai_routes(httplib::Server& svr, ServerState& state);
 void register_sdapi_routes(httplib::Server& svr, ServerState& state);

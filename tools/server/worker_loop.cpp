@@ -7,13 +7,13 @@
 
 #include "log_output.h"
 #include "redis_jobs.h"
+#include "redis_records.h"
 #include "request_error.h"
 #include "request_replay.h"
 
 namespace server {
 namespace {
 
-using nlohmann::json;
 using namespace redis_jobs;
 
 constexpr auto kReportInterval = std::chrono::milliseconds(250);
@@ -49,20 +49,7 @@ bool run_by_a_live_worker(RedisClient& client, const std::string& id, const std:
     if (r.elements[0].text() != "generating" || worker == self) return false;
     const RedisReply beat = client.command({"GET", worker_key(worker)});
     if (beat.is_nil() || beat.is_error()) return false;
-    const json b = json::parse(beat.text(), nullptr, false);
-    return b.is_object() && b.value("job", "") == id;
-}
-
-std::string result_json(const std::vector<ResultImage>& images) {
-    json out = json::array();
-    for (const ResultImage& i : images)
-        out.push_back({{"b64", i.b64},
-                       {"seed", i.seed},
-                       {"parameters", i.parameters},
-                       {"width", i.width},
-                       {"height", i.height},
-                       {"frames", i.frames}});
-    return out.dump();
+    return redis_records::read_heartbeat(beat.text()).job == id;
 }
 
 }  // namespace
@@ -217,10 +204,8 @@ RunOutcome RedisWorker::run_payload(const std::shared_ptr<Current>& job, const s
                                     std::optional<JobSpec>& spec) {
     RunOutcome outcome;
     try {
-        const json p = json::parse(payload);
-        RequestSource source{p.at("kind").get<std::string>(), p.at("body")};
-        spec = replay_request(source, p.at("seed").get<int64_t>(),
-                              ParseContext{settings_.defaults, settings_.limits});
+        const redis_records::Payload p = redis_records::read_payload(payload);
+        spec = replay_request(p.source, p.seed, ParseContext{settings_.defaults, settings_.limits});
         job->images = spec->params.batch_count;
     } catch (const std::exception& e) {
         outcome.error = std::string("the worker cannot take this request: ") + e.what();
@@ -265,7 +250,7 @@ void RedisWorker::handle(RedisClient& client, const std::string& entry, const st
 
 void RedisWorker::store_outcome(RedisClient& client, const Current& job, RunOutcome& outcome,
                                 const JobSpec* spec) {
-    std::string result = outcome.ok ? result_json(outcome.images) : "";
+    std::string result = outcome.ok ? redis_records::result_text(outcome.images) : "";
     const std::string settled = spec ? settled_text(*spec) : "";
     int failures = 0;
     for (;;) {
@@ -328,13 +313,11 @@ void RedisWorker::report() {
                     std::lock_guard<std::mutex> lock(mutex_);
                     if (current_) job = current_->id;
                 }
-                const json beat = {{"name", name_},
-                                   {"model", settings_.model},
-                                   {"pid", static_cast<int>(::getpid())},
-                                   {"job", job}};
-                client.pipeline({{"SET", worker_key(name_), beat.dump(), "EX",
-                                  std::to_string(kHeartbeatSeconds)},
-                                 {"SADD", kWorkersSet, name_}});
+                const std::string beat = redis_records::heartbeat_text(
+                    {name_, settings_.model, job, static_cast<int>(::getpid())});
+                client.pipeline(
+                    {{"SET", worker_key(name_), beat, "EX", std::to_string(kHeartbeatSeconds)},
+                     {"SADD", kWorkersSet, name_}});
                 next_beat = std::chrono::steady_clock::now() + std::chrono::seconds(1);
             }
             report_once(client);
@@ -357,15 +340,7 @@ void RedisWorker::report_once(RedisClient& client) {
     std::string preview;
     {
         std::lock_guard<std::mutex> lock(job->preview_mutex);
-        if (job->preview) {
-            const JobPreview& p = *job->preview;
-            preview = json{{"step", p.step},
-                           {"image", p.image},
-                           {"png", p.png_b64},
-                           {"width", p.width},
-                           {"height", p.height}}
-                          .dump();
-        }
+        if (job->preview) preview = redis_records::preview_text(*job->preview);
     }
     const bool cancel = transact<bool>(
         client, job->id, {"worker"}, [&](const JobRead& r, std::vector<Command>& cmds) {
