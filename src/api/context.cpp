@@ -109,6 +109,14 @@ void attach_taesd(sd_ctx_t& ctx, const char* path, bool preview_only, sd::Reside
 
 sd_ctx_t* create(const sd_ctx_params_t& p, const sd_ctx_ext_params_t& ext) {
     reject_unbuilt(p);
+    // A caller's number outside an enum is refused by name before anything loads.
+    const rng_type_t rng_type = sd::api::c_enum(p.rng_type, RNG_TYPE_COUNT, "rng_type");
+    const rng_type_t sampler_rng_type =
+        sd::api::c_enum_or_unset(p.sampler_rng_type, RNG_TYPE_COUNT, "sampler_rng_type");
+    const lora_apply_mode_t lora_apply_mode =
+        sd::api::c_enum(p.lora_apply_mode, LORA_APPLY_MODE_COUNT, "lora_apply_mode");
+    const prediction_t prediction =
+        sd::api::c_enum_or_unset(p.prediction, PREDICTION_COUNT, "prediction");
     SD_CHECK(has(p.model_path) || has(p.diffusion_model_path),
              "no model given: set a model (-m) or a diffusion model");
     // backend / params_backend / max_vram / model_args (api/placement.h).
@@ -129,7 +137,7 @@ sd_ctx_t* create(const sd_ctx_params_t& p, const sd_ctx_ext_params_t& ext) {
     }
     sd::LoadOptions options;
     options.model_path = has(p.model_path) ? p.model_path : p.diffusion_model_path;
-    options.prediction = p.prediction;
+    options.prediction = prediction;
     options.memory.residency = placement.residency;
     options.memory.keep_text_encoder = placement.keep_text_encoder;
     options.memory.keep_vae = placement.keep_vae;
@@ -154,9 +162,9 @@ sd_ctx_t* create(const sd_ctx_params_t& p, const sd_ctx_ext_params_t& ext) {
         ctx->model.components.control =
             sd::load_control_net(p.control_net_path, ctx->model.components, options.memory);
     }
-    ctx->rng_type = p.rng_type;
-    ctx->sampler_rng_type = p.sampler_rng_type;
-    ctx->lora_mode = sd::resolve_lora_mode(p.lora_apply_mode, ctx->files);
+    ctx->rng_type = rng_type;
+    ctx->sampler_rng_type = sampler_rng_type;
+    ctx->lora_mode = sd::resolve_lora_mode(lora_apply_mode, ctx->files);
     ctx->max_prompt_tokens = own.max_prompt_tokens;
     return ctx.release();
 }

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "api/c_enum.h"
 #include "base/strfmt.h"
 #include "stable-diffusion.h"
 
@@ -27,6 +28,14 @@ char* to_c_string(const std::string& s) {
 
 sd_tiling_params_t default_tiling() {
     return {false, false, 0, 0, 0.5f, 0.0f, 0.0f, nullptr};
+}
+
+// A C enum field's name by `name`, for a value from 0 to `last`; "?" for a caller's number
+// outside it (read as an int first: api/c_enum.h).
+template <class E>
+const char* field_name(const E& field, E last, const char* (*name)(E)) {
+    const int value = sd::api::c_enum_int(field);
+    return value >= 0 && value <= static_cast<int>(last) ? name(static_cast<E>(value)) : "?";
 }
 
 const char* cache_mode_name(sd_cache_mode_t mode) {
@@ -70,12 +79,14 @@ std::string ctx_params_text(const sd_ctx_params_t* p) {
         safe(p->vae_path), safe(p->audio_vae_path), safe(p->taesd_path), safe(p->control_net_path),
         safe(p->ip_adapter_path), safe(p->motion_module_path), p->embedding_count,
         safe(p->photo_maker_path), safe(p->pulid_weights_path), safe(p->tensor_type_rules),
-        p->n_threads, sd_type_name(p->wtype), sd_rng_type_name(p->rng_type),
-        sd_rng_type_name(p->sampler_rng_type), sd_prediction_name(p->prediction),
-        sd_lora_apply_mode_name(p->lora_apply_mode), yes_no(p->enable_mmap), yes_no(p->flash_attn),
-        yes_no(p->diffusion_flash_attn), yes_no(p->tae_preview_only),
-        yes_no(p->diffusion_conv_direct), yes_no(p->vae_conv_direct),
-        yes_no(p->force_sdxl_vae_conv_scale), static_cast<int>(p->vae_format), safe(p->max_vram),
+        p->n_threads, field_name(p->wtype, SD_TYPE_COUNT, sd_type_name),
+        field_name(p->rng_type, RNG_TYPE_COUNT, sd_rng_type_name),
+        field_name(p->sampler_rng_type, RNG_TYPE_COUNT, sd_rng_type_name),
+        field_name(p->prediction, PREDICTION_COUNT, sd_prediction_name),
+        field_name(p->lora_apply_mode, LORA_APPLY_MODE_COUNT, sd_lora_apply_mode_name),
+        yes_no(p->enable_mmap), yes_no(p->flash_attn), yes_no(p->diffusion_flash_attn),
+        yes_no(p->tae_preview_only), yes_no(p->diffusion_conv_direct), yes_no(p->vae_conv_direct),
+        yes_no(p->force_sdxl_vae_conv_scale), sd::api::c_enum_int(p->vae_format), safe(p->max_vram),
         yes_no(p->stream_layers), yes_no(p->eager_load), safe(p->backend), safe(p->params_backend),
         safe(p->split_mode), yes_no(p->auto_fit), safe(p->rpc_servers), safe(p->model_args));
 }
@@ -89,7 +100,8 @@ std::string sample_params_text(const sd_sample_params_t* p) {
         "flow_shift: %.2f, extra_sample_args: %s)",
         g.txt_cfg, std::isfinite(g.img_cfg) ? g.img_cfg : g.txt_cfg, g.distilled_guidance,
         g.slg.layer_count, g.slg.layer_start, g.slg.layer_end, g.slg.scale,
-        sd_scheduler_name(p->scheduler), sd_sample_method_name(p->sample_method), p->sample_steps,
+        field_name(p->scheduler, SCHEDULER_COUNT, sd_scheduler_name),
+        field_name(p->sample_method, SAMPLE_METHOD_COUNT, sd_sample_method_name), p->sample_steps,
         p->eta, p->shifted_timestep, p->flow_shift, safe(p->extra_sample_args));
 }
 
@@ -112,9 +124,10 @@ std::string img_gen_params_text(const sd_img_gen_params_t* p) {
         p->pm_params.style_strength, p->pm_params.id_images_count, safe(p->pm_params.id_embed_path),
         yes_no(p->vae_tiling_params.enabled), yes_no(p->vae_tiling_params.temporal_tiling),
         safe(p->vae_tiling_params.extra_tiling_args), yes_no(h.enabled),
-        sd_hires_upscaler_name(h.upscaler), safe(h.model_path), h.scale, h.target_width,
-        h.target_height, h.steps, h.denoising_strength, cache_mode_name(p->cache.mode),
-        p->cache.reuse_threshold, p->cache.start_percent, p->cache.end_percent);
+        field_name(h.upscaler, SD_HIRES_UPSCALER_COUNT, sd_hires_upscaler_name), safe(h.model_path),
+        h.scale, h.target_width, h.target_height, h.steps, h.denoising_strength,
+        field_name(p->cache.mode, SD_CACHE_SPECTRUM, cache_mode_name), p->cache.reuse_threshold,
+        p->cache.start_percent, p->cache.end_percent);
 }
 
 template <class F>

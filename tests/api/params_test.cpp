@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -145,6 +146,52 @@ TEST(Params, NullArgumentsAreHarmless) {
     EXPECT_EQ(sd_ctx_params_to_str(nullptr), nullptr);
     EXPECT_EQ(sd_sample_params_to_str(nullptr), nullptr);
     EXPECT_EQ(sd_img_gen_params_to_str(nullptr), nullptr);
+}
+
+// C lets a caller store any number in an enum field: the text says "?" and a context with one
+// is refused naming the field, before any file is opened (and without loading the field as
+// the enum: UBSan's check in the ASan + UBSan suite).
+TEST(Params, EnumFieldsOutsideTheirEnumsAreNamed) {
+    sd_ctx_params_t cp;
+    sd_ctx_params_init(&cp);
+    int bad = 99;
+    std::memcpy(&cp.rng_type, &bad, sizeof bad);
+    std::memcpy(&cp.prediction, &bad, sizeof bad);
+    const std::string text = take(sd_ctx_params_to_str(&cp));
+    EXPECT_NE(text.find("rng_type: ?"), std::string::npos) << text;
+    EXPECT_NE(text.find("prediction: ?"), std::string::npos) << text;
+
+    static std::string log;
+    sd_set_log_callback([](sd_log_level_t, const char* t, void*) { log += t; }, nullptr);
+    cp.model_path = "/nonexistent/model.safetensors";
+    const struct {
+        size_t offset;
+        const char* name;
+    } fields[] = {{offsetof(sd_ctx_params_t, rng_type), "rng_type 99"},
+                  {offsetof(sd_ctx_params_t, sampler_rng_type), "sampler_rng_type 99"},
+                  {offsetof(sd_ctx_params_t, prediction), "prediction 99"},
+                  {offsetof(sd_ctx_params_t, lora_apply_mode), "lora_apply_mode 99"}};
+    for (const auto& f : fields) {
+        sd_ctx_params_init(&cp);
+        cp.model_path = "/nonexistent/model.safetensors";
+        std::memcpy(reinterpret_cast<char*>(&cp) + f.offset, &bad, sizeof bad);
+        log.clear();
+        EXPECT_EQ(new_sd_ctx(&cp), nullptr);
+        EXPECT_NE(log.find(f.name), std::string::npos) << log;
+    }
+    sd_set_log_callback(nullptr, nullptr);
+
+    sd_sample_params_t sp;
+    sd_sample_params_init(&sp);
+    std::memcpy(&sp.scheduler, &bad, sizeof bad);
+    EXPECT_NE(take(sd_sample_params_to_str(&sp)).find("scheduler: ?"), std::string::npos);
+    sd_img_gen_params_t ip;
+    sd_img_gen_params_init(&ip);
+    std::memcpy(&ip.cache.mode, &bad, sizeof bad);
+    std::memcpy(&ip.hires.upscaler, &bad, sizeof bad);
+    const std::string img = take(sd_img_gen_params_to_str(&ip));
+    EXPECT_NE(img.find("upscaler=?"), std::string::npos) << img;
+    EXPECT_NE(img.find("cache: ?"), std::string::npos) << img;
 }
 
 }  // namespace
