@@ -103,7 +103,8 @@ TEST(WebmWriter, EbmlTrackAndAVp8BlockAFrame) {
 
         const Element header = read_element(webm, 0);
         ASSERT_EQ(header.id, 0x1A45DFA3u);
-        const Element* doc_type = child(children(webm, header), 0x4282);
+        const std::vector<Element> header_parts = children(webm, header);
+        const Element* doc_type = child(header_parts, 0x4282);
         ASSERT_NE(doc_type, nullptr);
         EXPECT_EQ(string_value(webm, *doc_type), "webm");
         const Element segment = read_element(webm, header.data + header.size);
