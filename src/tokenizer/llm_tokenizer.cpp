@@ -600,17 +600,22 @@ LlmTokenizer LlmTokenizer::from_vocab_merges_bytes(std::string_view vocab_json,
     TokenizerJsonReader r = read_json(vocab_json, source + " (vocab.json)", true);
     auto impl = new_impl(source, kind);
     place_vocab(r.vocab, *impl);
-    std::unordered_map<std::string_view, size_t> where;
-    for (size_t i = 0; i < impl->tokens.size(); ++i) where.emplace(impl->tokens[i], i);
-    for (size_t i = 0; i < kind.specials.size(); ++i) {
-        const uint8_t type = i < kind.control_count ? kControl : kUserDefined;
-        const auto it = where.find(kind.specials[i]);
-        if (it == where.end()) {
-            impl->add_token(kind.specials[i], type);
-        } else {
-            impl->types[it->second] = type;
+    // The specials are marked in the vocabulary, or added after it once the lookup, which
+    // views the vocabulary's strings, is done with (adding moves the strings).
+    std::vector<std::pair<std::string, uint8_t>> missing;
+    {
+        std::unordered_map<std::string_view, size_t> where;
+        for (size_t i = 0; i < impl->tokens.size(); ++i) where.emplace(impl->tokens[i], i);
+        for (size_t i = 0; i < kind.specials.size(); ++i) {
+            const uint8_t type = i < kind.control_count ? kControl : kUserDefined;
+            const auto it = where.find(kind.specials[i]);
+            if (it == where.end())
+                missing.emplace_back(kind.specials[i], type);
+            else
+                impl->types[it->second] = type;
         }
     }
+    for (auto& [text, type] : missing) impl->add_token(std::move(text), type);
     impl->index_tokens();
     const std::vector<std::string_view> lines = split_lines(merges_txt);
     impl->merges.reserve(lines.size());
