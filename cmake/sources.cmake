@@ -3,6 +3,25 @@
 # are dispatched at run time from the CPU's features, so one binary runs on any x86-64 machine.
 file(GLOB_RECURSE SD_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/*.cpp)
 
+# Vulkan compute (src/gpu/vulkan): on by default where the Vulkan headers and glslc are found
+# (Debian: libvulkan-dev, glslc). The loader is opened at run time, never linked.
+find_path(SD_VULKAN_INCLUDE_DIR vulkan/vulkan.h)
+find_program(SD_GLSLC glslc)
+if(SD_VULKAN_INCLUDE_DIR AND SD_GLSLC)
+    set(SD_VULKAN_DEFAULT ON)
+else()
+    set(SD_VULKAN_DEFAULT OFF)
+endif()
+option(SD_VULKAN "Vulkan compute kernels (needs the Vulkan headers and glslc)" ${SD_VULKAN_DEFAULT})
+if(SD_VULKAN AND NOT (SD_VULKAN_INCLUDE_DIR AND SD_GLSLC))
+    message(FATAL_ERROR "SD_VULKAN=ON needs vulkan/vulkan.h and glslc (Debian: libvulkan-dev glslc)")
+endif()
+if(SD_VULKAN)
+    list(FILTER SD_SOURCES EXCLUDE REGEX "/src/gpu/no_vulkan\\.cpp$")
+else()
+    list(FILTER SD_SOURCES EXCLUDE REGEX "/src/gpu/vulkan/")
+endif()
+
 set(SD_AVX2_FLAGS -mavx2 -mfma -mf16c)
 # GCC 12 warns falsely about _mm512_undefined_* inside its own intrinsics headers.
 set(SD_AVX512_FLAGS -mavx512f -mavx512bw -mavx512vl -mavx512dq -mfma -mf16c -mavx2 -Wno-maybe-uninitialized)
@@ -81,3 +100,7 @@ configure_file(${PROJECT_SOURCE_DIR}/cmake/builtin_vocabularies.S.in
 set_source_files_properties(${CMAKE_CURRENT_BINARY_DIR}/generated/builtin_vocabularies.S
                             PROPERTIES OBJECT_DEPENDS "${SD_VOCAB_DEPENDS}")
 target_sources(stable-diffusion PRIVATE ${CMAKE_CURRENT_BINARY_DIR}/generated/builtin_vocabularies.S)
+
+if(SD_VULKAN)
+    include(${CMAKE_CURRENT_LIST_DIR}/vulkan_shaders.cmake)
+endif()

@@ -7,6 +7,7 @@ packages=(
     g++ cmake ninja-build pkg-config nlohmann-json3-dev libcpp-httplib-dev
     libgtest-dev libgmock-dev libbenchmark-dev libpng-dev libjpeg-dev libwebp-dev libvpx-dev zlib1g-dev
     python3-numpy nodejs npm chromium libhiredis-dev libssl-dev openssl redis-server
+    libvulkan-dev glslc mesa-vulkan-drivers
 )
 
 missing=()

@@ -17,6 +17,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "base/strfmt.h"
+#include "gpu/devices.h"
 
 namespace sd::api {
 namespace {
@@ -70,9 +71,17 @@ std::string device_names() {
 }
 
 void require_device(const std::string& name, const char* option) {
-    if (!is_cpu_device(name))
-        fail("%s: device '%s' does not exist in this build (devices: %s)", option, name.c_str(),
-             device_names().c_str());
+    if (is_cpu_device(name)) return;
+    const std::string wanted = lower(trim(name));
+    for (const gpu::DeviceInfo& d : gpu::vulkan_devices().devices)
+        if (d.name == wanted)
+            fail(
+                "%s: %s (%s) is a Vulkan device; this version runs models on the CPU only "
+                "(its Vulkan kernels are not yet wired to the models): use cpu",
+                option, d.name.c_str(), d.description.c_str());
+    const std::string& no_vulkan = gpu::vulkan_devices().unavailable;
+    fail("%s: device '%s' does not exist in this build (devices: %s%s%s)", option, name.c_str(),
+         device_names().c_str(), no_vulkan.empty() ? "" : "; no Vulkan: ", no_vulkan.c_str());
 }
 
 // params_backend values: a device, or "disk" (weights stay in the file).
@@ -221,8 +230,12 @@ EngineOptions engine_options(const Placement& placement, const sd_ctx_ext_params
 
 std::vector<Device> list_devices() {
     const CpuFeatures& f = cpu_features();
-    return {{"CPU", strfmt("%s (%s, %d cores, %.1f GiB RAM)", cpu_model_name().c_str(),
-                           isa_name(best_supported_isa()), f.physical_cores, ram_gib())}};
+    std::vector<Device> out{
+        {"CPU", strfmt("%s (%s, %d cores, %.1f GiB RAM)", cpu_model_name().c_str(),
+                       isa_name(best_supported_isa()), f.physical_cores, ram_gib())}};
+    for (const gpu::DeviceInfo& d : gpu::vulkan_devices().devices)
+        out.push_back({d.name, d.description + " (kernels only: models run on the CPU)"});
+    return out;
 }
 
 bool is_cpu_device(const std::string& name) {

@@ -13,7 +13,8 @@
 
 namespace sd::api {
 
-// The devices of this build, as sd_list_devices names them ("CPU").
+// The devices of this build, as sd_list_devices names them: "CPU", then the Vulkan devices
+// (vulkan0, ...; listed, but models do not run on them yet).
 struct Device {
     std::string name;
     std::string description;

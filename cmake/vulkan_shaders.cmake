@@ -1,0 +1,34 @@
+# Vulkan compute (src/gpu/vulkan), included from sources.cmake when SD_VULKAN is ON: every
+# src/gpu/vulkan/shaders/NAME.comp compiled by glslc to SPIR-V at build time and embedded by
+# the assembler's .incbin as sd_spirv_NAME .. sd_spirv_NAME_end (vulkan_shaders.cpp).
+set(SD_SHADER_DIR ${PROJECT_SOURCE_DIR}/src/gpu/vulkan/shaders)
+set(SD_SPIRV_DIR ${CMAKE_CURRENT_BINARY_DIR}/generated/spirv)
+file(GLOB SD_SHADER_SOURCES CONFIGURE_DEPENDS ${SD_SHADER_DIR}/*.comp)
+file(MAKE_DIRECTORY ${SD_SPIRV_DIR})
+set(SD_SPIRV_FILES "")
+set(SD_SPIRV_INCBINS "")
+foreach(shader ${SD_SHADER_SOURCES})
+    get_filename_component(name ${shader} NAME_WE)
+    set(spv ${SD_SPIRV_DIR}/${name}.spv)
+    add_custom_command(OUTPUT ${spv}
+                       COMMAND ${SD_GLSLC} --target-env=vulkan1.1 -O -Werror -o ${spv} ${shader}
+                       DEPENDS ${shader}
+                       COMMENT "glslc ${name}.comp"
+                       VERBATIM)
+    list(APPEND SD_SPIRV_FILES ${spv})
+    string(APPEND SD_SPIRV_INCBINS
+           "    .balign 16\n"
+           "    .global sd_spirv_${name}\n    .hidden sd_spirv_${name}\n"
+           "    .global sd_spirv_${name}_end\n    .hidden sd_spirv_${name}_end\n"
+           "sd_spirv_${name}:\n    .incbin \"${spv}\"\n"
+           "sd_spirv_${name}_end:\n")
+endforeach()
+configure_file(${PROJECT_SOURCE_DIR}/cmake/vulkan_shaders.S.in
+               ${CMAKE_CURRENT_BINARY_DIR}/generated/vulkan_shaders.S @ONLY)
+set_source_files_properties(${CMAKE_CURRENT_BINARY_DIR}/generated/vulkan_shaders.S
+                            PROPERTIES OBJECT_DEPENDS "${SD_SPIRV_FILES}")
+add_custom_target(sd-vulkan-shaders DEPENDS ${SD_SPIRV_FILES})
+add_dependencies(stable-diffusion sd-vulkan-shaders)
+target_sources(stable-diffusion PRIVATE ${CMAKE_CURRENT_BINARY_DIR}/generated/vulkan_shaders.S)
+target_include_directories(stable-diffusion PRIVATE ${SD_VULKAN_INCLUDE_DIR})
+target_link_libraries(stable-diffusion PRIVATE ${CMAKE_DL_LIBS})

@@ -1,0 +1,26 @@
+// The GPU devices of this machine as the placement code lists them, in a header free of any
+// GPU API (a build without Vulkan has the same functions: no devices, and why).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sd::gpu {
+
+struct DeviceInfo {
+    std::string name;         // "vulkan0"
+    std::string description;  // "llvmpipe (LLVM 15.0.6, 256 bits), cpu, Vulkan 1.3.230, 23.4 GiB"
+    uint64_t device_local_bytes = 0;
+};
+
+// The Vulkan devices, probed once per process and named vulkan0, vulkan1, ... in the loader's
+// order (those with a compute queue); none, with `unavailable` saying why in one line, where
+// the build has no Vulkan, or the machine no loader, no instance or no such device.
+struct DeviceList {
+    std::vector<DeviceInfo> devices;
+    std::string unavailable;
+};
+const DeviceList& vulkan_devices();
+
+}  // namespace sd::gpu

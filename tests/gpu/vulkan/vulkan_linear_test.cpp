@@ -1,0 +1,196 @@
+// The Vulkan linear kernel (shaders/linear_f32.comp) against ref::linear on this
+// machine's first Vulkan device (Mesa's lavapipe in CI): odd sizes on every tile edge, with and
+// without bias, strided rows in and out.
+//
+// Tolerance: the shader sums K f32 products with fma in k order, the reference in double;
+// values in [-1, 1] keep the difference within 2e-6 * K absolute plus 1e-5 relative.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "gpu/vulkan/vulkan_ops.h"
+#include "ops/linear.h"
+#include "test_util.h"
+
+namespace sd::gpu {
+namespace {
+
+std::shared_ptr<VulkanDevice> first_device() {
+    const DeviceList& d = vulkan_devices();
+    if (d.devices.empty())
+        throw Error("this build has Vulkan kernels but the machine no device: " + d.unavailable +
+                    " (install mesa-vulkan-drivers)");
+    return VulkanDevice::open(d.devices[0].name);
+}
+
+VulkanBuffer device_buffer_of(CommandRecorder& rec, const std::vector<float>& values) {
+    VulkanBuffer b(rec.shared_device(), values.size() * sizeof(float),
+                   VulkanBuffer::Memory::Device);
+    rec.upload(b, values.data(), values.size() * sizeof(float));
+    return b;
+}
+
+double atol_for(int64_t k) {
+    return 2e-6 * static_cast<double>(std::max<int64_t>(k, 1));
+}
+
+TEST(VulkanLinear, MatchesRefOnOddSizes) {
+    auto device = first_device();
+    const int64_t sizes[] = {1, 3, 16, 63, 64, 65, 100};
+    uint32_t seed = 1;
+    for (int64_t m : sizes) {
+        for (int64_t n : sizes) {
+            for (int64_t k : {int64_t(1), int64_t(15), int64_t(17), int64_t(130)}) {
+                const bool with_bias = seed % 2;
+                const Tensor x = test::random_tensor({m, k}, seed++);
+                const Tensor w = test::random_tensor({n, k}, seed++);
+                const Tensor b = with_bias ? test::random_tensor({n}, seed++) : Tensor();
+                const Tensor want = ref::linear(x, w, b);
+
+                CommandRecorder rec(device);
+                VulkanBuffer xb = device_buffer_of(rec, x.to_vector());
+                VulkanBuffer wb = device_buffer_of(rec, w.to_vector());
+                VulkanBuffer bb =
+                    device_buffer_of(rec, with_bias ? b.to_vector() : std::vector<float>(1));
+                VulkanBuffer yb(device, size_t(m * n) * sizeof(float),
+                                VulkanBuffer::Memory::Device);
+                linear_f32(rec, xb, wb, with_bias ? &bb : nullptr, yb,
+                           {uint32_t(m), uint32_t(n), uint32_t(k)});
+                Tensor got = Tensor::empty({m, n});
+                rec.download(yb, got.data<float>(), size_t(m * n) * sizeof(float));
+                rec.submit();
+                test::expect_close(got, want, atol_for(k), 1e-5,
+                                   "M=" + std::to_string(m) + " N=" + std::to_string(n) +
+                                       " K=" + std::to_string(k) + (with_bias ? " bias" : ""));
+            }
+        }
+    }
+}
+
+TEST(VulkanLinear, StridedRowsMatchRef) {
+    // x rows 40 floats apart (K = 33), y rows 50 apart (N = 37): the gaps keep their values.
+    auto device = first_device();
+    const int64_t m = 70, n = 37, k = 33, xs = 40, ys = 50;
+    const Tensor wide_x = test::random_tensor({m, xs}, 7);
+    const Tensor x = wide_x.narrow(1, 0, k);
+    const Tensor w = test::random_tensor({n, k}, 8);
+    const Tensor b = test::random_tensor({n}, 9);
+    const Tensor want = ref::linear(x, w, b);
+
+    CommandRecorder rec(device);
+    VulkanBuffer xb = device_buffer_of(rec, wide_x.to_vector());
+    VulkanBuffer wb = device_buffer_of(rec, w.to_vector());
+    VulkanBuffer bb = device_buffer_of(rec, b.to_vector());
+    std::vector<float> y(size_t(m * ys), -7.0f);
+    VulkanBuffer yb = device_buffer_of(rec, y);
+    linear_f32(rec, xb, wb, &bb, yb,
+               {uint32_t(m), uint32_t(n), uint32_t(k), uint32_t(xs), uint32_t(ys)});
+    rec.download(yb, y.data(), y.size() * sizeof(float));
+    rec.submit();
+    Tensor got = Tensor::empty({m, n});
+    int64_t gaps_changed = 0;
+    for (int64_t r = 0; r < m; ++r) {
+        std::memcpy(got.data<float>() + r * n, y.data() + r * ys, size_t(n) * sizeof(float));
+        for (int64_t c = n; c < ys; ++c) gaps_changed += y[size_t(r * ys + c)] != -7.0f;
+    }
+    test::expect_close(got, want, atol_for(k), 1e-5, "strided");
+    EXPECT_EQ(gaps_changed, 0);
+}
+
+TEST(CommandRecorder, AChainOfOpsIsOneSubmission) {
+    // Ten linears, each reading the one before: one submission, ten dispatches, the bytes
+    // uploaded and downloaded counted, the result the reference's chain.
+    auto device = first_device();
+    const int64_t m = 20, d = 48;
+    Tensor h = test::random_tensor({m, d}, 11);
+    std::vector<Tensor> weights;
+    for (int i = 0; i < 10; ++i)
+        weights.push_back(test::random_tensor({d, d}, 100 + i, -0.2f, 0.2f));
+
+    CommandRecorder rec(device);
+    VulkanBuffer a = device_buffer_of(rec, h.to_vector());
+    VulkanBuffer b(device, a.size(), VulkanBuffer::Memory::Device);
+    std::vector<VulkanBuffer> wb;
+    for (const Tensor& w : weights) wb.push_back(device_buffer_of(rec, w.to_vector()));
+    VulkanBuffer* in = &a;
+    VulkanBuffer* out = &b;
+    for (int i = 0; i < 10; ++i) {
+        linear_f32(rec, *in, wb[size_t(i)], nullptr, *out, {uint32_t(m), uint32_t(d), uint32_t(d)});
+        std::swap(in, out);
+        h = ref::linear(h, weights[size_t(i)]);
+    }
+    Tensor got = Tensor::empty({m, d});
+    rec.download(*in, got.data<float>(), a.size());
+    EXPECT_EQ(rec.stats().submissions, 0);  // nothing runs before submit()
+    rec.submit();
+    test::expect_close(got, h, atol_for(d) * 10, 1e-4, "chain");
+    EXPECT_EQ(rec.stats().submissions, 1);
+    EXPECT_EQ(rec.stats().dispatches, 10);
+    EXPECT_EQ(rec.stats().bytes_uploaded, int64_t((m * d + 10 * d * d) * sizeof(float)));
+    EXPECT_EQ(rec.stats().bytes_downloaded, int64_t(m * d * sizeof(float)));
+    rec.submit();  // nothing recorded: no submission
+    EXPECT_EQ(rec.stats().submissions, 1);
+}
+
+TEST(VulkanLinear, BuffersTooSmallAreNamedAndTheRecorderGoesOn) {
+    auto device = first_device();
+    CommandRecorder rec(device);
+    VulkanBuffer x(device, 16 * sizeof(float), VulkanBuffer::Memory::Device);
+    VulkanBuffer w(device, 16 * sizeof(float), VulkanBuffer::Memory::Device);
+    VulkanBuffer y(device, 3 * sizeof(float), VulkanBuffer::Memory::Device);
+    try {
+        linear_f32(rec, x, w, nullptr, y, {2, 2, 4});
+        ADD_FAILURE() << "a 3-float y took a 2 x 2 result";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("y needs 16 bytes, its buffer has 12"),
+                  std::string::npos)
+            << e.what();
+    }
+    EXPECT_THROW(linear_f32(rec, x, w, nullptr, y, {1, 3, 4, 2}), Error);  // stride < K
+    std::vector<float> ones(16, 1.0f);
+    rec.upload(x, ones.data(), 64);
+    rec.upload(w, ones.data(), 64);
+    linear_f32(rec, x, w, nullptr, y, {1, 3, 4});
+    float out[3] = {};
+    rec.download(y, out, sizeof(out));
+    rec.submit();
+    EXPECT_EQ(out[0], 4.0f);
+    EXPECT_EQ(out[2], 4.0f);
+    EXPECT_THROW(rec.upload(y, ones.data(), 16, 4), Error);  // past the end
+}
+
+TEST(VulkanDevice, AnUnknownDeviceIsNamedWithTheDevicesThereAre) {
+    ASSERT_FALSE(vulkan_devices().devices.empty()) << vulkan_devices().unavailable;
+    try {
+        VulkanDevice::open("vulkan9");
+        ADD_FAILURE() << "vulkan9 opened";
+    } catch (const Error& e) {
+        const std::string m = e.what();
+        EXPECT_NE(m.find("'vulkan9' does not exist"), std::string::npos) << m;
+        EXPECT_NE(m.find("vulkan0"), std::string::npos) << m;
+    }
+    // Names are read in any case, as the reference's "Vulkan0".
+    EXPECT_EQ(VulkanDevice::open("Vulkan0")->name(), "vulkan0");
+    EXPECT_NE(vulkan_devices().devices[0].description.find("Vulkan 1."), std::string::npos)
+        << vulkan_devices().devices[0].description;
+}
+
+TEST(VulkanDevice, MemoryBeyondTheDeviceIsAnErrorNamingIt) {
+    auto device = first_device();
+    const uint64_t too_much = vulkan_devices().devices[0].device_local_bytes * 4 + (1ull << 40);
+    try {
+        VulkanBuffer b(device, too_much, VulkanBuffer::Memory::Device);
+        ADD_FAILURE() << "a buffer of " << too_much << " bytes was made";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("vulkan0"), std::string::npos) << e.what();
+    }
+    // The device keeps working.
+    VulkanBuffer small(device, 64, VulkanBuffer::Memory::Device);
+    EXPECT_EQ(small.size(), 64u);
+}
+
+}  // namespace
+}  // namespace sd::gpu
