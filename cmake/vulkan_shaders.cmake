@@ -1,5 +1,5 @@
 # Vulkan compute (src/gpu/vulkan), included from sources.cmake when SD_VULKAN is ON: every
-# src/gpu/vulkan/shaders/NAME.comp compiled by glslc to SPIR-V at build time and embedded by
+# src/gpu/vulkan/shaders/NAME.comp (with the .glsl files it includes) compiled by glslc to SPIR-V at build time and embedded by
 # the assembler's .incbin as sd_spirv_NAME .. sd_spirv_NAME_end (vulkan_shaders.cpp).
 set(SD_SHADER_DIR ${PROJECT_SOURCE_DIR}/src/gpu/vulkan/shaders)
 set(SD_SPIRV_DIR ${CMAKE_CURRENT_BINARY_DIR}/generated/spirv)
@@ -10,9 +10,12 @@ set(SD_SPIRV_INCBINS "")
 foreach(shader ${SD_SHADER_SOURCES})
     get_filename_component(name ${shader} NAME_WE)
     set(spv ${SD_SPIRV_DIR}/${name}.spv)
+    # The depfile lists the .glsl files the shader includes.
     add_custom_command(OUTPUT ${spv}
-                       COMMAND ${SD_GLSLC} --target-env=vulkan1.1 -O -Werror -o ${spv} ${shader}
+                       COMMAND ${SD_GLSLC} --target-env=vulkan1.1 -O -Werror -MD -MF ${spv}.d
+                               -o ${spv} ${shader}
                        DEPENDS ${shader}
+                       DEPFILE ${spv}.d
                        COMMENT "glslc ${name}.comp"
                        VERBATIM)
     list(APPEND SD_SPIRV_FILES ${spv})

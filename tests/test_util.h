@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/cpu_features.h"
+#include "tensor/quant.h"
 #include "tensor/tensor.h"
 
 namespace sd::test {
@@ -31,6 +32,31 @@ inline Tensor random_tensor(const Shape& shape, uint32_t seed, float lo = -1.0f,
         x = lo + (hi - lo) * static_cast<float>(gen() >> 8) * (1.0f / 16777216.0f);
     }
     return Tensor::from_vector(shape, v);
+}
+
+// A [rows, cols] weight of `dtype` made from random values in [-1, 1) (quantized row by row).
+inline Tensor random_weight(int64_t rows, int64_t cols, DType dtype, uint32_t seed) {
+    Tensor f = random_tensor({rows, cols}, seed);
+    if (dtype == DType::F32) return f;
+    Tensor w = Tensor::empty({rows, cols}, dtype);
+    const size_t rb = row_bytes(dtype, cols);
+    for (int64_t r = 0; r < rows; ++r) {
+        quantize_row(dtype, f.data<float>() + r * cols,
+                     static_cast<uint8_t*>(w.data_ptr()) + r * rb, cols);
+    }
+    return w;
+}
+
+// The f32 values of a contiguous [rows, cols] weight of any dtype.
+inline Tensor dequantized(const Tensor& w) {
+    const int64_t rows = w.size(0), cols = w.size(1);
+    Tensor f = Tensor::empty({rows, cols});
+    const size_t rb = row_bytes(w.dtype(), cols);
+    for (int64_t r = 0; r < rows; ++r) {
+        ref::dequantize_row(w.dtype(), static_cast<const uint8_t*>(w.data_ptr()) + r * rb,
+                            f.data<float>() + r * cols, cols);
+    }
+    return f;
 }
 
 // The same values as `t` but laid out so that `t` becomes a non-contiguous view: the data

@@ -26,31 +26,6 @@ double atol_for(int64_t k) {
     return kAtolPerK * static_cast<double>(std::max<int64_t>(k, 1));
 }
 
-// A [rows, cols] weight of `dtype` from random values (quantized row by row).
-Tensor make_weight(int64_t rows, int64_t cols, DType dtype, uint32_t seed) {
-    Tensor f = test::random_tensor({rows, cols}, seed);
-    if (dtype == DType::F32) return f;
-    Tensor w = Tensor::empty({rows, cols}, dtype);
-    const size_t rb = row_bytes(dtype, cols);
-    for (int64_t r = 0; r < rows; ++r) {
-        quantize_row(dtype, f.data<float>() + r * cols,
-                     static_cast<uint8_t*>(w.data_ptr()) + r * rb, cols);
-    }
-    return w;
-}
-
-// The f32 values of a contiguous weight of any dtype.
-Tensor dequantized(const Tensor& w) {
-    const int64_t rows = w.size(0), cols = w.size(1);
-    Tensor f = Tensor::empty({rows, cols});
-    const size_t rb = row_bytes(w.dtype(), cols);
-    for (int64_t r = 0; r < rows; ++r) {
-        ref::dequantize_row(w.dtype(), static_cast<const uint8_t*>(w.data_ptr()) + r * rb,
-                            f.data<float>() + r * cols, cols);
-    }
-    return f;
-}
-
 std::string isa_label(Isa isa) {
     return std::string("isa ") + isa_name(isa);
 }
@@ -80,7 +55,7 @@ TEST(Linear, PlainWeightsMatchRef) {
             for (int64_t k : sizes) {
                 const DType dtype = dtypes[seed % 3];
                 Tensor x = test::random_tensor({m, k}, seed++);
-                Tensor w = make_weight(n, k, dtype, seed++);
+                Tensor w = test::random_weight(n, k, dtype, seed++);
                 Tensor b = seed % 2 ? test::random_tensor({n}, seed++) : Tensor();
                 const Tensor want = ref::linear(x, w, b);
                 for (Isa isa : test::available_isas()) {
@@ -103,7 +78,7 @@ TEST(Linear, LargerThanOneBlockMatchesRef) {
     for (const Case& c : cases) {
         for (DType dtype : {DType::F32, DType::F16}) {
             Tensor x = test::random_tensor({c.m, c.k}, seed++);
-            Tensor w = make_weight(c.n, c.k, dtype, seed++);
+            Tensor w = test::random_weight(c.n, c.k, dtype, seed++);
             Tensor b = test::random_tensor({c.n}, seed++);
             const Tensor want = ref::linear(x, w, b);
             for (Isa isa : test::available_isas()) {
@@ -126,9 +101,9 @@ TEST(Linear, BlockQuantWeightsMatchRefOnDequantized) {
         for (int64_t k : {bs, 3 * bs, bs == 256 ? int64_t{1280} : int64_t{1056}}) {
             for (auto [m, n] : {std::pair<int64_t, int64_t>{1, 9}, {3, 17}, {77, 100}, {130, 33}}) {
                 Tensor x = test::random_tensor({m, k}, seed++);
-                Tensor w = make_weight(n, k, dtype, seed++);
+                Tensor w = test::random_weight(n, k, dtype, seed++);
                 Tensor b = test::random_tensor({n}, seed++);
-                const Tensor want = ref::linear(x, dequantized(w), b);
+                const Tensor want = ref::linear(x, test::dequantized(w), b);
                 const std::string what = case_label(m, n, k, dtype);
                 test::expect_close(ref::linear(x, w, b), want, atol_for(k), kRtol, what + " ref");
                 for (Isa isa : test::available_isas()) {
@@ -148,7 +123,7 @@ TEST(Linear, StridedInputsAndWeights) {
         // 3-d input, non-contiguous; weight non-contiguous (transposed storage); f16 bias.
         Tensor x = test::non_contiguous_copy(test::random_tensor({2, 19, 37}, 1));
         Tensor w = test::non_contiguous_copy(test::random_tensor({70, 37}, 2));
-        Tensor b = make_weight(1, 70, DType::F16, 3).view({70});
+        Tensor b = test::random_weight(1, 70, DType::F16, 3).view({70});
         ASSERT_FALSE(x.is_contiguous());
         ASSERT_FALSE(w.is_contiguous());
         test::expect_close(linear(x, w, b), ref::linear(x, w, b), atol_for(37), kRtol,
@@ -156,7 +131,7 @@ TEST(Linear, StridedInputsAndWeights) {
         // A row-sliced view: leading dims merge into one row stride.
         Tensor wide = test::random_tensor({2, 5, 80}, 4);
         Tensor xs = wide.narrow(2, 3, 40);
-        Tensor w2 = make_weight(33, 40, DType::BF16, 5);
+        Tensor w2 = test::random_weight(33, 40, DType::BF16, 5);
         test::expect_close(linear(xs, w2), ref::linear(xs, w2), atol_for(40), kRtol,
                            isa_label(isa) + " narrowed");
         // 1-d input.
@@ -164,9 +139,9 @@ TEST(Linear, StridedInputsAndWeights) {
         test::expect_close(linear(v, w2), ref::linear(v, w2), atol_for(40), kRtol,
                            isa_label(isa) + " 1-d");
         // A block-quant weight viewed through a row range.
-        Tensor q = make_weight(50, 64, DType::Q8_0, 7).narrow(0, 10, 30);
+        Tensor q = test::random_weight(50, 64, DType::Q8_0, 7).narrow(0, 10, 30);
         Tensor xq = test::random_tensor({9, 64}, 8);
-        test::expect_close(linear(xq, q), ref::linear(xq, dequantized(q.contiguous())),
+        test::expect_close(linear(xq, q), ref::linear(xq, test::dequantized(q.contiguous())),
                            atol_for(64), kRtol, isa_label(isa) + " q8_0 rows 10..39");
     }
 }

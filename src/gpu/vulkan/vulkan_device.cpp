@@ -239,7 +239,9 @@ VulkanBuffer::VulkanBuffer(std::shared_ptr<VulkanDevice> device, size_t bytes, M
     const VulkanDeviceFunctions& vk = device_->vk();
     VkBufferCreateInfo info{};
     info.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
-    info.size = bytes;
+    // Whole 32-bit words: shaders read a weight's bytes as words, and a block-quant tensor's
+    // last bytes (q6_K's d at 208 of 210) would share a word past the end.
+    info.size = (bytes + 3) & ~size_t(3);
     info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
                  VK_BUFFER_USAGE_TRANSFER_DST_BIT;
     info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;

@@ -10,12 +10,46 @@
     }
 
 SD_EMBEDDED_SPIRV(linear_f32)
+SD_EMBEDDED_SPIRV(linear_f16)
+SD_EMBEDDED_SPIRV(linear_bf16)
+SD_EMBEDDED_SPIRV(linear_q8_0)
+SD_EMBEDDED_SPIRV(linear_q4_0)
+SD_EMBEDDED_SPIRV(linear_q4_K)
+SD_EMBEDDED_SPIRV(linear_q5_K)
+SD_EMBEDDED_SPIRV(linear_q6_K)
 
 namespace sd::gpu::shaders {
 
-const ShaderSpec& linear_f32() {
-    static const ShaderSpec spec{"linear_f32", spirv_linear_f32(), 4, sizeof(LinearParams)};
-    return spec;
+const ShaderSpec* linear(DType weight) {
+    constexpr uint32_t push = sizeof(LinearParams);
+    static const ShaderSpec f32{"linear_f32", spirv_linear_f32(), 4, push};
+    static const ShaderSpec f16{"linear_f16", spirv_linear_f16(), 4, push};
+    static const ShaderSpec bf16{"linear_bf16", spirv_linear_bf16(), 4, push};
+    static const ShaderSpec q8_0{"linear_q8_0", spirv_linear_q8_0(), 4, push};
+    static const ShaderSpec q4_0{"linear_q4_0", spirv_linear_q4_0(), 4, push};
+    static const ShaderSpec q4_K{"linear_q4_K", spirv_linear_q4_K(), 4, push};
+    static const ShaderSpec q5_K{"linear_q5_K", spirv_linear_q5_K(), 4, push};
+    static const ShaderSpec q6_K{"linear_q6_K", spirv_linear_q6_K(), 4, push};
+    switch (weight) {
+        case DType::F32:
+            return &f32;
+        case DType::F16:
+            return &f16;
+        case DType::BF16:
+            return &bf16;
+        case DType::Q8_0:
+            return &q8_0;
+        case DType::Q4_0:
+            return &q4_0;
+        case DType::Q4_K:
+            return &q4_K;
+        case DType::Q5_K:
+            return &q5_K;
+        case DType::Q6_K:
+            return &q6_K;
+        default:
+            return nullptr;
+    }
 }
 
 }  // namespace sd::gpu::shaders

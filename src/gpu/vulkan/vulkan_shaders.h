@@ -3,13 +3,17 @@
 #pragma once
 
 #include "gpu/vulkan/vulkan_kernel.h"
+#include "tensor/dtype.h"
 
 namespace sd::gpu::shaders {
 
-// shaders/linear_f32.comp: x [M, K] (row stride), w [N, K], bias [N], y [M, N] (row stride).
+// shaders/linear_DTYPE.comp (linear_common.glsl): x [M, K] f32 (row stride), w [N, K] of the
+// dtype (rows of w_row_bytes), bias [N] f32, y [M, N] f32 (row stride).
 struct LinearParams {
-    uint32_t M, N, K, x_stride, y_stride, has_bias;
+    uint32_t M, N, K, x_stride, y_stride, has_bias, w_row_bytes;
 };
-const ShaderSpec& linear_f32();
+// The shader of a weight dtype: f32, f16, bf16, q8_0, q4_0, q4_K, q5_K, q6_K; nullptr for
+// the others.
+const ShaderSpec* linear(DType weight);
 
 }  // namespace sd::gpu::shaders

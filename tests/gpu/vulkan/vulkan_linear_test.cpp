@@ -57,8 +57,8 @@ TEST(VulkanLinear, MatchesRefOnOddSizes) {
                     device_buffer_of(rec, with_bias ? b.to_vector() : std::vector<float>(1));
                 VulkanBuffer yb(device, size_t(m * n) * sizeof(float),
                                 VulkanBuffer::Memory::Device);
-                linear_f32(rec, xb, wb, with_bias ? &bb : nullptr, yb,
-                           {uint32_t(m), uint32_t(n), uint32_t(k)});
+                linear(rec, xb, wb, with_bias ? &bb : nullptr, yb,
+                       {uint32_t(m), uint32_t(n), uint32_t(k)});
                 Tensor got = Tensor::empty({m, n});
                 rec.download(yb, got.data<float>(), size_t(m * n) * sizeof(float));
                 rec.submit();
@@ -67,6 +67,55 @@ TEST(VulkanLinear, MatchesRefOnOddSizes) {
                                        " K=" + std::to_string(k) + (with_bias ? " bias" : ""));
             }
         }
+    }
+}
+
+TEST(VulkanLinear, EveryWeightDtypeIsDequantisedInTheShader) {
+    // The weight's GGUF bytes go to the device as they are; the reference runs on the same
+    // weight dequantised on the host. Two super-blocks of K and rows past a tile edge.
+    auto device = first_device();
+    const DType dtypes[] = {DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0,
+                            DType::Q4_K, DType::Q5_K, DType::Q6_K};
+    uint32_t seed = 300;
+    for (DType dtype : dtypes) {
+        for (int64_t k : {int64_t(256), int64_t(512)}) {
+            const int64_t m = 19, n = 67;
+            const Tensor x = test::random_tensor({m, k}, seed++);
+            const Tensor w = test::random_weight(n, k, dtype, seed++);
+            const Tensor b = test::random_tensor({n}, seed++);
+            const Tensor want = ref::linear(x, test::dequantized(w), b);
+
+            CommandRecorder rec(device);
+            VulkanBuffer xb = device_buffer_of(rec, x.to_vector());
+            VulkanBuffer wb(device, w.nbytes(), VulkanBuffer::Memory::Device);
+            rec.upload(wb, w.data_ptr(), w.nbytes());
+            VulkanBuffer bb = device_buffer_of(rec, b.to_vector());
+            VulkanBuffer yb(device, size_t(m * n) * sizeof(float), VulkanBuffer::Memory::Device);
+            linear(rec, xb, wb, &bb, yb, {uint32_t(m), uint32_t(n), uint32_t(k), 0, 0, dtype});
+            Tensor got = Tensor::empty({m, n});
+            rec.download(yb, got.data<float>(), size_t(m * n) * sizeof(float));
+            rec.submit();
+            test::expect_close(got, want, atol_for(k), 1e-5,
+                               std::string(dtype_name(dtype)) + " K=" + std::to_string(k));
+        }
+    }
+    // A dtype without a shader and a K of part of a block are named.
+    CommandRecorder rec(device);
+    VulkanBuffer any(device, 4096, VulkanBuffer::Memory::Device);
+    try {
+        linear(rec, any, any, nullptr, any, {1, 1, 256, 0, 0, DType::Q2_K});
+        ADD_FAILURE() << "q2_K ran";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("no shader for q2_K weights"), std::string::npos)
+            << e.what();
+    }
+    try {
+        linear(rec, any, any, nullptr, any, {1, 1, 100, 0, 0, DType::Q8_0});
+        ADD_FAILURE() << "K = 100 of q8_0 ran";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("K = 100 is not a whole number of q8_0 blocks"),
+                  std::string::npos)
+            << e.what();
     }
 }
 
@@ -86,8 +135,8 @@ TEST(VulkanLinear, StridedRowsMatchRef) {
     VulkanBuffer bb = device_buffer_of(rec, b.to_vector());
     std::vector<float> y(size_t(m * ys), -7.0f);
     VulkanBuffer yb = device_buffer_of(rec, y);
-    linear_f32(rec, xb, wb, &bb, yb,
-               {uint32_t(m), uint32_t(n), uint32_t(k), uint32_t(xs), uint32_t(ys)});
+    linear(rec, xb, wb, &bb, yb,
+           {uint32_t(m), uint32_t(n), uint32_t(k), uint32_t(xs), uint32_t(ys)});
     rec.download(yb, y.data(), y.size() * sizeof(float));
     rec.submit();
     Tensor got = Tensor::empty({m, n});
@@ -118,7 +167,7 @@ TEST(CommandRecorder, AChainOfOpsIsOneSubmission) {
     VulkanBuffer* in = &a;
     VulkanBuffer* out = &b;
     for (int i = 0; i < 10; ++i) {
-        linear_f32(rec, *in, wb[size_t(i)], nullptr, *out, {uint32_t(m), uint32_t(d), uint32_t(d)});
+        linear(rec, *in, wb[size_t(i)], nullptr, *out, {uint32_t(m), uint32_t(d), uint32_t(d)});
         std::swap(in, out);
         h = ref::linear(h, weights[size_t(i)]);
     }
@@ -142,18 +191,18 @@ TEST(VulkanLinear, BuffersTooSmallAreNamedAndTheRecorderGoesOn) {
     VulkanBuffer w(device, 16 * sizeof(float), VulkanBuffer::Memory::Device);
     VulkanBuffer y(device, 3 * sizeof(float), VulkanBuffer::Memory::Device);
     try {
-        linear_f32(rec, x, w, nullptr, y, {2, 2, 4});
+        linear(rec, x, w, nullptr, y, {2, 2, 4});
         ADD_FAILURE() << "a 3-float y took a 2 x 2 result";
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("y needs 16 bytes, its buffer has 12"),
                   std::string::npos)
             << e.what();
     }
-    EXPECT_THROW(linear_f32(rec, x, w, nullptr, y, {1, 3, 4, 2}), Error);  // stride < K
+    EXPECT_THROW(linear(rec, x, w, nullptr, y, {1, 3, 4, 2}), Error);  // stride < K
     std::vector<float> ones(16, 1.0f);
     rec.upload(x, ones.data(), 64);
     rec.upload(w, ones.data(), 64);
-    linear_f32(rec, x, w, nullptr, y, {1, 3, 4});
+    linear(rec, x, w, nullptr, y, {1, 3, 4});
     float out[3] = {};
     rec.download(y, out, sizeof(out));
     rec.submit();
