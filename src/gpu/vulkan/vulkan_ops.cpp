@@ -1,5 +1,7 @@
 #include "gpu/vulkan/vulkan_ops.h"
 
+#include <algorithm>
+
 #include "base/error.h"
 #include "gpu/vulkan/vulkan_shaders.h"
 
@@ -49,6 +51,179 @@ void linear(CommandRecorder& rec, const VulkanBuffer& x, const VulkanBuffer& w,
     // Without a bias the weight is bound in its place and never read.
     rec.dispatch(kernel, {&x, &w, bias ? bias : &w, &y}, &params, sizeof(params), (s.N + 63) / 64,
                  (s.M + 63) / 64);
+}
+
+namespace {
+
+uint32_t to_u32(int64_t v, const char* what) {
+    SD_CHECK(v >= 0 && v <= int64_t(UINT32_MAX), "Vulkan ops: %s %lld is beyond 32 bits", what,
+             static_cast<long long>(v));
+    return static_cast<uint32_t>(v);
+}
+
+// Bytes up to and including a view's last element.
+uint64_t view_bytes(const View4& v) {
+    if (v.numel() == 0) return 0;
+    uint64_t last = v.offset;
+    for (int d = 0; d < 4; ++d) last += uint64_t(v.shape[d] - 1) * v.strides[d];
+    return (last + 1) * sizeof(float);
+}
+
+void check_view(const VulkanBuffer& b, const View4& v, const char* op, const char* what) {
+    SD_CHECK(view_bytes(v) <= b.size(), "Vulkan %s: %s reaches byte %llu of a %zu-byte buffer", op,
+             what, static_cast<unsigned long long>(view_bytes(v)), b.size());
+}
+
+void check_floats(const VulkanBuffer& b, uint64_t count, const char* op, const char* what) {
+    SD_CHECK(count * sizeof(float) <= b.size(),
+             "Vulkan %s: %s needs %llu floats, its buffer has %zu bytes", op, what,
+             static_cast<unsigned long long>(count), b.size());
+}
+
+// Workgroups for `units` work units: at most 65535 along x, the rest in rows along y.
+void grid(uint64_t units, uint32_t& gx, uint32_t& gy) {
+    gx = static_cast<uint32_t>(std::min<uint64_t>(units, 65535));
+    gy = gx ? static_cast<uint32_t>((units + gx - 1) / gx) : 0;
+}
+
+// One invocation an element, in workgroups of 256.
+template <class Params>
+void dispatch_pointwise(CommandRecorder& rec, const ShaderSpec& spec,
+                        std::initializer_list<const VulkanBuffer*> buffers, const Params& params,
+                        uint64_t count) {
+    uint32_t gx = 0, gy = 0;
+    grid((count + 255) / 256, gx, gy);
+    rec.dispatch(rec.device().kernel(spec), buffers, &params, sizeof(params), gx, gy);
+}
+
+void run_norm(CommandRecorder& rec, const char* op, const VulkanBuffer& x, VulkanBuffer& y,
+              const shaders::NormParams& params, uint32_t channels, const VulkanBuffer* weight,
+              const VulkanBuffer* bias) {
+    const uint64_t count = uint64_t(params.rows) * params.row_len;
+    check_floats(x, count, op, "x");
+    check_floats(y, count, op, "y");
+    if (weight) check_floats(*weight, channels, op, "the weight");
+    if (bias) check_floats(*bias, channels, op, "the bias");
+    uint32_t gx = 0, gy = 0;
+    grid(params.rows, gx, gy);
+    if (count == 0) return;
+    // Absent parameters are bound to x, never read.
+    rec.dispatch(rec.device().kernel(shaders::norm()),
+                 {&x, weight ? weight : &x, bias ? bias : &x, &y}, &params, sizeof(params), gx, gy);
+}
+
+}  // namespace
+
+uint64_t View4::numel() const {
+    return uint64_t(shape[0]) * shape[1] * shape[2] * shape[3];
+}
+
+View4 view4(const Shape& shape, const Strides& strides, int64_t offset) {
+    SD_CHECK(shape.size() <= 4, "Vulkan ops: %d dimensions, at most 4", shape.size());
+    View4 v;
+    const int lead = 4 - shape.size();
+    for (int d = 0; d < shape.size(); ++d) {
+        v.shape[lead + d] = to_u32(shape[d], "a size");
+        v.strides[lead + d] = to_u32(strides[d], "a stride");
+    }
+    v.offset = to_u32(offset, "an offset");
+    return v;
+}
+
+View4 contiguous_view4(const Shape& shape) {
+    return view4(shape, contiguous_strides(shape));
+}
+
+View4 broadcast_view4(const View4& v, const uint32_t (&shape)[4]) {
+    View4 out = v;
+    for (int d = 0; d < 4; ++d) {
+        if (v.shape[d] == shape[d]) continue;
+        SD_CHECK(v.shape[d] == 1,
+                 "Vulkan ops: [%u, %u, %u, %u] does not broadcast to [%u, %u, %u, %u]", v.shape[0],
+                 v.shape[1], v.shape[2], v.shape[3], shape[0], shape[1], shape[2], shape[3]);
+        out.shape[d] = shape[d];
+        out.strides[d] = 0;
+    }
+    return out;
+}
+
+void unary(CommandRecorder& rec, UnaryOp op, const VulkanBuffer& x, const View4& xv,
+           VulkanBuffer& y, float a, float b) {
+    const uint64_t count = xv.numel();
+    check_view(x, xv, "unary", "x");
+    check_floats(y, count, "unary", "y");
+    shaders::UnaryParams params{};
+    for (int d = 0; d < 4; ++d) {
+        params.shape[d] = xv.shape[d];
+        params.strides[d] = xv.strides[d];
+    }
+    params.offset = xv.offset;
+    params.count = to_u32(int64_t(count), "an element count");
+    params.op = static_cast<uint32_t>(op);
+    params.a = a;
+    params.b = b;
+    dispatch_pointwise(rec, shaders::unary(), {&x, &y}, params, count);
+}
+
+void binary(CommandRecorder& rec, BinaryOp op, const VulkanBuffer& a, const View4& av,
+            const VulkanBuffer& b, const View4& bv, VulkanBuffer& y) {
+    for (int d = 0; d < 4; ++d)
+        SD_CHECK(av.shape[d] == bv.shape[d],
+                 "Vulkan binary: the views' shapes differ in dim %d "
+                 "(%u, %u): broadcast them first",
+                 d, av.shape[d], bv.shape[d]);
+    const uint64_t count = av.numel();
+    check_view(a, av, "binary", "a");
+    check_view(b, bv, "binary", "b");
+    check_floats(y, count, "binary", "y");
+    shaders::BinaryParams params{};
+    for (int d = 0; d < 4; ++d) {
+        params.shape[d] = av.shape[d];
+        params.a_strides[d] = av.strides[d];
+        params.b_strides[d] = bv.strides[d];
+    }
+    params.a_offset = av.offset;
+    params.b_offset = bv.offset;
+    params.count = to_u32(int64_t(count), "an element count");
+    params.op = static_cast<uint32_t>(op);
+    dispatch_pointwise(rec, shaders::binary(), {&a, &b, &y}, params, count);
+}
+
+void group_norm(CommandRecorder& rec, const VulkanBuffer& x, VulkanBuffer& y, uint32_t batch,
+                uint32_t channels, uint32_t spatial, uint32_t groups, const VulkanBuffer* weight,
+                const VulkanBuffer* bias, float eps, bool silu) {
+    SD_CHECK(groups > 0 && channels % groups == 0 && spatial > 0,
+             "Vulkan group_norm: %u groups do not divide %u channels (of %u elements)", groups,
+             channels, spatial);
+    const uint64_t row_len = uint64_t(channels / groups) * spatial;
+    const shaders::NormParams params{to_u32(int64_t(batch) * groups, "a row count"),
+                                     to_u32(int64_t(row_len), "a row length"),
+                                     spatial,
+                                     groups,
+                                     0,
+                                     eps,
+                                     weight ? 1u : 0u,
+                                     bias ? 1u : 0u,
+                                     silu ? 1u : 0u};
+    run_norm(rec, "group_norm", x, y, params, channels, weight, bias);
+}
+
+void layer_norm(CommandRecorder& rec, const VulkanBuffer& x, VulkanBuffer& y, uint32_t rows,
+                uint32_t n, const VulkanBuffer* weight, const VulkanBuffer* bias, float eps) {
+    const shaders::NormParams params{rows, n, 1, 1, 0, eps, weight ? 1u : 0u, bias ? 1u : 0u, 0};
+    run_norm(rec, "layer_norm", x, y, params, n, weight, bias);
+}
+
+void rms_norm(CommandRecorder& rec, const VulkanBuffer& x, VulkanBuffer& y, uint32_t rows,
+              uint32_t n, const VulkanBuffer* weight, float eps) {
+    const shaders::NormParams params{rows, n, 1, 1, 1, eps, weight ? 1u : 0u, 0, 0};
+    run_norm(rec, "rms_norm", x, y, params, n, weight, nullptr);
+}
+
+void softmax(CommandRecorder& rec, const VulkanBuffer& x, VulkanBuffer& y, uint32_t rows,
+             uint32_t n) {
+    const shaders::NormParams params{rows, n, 1, 1, 2, 0.0f, 0, 0, 0};
+    run_norm(rec, "softmax", x, y, params, n, nullptr, nullptr);
 }
 
 }  // namespace sd::gpu

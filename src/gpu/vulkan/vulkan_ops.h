@@ -6,6 +6,7 @@
 
 #include "gpu/vulkan/command_recorder.h"
 #include "tensor/dtype.h"
+#include "tensor/tensor.h"
 
 namespace sd::gpu {
 
@@ -22,5 +23,57 @@ struct LinearShape {
 };
 void linear(CommandRecorder& rec, const VulkanBuffer& x, const VulkanBuffer& w,
             const VulkanBuffer* bias, VulkanBuffer& y, LinearShape shape);
+
+// Where a tensor's elements lie in a device buffer, as the pointwise shaders see it: four
+// dimensions (leading sizes of 1 added), element strides (0 on a broadcast dimension), the
+// offset of element 0 in elements.
+struct View4 {
+    uint32_t shape[4] = {1, 1, 1, 1};
+    uint32_t strides[4] = {0, 0, 0, 0};
+    uint32_t offset = 0;
+    uint64_t numel() const;
+};
+// The view of a tensor of `shape` with `strides` (elements) at `offset`. Throws sd::Error for
+// more than 4 dimensions or sizes past 32 bits.
+View4 view4(const Shape& shape, const Strides& strides, int64_t offset = 0);
+View4 contiguous_view4(const Shape& shape);
+// `v` broadcast to `shape` as torch broadcasts (a size-1 dimension repeats: stride 0).
+// Throws sd::Error naming both shapes where a size is neither 1 nor the target's.
+View4 broadcast_view4(const View4& v, const uint32_t (&shape)[4]);
+
+enum class UnaryOp : uint32_t {
+    Silu,
+    Gelu,
+    GeluTanh,
+    QuickGelu,
+    Sigmoid,
+    Tanh,
+    Clamp,
+    Scale,
+    AddScalar
+};
+// y (contiguous, x's shape) = op(x): activation.h's pointwise functions, clamp(a, b),
+// scale(a), add_scalar(a).
+void unary(CommandRecorder& rec, UnaryOp op, const VulkanBuffer& x, const View4& xv,
+           VulkanBuffer& y, float a = 0.0f, float b = 0.0f);
+
+enum class BinaryOp : uint32_t { Add, Sub, Mul, Div };
+// y (contiguous, of av's shape) = a op b; av and bv of one shape (broadcast_view4 them).
+void binary(CommandRecorder& rec, BinaryOp op, const VulkanBuffer& a, const View4& av,
+            const VulkanBuffer& b, const View4& bv, VulkanBuffer& y);
+
+// Normalisations of contiguous f32 data into contiguous y (the same size); weight and bias
+// (f32, one a channel) may be null.
+// group_norm: x [batch, channels, spatial...], as ops::group_norm (and SiLU after).
+void group_norm(CommandRecorder& rec, const VulkanBuffer& x, VulkanBuffer& y, uint32_t batch,
+                uint32_t channels, uint32_t spatial, uint32_t groups, const VulkanBuffer* weight,
+                const VulkanBuffer* bias, float eps, bool silu = false);
+// layer_norm / rms_norm / softmax over the last dimension: `rows` rows of n.
+void layer_norm(CommandRecorder& rec, const VulkanBuffer& x, VulkanBuffer& y, uint32_t rows,
+                uint32_t n, const VulkanBuffer* weight, const VulkanBuffer* bias, float eps);
+void rms_norm(CommandRecorder& rec, const VulkanBuffer& x, VulkanBuffer& y, uint32_t rows,
+              uint32_t n, const VulkanBuffer* weight, float eps);
+void softmax(CommandRecorder& rec, const VulkanBuffer& x, VulkanBuffer& y, uint32_t rows,
+             uint32_t n);
 
 }  // namespace sd::gpu

@@ -17,6 +17,9 @@ SD_EMBEDDED_SPIRV(linear_q4_0)
 SD_EMBEDDED_SPIRV(linear_q4_K)
 SD_EMBEDDED_SPIRV(linear_q5_K)
 SD_EMBEDDED_SPIRV(linear_q6_K)
+SD_EMBEDDED_SPIRV(unary)
+SD_EMBEDDED_SPIRV(binary)
+SD_EMBEDDED_SPIRV(norm)
 
 namespace sd::gpu::shaders {
 
@@ -50,6 +53,21 @@ const ShaderSpec* linear(DType weight) {
         default:
             return nullptr;
     }
+}
+
+const ShaderSpec& unary() {
+    static const ShaderSpec spec{"unary", spirv_unary(), 2, sizeof(UnaryParams)};
+    return spec;
+}
+
+const ShaderSpec& binary() {
+    static const ShaderSpec spec{"binary", spirv_binary(), 3, sizeof(BinaryParams)};
+    return spec;
+}
+
+const ShaderSpec& norm() {
+    static const ShaderSpec spec{"norm", spirv_norm(), 4, sizeof(NormParams)};
+    return spec;
 }
 
 }  // namespace sd::gpu::shaders

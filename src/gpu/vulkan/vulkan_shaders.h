@@ -16,4 +16,25 @@ struct LinearParams {
 // the others.
 const ShaderSpec* linear(DType weight);
 
+// shaders/unary.comp: y[i] = op(x at the strided 4-d index of i); a, b the op's scalars.
+struct UnaryParams {
+    uint32_t shape[4], strides[4], offset, count, op;
+    float a, b;
+};
+const ShaderSpec& unary();
+
+// shaders/binary.comp: y[i] = a op b at the strided 4-d indices of i.
+struct BinaryParams {
+    uint32_t shape[4], a_strides[4], b_strides[4], a_offset, b_offset, count, op;
+};
+const ShaderSpec& binary();
+
+// shaders/norm.comp: one workgroup a contiguous row of x.
+struct NormParams {
+    uint32_t rows, row_len, spatial, groups, mode;
+    float eps;
+    uint32_t has_weight, has_bias, silu;
+};
+const ShaderSpec& norm();
+
 }  // namespace sd::gpu::shaders

@@ -12,33 +12,19 @@
 
 #include "base/error.h"
 #include "gpu/vulkan/vulkan_ops.h"
+#include "gpu/vulkan/vulkan_test_util.h"
 #include "ops/linear.h"
 #include "test_util.h"
 
 namespace sd::gpu {
 namespace {
 
-std::shared_ptr<VulkanDevice> first_device() {
-    const DeviceList& d = vulkan_devices();
-    if (d.devices.empty())
-        throw Error("this build has Vulkan kernels but the machine no device: " + d.unavailable +
-                    " (install mesa-vulkan-drivers)");
-    return VulkanDevice::open(d.devices[0].name);
-}
-
-VulkanBuffer device_buffer_of(CommandRecorder& rec, const std::vector<float>& values) {
-    VulkanBuffer b(rec.shared_device(), values.size() * sizeof(float),
-                   VulkanBuffer::Memory::Device);
-    rec.upload(b, values.data(), values.size() * sizeof(float));
-    return b;
-}
-
 double atol_for(int64_t k) {
     return 2e-6 * static_cast<double>(std::max<int64_t>(k, 1));
 }
 
 TEST(VulkanLinear, MatchesRefOnOddSizes) {
-    auto device = first_device();
+    auto device = test::first_vulkan_device();
     const int64_t sizes[] = {1, 3, 16, 63, 64, 65, 100};
     uint32_t seed = 1;
     for (int64_t m : sizes) {
@@ -51,10 +37,10 @@ TEST(VulkanLinear, MatchesRefOnOddSizes) {
                 const Tensor want = ref::linear(x, w, b);
 
                 CommandRecorder rec(device);
-                VulkanBuffer xb = device_buffer_of(rec, x.to_vector());
-                VulkanBuffer wb = device_buffer_of(rec, w.to_vector());
+                VulkanBuffer xb = test::device_buffer_of(rec, x.to_vector());
+                VulkanBuffer wb = test::device_buffer_of(rec, w.to_vector());
                 VulkanBuffer bb =
-                    device_buffer_of(rec, with_bias ? b.to_vector() : std::vector<float>(1));
+                    test::device_buffer_of(rec, with_bias ? b.to_vector() : std::vector<float>(1));
                 VulkanBuffer yb(device, size_t(m * n) * sizeof(float),
                                 VulkanBuffer::Memory::Device);
                 linear(rec, xb, wb, with_bias ? &bb : nullptr, yb,
@@ -73,7 +59,7 @@ TEST(VulkanLinear, MatchesRefOnOddSizes) {
 TEST(VulkanLinear, EveryWeightDtypeIsDequantisedInTheShader) {
     // The weight's GGUF bytes go to the device as they are; the reference runs on the same
     // weight dequantised on the host. Two super-blocks of K and rows past a tile edge.
-    auto device = first_device();
+    auto device = test::first_vulkan_device();
     const DType dtypes[] = {DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0,
                             DType::Q4_K, DType::Q5_K, DType::Q6_K};
     uint32_t seed = 300;
@@ -86,10 +72,10 @@ TEST(VulkanLinear, EveryWeightDtypeIsDequantisedInTheShader) {
             const Tensor want = ref::linear(x, test::dequantized(w), b);
 
             CommandRecorder rec(device);
-            VulkanBuffer xb = device_buffer_of(rec, x.to_vector());
+            VulkanBuffer xb = test::device_buffer_of(rec, x.to_vector());
             VulkanBuffer wb(device, w.nbytes(), VulkanBuffer::Memory::Device);
             rec.upload(wb, w.data_ptr(), w.nbytes());
-            VulkanBuffer bb = device_buffer_of(rec, b.to_vector());
+            VulkanBuffer bb = test::device_buffer_of(rec, b.to_vector());
             VulkanBuffer yb(device, size_t(m * n) * sizeof(float), VulkanBuffer::Memory::Device);
             linear(rec, xb, wb, &bb, yb, {uint32_t(m), uint32_t(n), uint32_t(k), 0, 0, dtype});
             Tensor got = Tensor::empty({m, n});
@@ -121,7 +107,7 @@ TEST(VulkanLinear, EveryWeightDtypeIsDequantisedInTheShader) {
 
 TEST(VulkanLinear, StridedRowsMatchRef) {
     // x rows 40 floats apart (K = 33), y rows 50 apart (N = 37): the gaps keep their values.
-    auto device = first_device();
+    auto device = test::first_vulkan_device();
     const int64_t m = 70, n = 37, k = 33, xs = 40, ys = 50;
     const Tensor wide_x = test::random_tensor({m, xs}, 7);
     const Tensor x = wide_x.narrow(1, 0, k);
@@ -130,11 +116,11 @@ TEST(VulkanLinear, StridedRowsMatchRef) {
     const Tensor want = ref::linear(x, w, b);
 
     CommandRecorder rec(device);
-    VulkanBuffer xb = device_buffer_of(rec, wide_x.to_vector());
-    VulkanBuffer wb = device_buffer_of(rec, w.to_vector());
-    VulkanBuffer bb = device_buffer_of(rec, b.to_vector());
+    VulkanBuffer xb = test::device_buffer_of(rec, wide_x.to_vector());
+    VulkanBuffer wb = test::device_buffer_of(rec, w.to_vector());
+    VulkanBuffer bb = test::device_buffer_of(rec, b.to_vector());
     std::vector<float> y(size_t(m * ys), -7.0f);
-    VulkanBuffer yb = device_buffer_of(rec, y);
+    VulkanBuffer yb = test::device_buffer_of(rec, y);
     linear(rec, xb, wb, &bb, yb,
            {uint32_t(m), uint32_t(n), uint32_t(k), uint32_t(xs), uint32_t(ys)});
     rec.download(yb, y.data(), y.size() * sizeof(float));
@@ -152,7 +138,7 @@ TEST(VulkanLinear, StridedRowsMatchRef) {
 TEST(CommandRecorder, AChainOfOpsIsOneSubmission) {
     // Ten linears, each reading the one before: one submission, ten dispatches, the bytes
     // uploaded and downloaded counted, the result the reference's chain.
-    auto device = first_device();
+    auto device = test::first_vulkan_device();
     const int64_t m = 20, d = 48;
     Tensor h = test::random_tensor({m, d}, 11);
     std::vector<Tensor> weights;
@@ -160,10 +146,10 @@ TEST(CommandRecorder, AChainOfOpsIsOneSubmission) {
         weights.push_back(test::random_tensor({d, d}, 100 + i, -0.2f, 0.2f));
 
     CommandRecorder rec(device);
-    VulkanBuffer a = device_buffer_of(rec, h.to_vector());
+    VulkanBuffer a = test::device_buffer_of(rec, h.to_vector());
     VulkanBuffer b(device, a.size(), VulkanBuffer::Memory::Device);
     std::vector<VulkanBuffer> wb;
-    for (const Tensor& w : weights) wb.push_back(device_buffer_of(rec, w.to_vector()));
+    for (const Tensor& w : weights) wb.push_back(test::device_buffer_of(rec, w.to_vector()));
     VulkanBuffer* in = &a;
     VulkanBuffer* out = &b;
     for (int i = 0; i < 10; ++i) {
@@ -185,7 +171,7 @@ TEST(CommandRecorder, AChainOfOpsIsOneSubmission) {
 }
 
 TEST(VulkanLinear, BuffersTooSmallAreNamedAndTheRecorderGoesOn) {
-    auto device = first_device();
+    auto device = test::first_vulkan_device();
     CommandRecorder rec(device);
     VulkanBuffer x(device, 16 * sizeof(float), VulkanBuffer::Memory::Device);
     VulkanBuffer w(device, 16 * sizeof(float), VulkanBuffer::Memory::Device);
@@ -228,7 +214,7 @@ TEST(VulkanDevice, AnUnknownDeviceIsNamedWithTheDevicesThereAre) {
 }
 
 TEST(VulkanDevice, MemoryBeyondTheDeviceIsAnErrorNamingIt) {
-    auto device = first_device();
+    auto device = test::first_vulkan_device();
     const uint64_t too_much = vulkan_devices().devices[0].device_local_bytes * 4 + (1ull << 40);
     try {
         VulkanBuffer b(device, too_much, VulkanBuffer::Memory::Device);
