@@ -160,6 +160,12 @@ void CommandRecorder::dispatch(const VulkanKernel& kernel,
     for (const VulkanBuffer* b : buffers) {
         SD_CHECK(b && &b->device() == device_.get(),
                  "Vulkan shader %s: a buffer of another device or none", spec.name);
+        // Buffers are bound whole; larger ones need bound ranges (not built yet).
+        SD_CHECK(b->size() <= device_->limits().maxStorageBufferRange,
+                 "%s: shader %s: a buffer of %zu bytes is past the device's storage-buffer "
+                 "range of %u",
+                 device_->label().c_str(), spec.name, b->size(),
+                 device_->limits().maxStorageBufferRange);
         infos.push_back({b->handle(), 0, VK_WHOLE_SIZE});
     }
     for (uint32_t i = 0; i < infos.size(); ++i) {

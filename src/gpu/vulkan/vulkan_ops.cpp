@@ -1,6 +1,7 @@
 #include "gpu/vulkan/vulkan_ops.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "base/error.h"
 #include "gpu/vulkan/vulkan_shaders.h"
@@ -224,6 +225,62 @@ void softmax(CommandRecorder& rec, const VulkanBuffer& x, VulkanBuffer& y, uint3
              uint32_t n) {
     const shaders::NormParams params{rows, n, 1, 1, 2, 0.0f, 0, 0, 0};
     run_norm(rec, "softmax", x, y, params, n, nullptr, nullptr);
+}
+
+void attention(CommandRecorder& rec, const AttentionShape& s, const VulkanBuffer& q,
+               const View4& qv, const VulkanBuffer& k, const View4& kv, const VulkanBuffer& v,
+               const View4& vv, const VulkanBuffer* mask, const View4& mask_view,
+               VulkanBuffer& out) {
+    const ShaderSpec* spec = shaders::attention(s.d, s.dv);
+    SD_CHECK(spec, "Vulkan attention: heads of %u are wider than its 512", s.d);
+    const auto expect = [](const View4& view, const uint32_t(&shape)[4], const char* what) {
+        for (int d = 0; d < 4; ++d)
+            SD_CHECK(view.shape[d] == shape[d],
+                     "Vulkan attention: %s is [%u, %u, %u, %u], want [%u, %u, %u, %u]", what,
+                     view.shape[0], view.shape[1], view.shape[2], view.shape[3], shape[0], shape[1],
+                     shape[2], shape[3]);
+    };
+    expect(qv, {s.batch, s.heads, s.lq, s.d}, "q");
+    expect(kv, {s.batch, s.heads, s.lk, s.d}, "k");
+    expect(vv, {s.batch, s.heads, s.lk, s.dv}, "v");
+    check_view(q, qv, "attention", "q");
+    check_view(k, kv, "attention", "k");
+    check_view(v, vv, "attention", "v");
+    View4 mv;
+    if (mask) {
+        mv = broadcast_view4(mask_view, {s.batch, s.heads, s.lq, s.lk});
+        check_view(*mask, mv, "attention", "the mask");
+    }
+    const uint64_t count = uint64_t(s.batch) * s.heads * s.lq * s.dv;
+    check_floats(out, count, "attention", "out");
+    SD_CHECK(uint64_t(s.batch) * s.heads <= 65535,
+             "Vulkan attention: %u x %u batch heads, at most 65535", s.batch, s.heads);
+    if (count == 0) return;
+
+    shaders::AttentionParams params{};
+    params.heads = s.heads;
+    params.lq = s.lq;
+    params.lk = s.lk;
+    params.d = s.d;
+    params.dv = s.dv;
+    params.scale = s.scale != 0.0f ? s.scale : 1.0f / std::sqrt(float(s.d));
+    params.causal = s.causal ? 1 : 0;
+    params.has_mask = mask ? 1 : 0;
+    for (int d = 0; d < 4; ++d) {
+        params.q_strides[d] = qv.strides[d];
+        params.k_strides[d] = kv.strides[d];
+        params.v_strides[d] = vv.strides[d];
+        params.mask_strides[d] = mv.strides[d];
+    }
+    params.q_offset = qv.offset;
+    params.k_offset = kv.offset;
+    params.v_offset = vv.offset;
+    params.mask_offset = mv.offset;
+    // Without a mask q is bound in its place, never read. 128 output columns a dispatch.
+    const VulkanKernel& kernel = rec.device().kernel(*spec);
+    for (params.v_col0 = 0; params.v_col0 < s.dv; params.v_col0 += 128)
+        rec.dispatch(kernel, {&q, &k, &v, mask ? mask : &q, &out}, &params, sizeof(params),
+                     (s.lq + 63) / 64, s.batch * s.heads);
 }
 
 }  // namespace sd::gpu

@@ -76,4 +76,19 @@ void rms_norm(CommandRecorder& rec, const VulkanBuffer& x, VulkanBuffer& y, uint
 void softmax(CommandRecorder& rec, const VulkanBuffer& x, VulkanBuffer& y, uint32_t rows,
              uint32_t n);
 
+// ops::scaled_dot_product_attention: q [B, H, Lq, D], k [B, H, Lk, D], v [B, H, Lk, Dv] (any
+// strides: their views), mask (may be null: f32 added to the scores, its view broadcast to
+// [B, H, Lq, Lk]) into contiguous out [B, H, Lq, Dv]. scale 0: 1 / sqrt(D). q/k heads up to
+// 512 wide (a dispatch for each 128 columns of v); no rotary embedding (rope is its own op).
+// Throws sd::Error naming what does not fit.
+struct AttentionShape {
+    uint32_t batch, heads, lq, lk, d, dv;
+    float scale = 0.0f;
+    bool causal = false;
+};
+void attention(CommandRecorder& rec, const AttentionShape& shape, const VulkanBuffer& q,
+               const View4& qv, const VulkanBuffer& k, const View4& kv, const VulkanBuffer& v,
+               const View4& vv, const VulkanBuffer* mask, const View4& mask_view,
+               VulkanBuffer& out);
+
 }  // namespace sd::gpu

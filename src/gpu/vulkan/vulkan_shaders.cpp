@@ -20,6 +20,8 @@ SD_EMBEDDED_SPIRV(linear_q6_K)
 SD_EMBEDDED_SPIRV(unary)
 SD_EMBEDDED_SPIRV(binary)
 SD_EMBEDDED_SPIRV(norm)
+SD_EMBEDDED_SPIRV(attention_d128)
+SD_EMBEDDED_SPIRV(attention_d512)
 
 namespace sd::gpu::shaders {
 
@@ -68,6 +70,16 @@ const ShaderSpec& binary() {
 const ShaderSpec& norm() {
     static const ShaderSpec spec{"norm", spirv_norm(), 4, sizeof(NormParams)};
     return spec;
+}
+
+const ShaderSpec* attention(uint32_t d, uint32_t dv) {
+    static const ShaderSpec d128{"attention_d128", spirv_attention_d128(), 5,
+                                 sizeof(AttentionParams)};
+    static const ShaderSpec d512{"attention_d512", spirv_attention_d512(), 5,
+                                 sizeof(AttentionParams)};
+    if (d <= 128 && dv <= 128) return &d128;
+    if (d <= 512) return &d512;
+    return nullptr;
 }
 
 }  // namespace sd::gpu::shaders

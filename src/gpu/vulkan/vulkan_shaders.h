@@ -37,4 +37,17 @@ struct NormParams {
 };
 const ShaderSpec& norm();
 
+// shaders/attention_d128.comp / attention_d512.comp: q, k, v, mask, out.
+struct AttentionParams {
+    uint32_t heads, lq, lk, d, dv;
+    float scale;
+    uint32_t causal, has_mask;
+    uint32_t q_strides[4], k_strides[4], v_strides[4], mask_strides[4];
+    uint32_t q_offset, k_offset, v_offset, mask_offset;
+    uint32_t v_col0;  // the dispatch's first output column (128 a dispatch)
+};
+// The attention shader for q/k rows of d and v rows of dv: d128 where both are at most 128,
+// d512 (several dispatches for dv > 128) where d is at most 512, nullptr past that.
+const ShaderSpec* attention(uint32_t d, uint32_t dv);
+
 }  // namespace sd::gpu::shaders
