@@ -16,22 +16,28 @@ uint64_t span_bytes(uint32_t rows, uint32_t cols, uint32_t stride) {
 }
 
 void check_fits(const VulkanBuffer& b, uint64_t bytes, const char* what) {
-    SD_CHECK(bytes <= b.size(), "Vulkan linear: %s needs %llu bytes, its buffer has %zu", what,
-             static_cast<unsigned long long>(bytes), b.size());
+    SD_CHECK(bytes <= b.size(), "Vulkan linear / conv2d: %s needs %llu bytes, its buffer has %zu",
+             what, static_cast<unsigned long long>(bytes), b.size());
+}
+
+// The GEMM shader of a weight dtype for rows of K values, or an error naming why not.
+const ShaderSpec& gemm_shader(const ShaderSpec* spec, const char* op, DType weight, uint64_t k) {
+    SD_CHECK(spec,
+             "Vulkan %s: no shader for %s weights (f32, f16, bf16, q8_0, q4_0, q4_K, q5_K, q6_K "
+             "have one)",
+             op, dtype_name(weight));
+    SD_CHECK(k % block_size(weight) == 0,
+             "Vulkan %s: K = %llu is not a whole number of %s blocks of %lld", op,
+             static_cast<unsigned long long>(k), dtype_name(weight),
+             static_cast<long long>(block_size(weight)));
+    return *spec;
 }
 
 }  // namespace
 
 void linear(CommandRecorder& rec, const VulkanBuffer& x, const VulkanBuffer& w,
             const VulkanBuffer* bias, VulkanBuffer& y, LinearShape s) {
-    const ShaderSpec* spec = shaders::linear(s.weight);
-    SD_CHECK(spec,
-             "Vulkan linear: no shader for %s weights (f32, f16, bf16, q8_0, q4_0, q4_K, "
-             "q5_K, q6_K have one)",
-             dtype_name(s.weight));
-    SD_CHECK(s.K % block_size(s.weight) == 0,
-             "Vulkan linear: K = %u is not a whole number of %s blocks of %lld", s.K,
-             dtype_name(s.weight), static_cast<long long>(block_size(s.weight)));
+    const ShaderSpec& spec = gemm_shader(shaders::linear(s.weight), "linear", s.weight, s.K);
     if (s.x_stride == 0) s.x_stride = s.K;
     if (s.y_stride == 0) s.y_stride = s.N;
     SD_CHECK(s.x_stride >= s.K && s.y_stride >= s.N,
@@ -48,10 +54,70 @@ void linear(CommandRecorder& rec, const VulkanBuffer& x, const VulkanBuffer& w,
     check_fits(y, span_bytes(s.M, s.N, s.y_stride), "y");
     const shaders::LinearParams params{
         s.M, s.N, s.K, s.x_stride, s.y_stride, bias ? 1u : 0u, static_cast<uint32_t>(w_row_bytes)};
-    const VulkanKernel& kernel = rec.device().kernel(*spec);
     // Without a bias the weight is bound in its place and never read.
-    rec.dispatch(kernel, {&x, &w, bias ? bias : &w, &y}, &params, sizeof(params), (s.N + 63) / 64,
-                 (s.M + 63) / 64);
+    rec.dispatch(rec.device().kernel(spec), {&x, &w, bias ? bias : &w, &y}, &params, sizeof(params),
+                 (s.N + 63) / 64, (s.M + 63) / 64);
+}
+
+uint32_t Conv2dShape::out_h() const {
+    const int64_t in = int64_t(height) * (upsample2x ? 2 : 1) + 2 * int64_t(pad_h) - kernel_h;
+    return in < 0 || stride_h == 0 ? 0 : uint32_t(in / stride_h + 1);
+}
+
+uint32_t Conv2dShape::out_w() const {
+    const int64_t in = int64_t(width) * (upsample2x ? 2 : 1) + 2 * int64_t(pad_w) - kernel_w;
+    return in < 0 || stride_w == 0 ? 0 : uint32_t(in / stride_w + 1);
+}
+
+void conv2d(CommandRecorder& rec, const VulkanBuffer& x, const VulkanBuffer& w,
+            const VulkanBuffer* bias, VulkanBuffer& y, const Conv2dShape& s) {
+    const uint64_t k = uint64_t(s.channels) * s.kernel_h * s.kernel_w;
+    const ShaderSpec& spec = gemm_shader(shaders::conv2d(s.weight), "conv2d", s.weight, k);
+    SD_CHECK(s.stride_h > 0 && s.stride_w > 0 && s.kernel_h > 0 && s.kernel_w > 0,
+             "Vulkan conv2d: a kernel %u x %u with stride %u x %u", s.kernel_h, s.kernel_w,
+             s.stride_h, s.stride_w);
+    SD_CHECK(!s.upsample2x || (s.stride_h == 1 && s.stride_w == 1),
+             "Vulkan conv2d: the 2x upsampled read takes stride 1, not %u x %u", s.stride_h,
+             s.stride_w);
+    const uint32_t oh = s.out_h(), ow = s.out_w();
+    SD_CHECK(oh > 0 && ow > 0, "Vulkan conv2d: a %u x %u kernel does not fit a %u x %u input",
+             s.kernel_h, s.kernel_w, s.height, s.width);
+    const uint64_t m = uint64_t(s.batch) * oh * ow;
+    const uint64_t x_floats = uint64_t(s.batch) * s.channels * s.height * s.width;
+    const uint64_t y_floats = m * s.out_channels;
+    const uint64_t w_row_bytes = row_bytes(s.weight, int64_t(k));
+    SD_CHECK(w_row_bytes * s.out_channels <= UINT32_MAX && x_floats <= UINT32_MAX &&
+                 y_floats <= UINT32_MAX,
+             "Vulkan conv2d: [%u, %u, %u, %u] by %u x %u to %u channels is beyond the shader's "
+             "32-bit addressing",
+             s.batch, s.channels, s.height, s.width, s.kernel_h, s.kernel_w, s.out_channels);
+    check_fits(x, x_floats * sizeof(float), "x");
+    check_fits(w, w_row_bytes * s.out_channels, "the weight");
+    if (bias) check_fits(*bias, uint64_t(s.out_channels) * sizeof(float), "the bias");
+    check_fits(y, y_floats * sizeof(float), "y");
+    if (m == 0 || s.out_channels == 0) return;
+    shaders::Conv2dParams params{};
+    params.M = uint32_t(m);
+    params.N = s.out_channels;
+    params.K = uint32_t(k);
+    params.has_bias = bias ? 1 : 0;
+    params.w_row_bytes = uint32_t(w_row_bytes);
+    params.C = s.channels;
+    params.H = s.height;
+    params.W = s.width;
+    params.OH = oh;
+    params.OW = ow;
+    params.KH = s.kernel_h;
+    params.KW = s.kernel_w;
+    params.stride_h = s.stride_h;
+    params.stride_w = s.stride_w;
+    params.pad_h = s.pad_h;
+    params.pad_w = s.pad_w;
+    params.upsample2x = s.upsample2x ? 1 : 0;
+    params.leaky_relu = s.leaky_relu ? 1 : 0;
+    params.negative_slope = s.negative_slope;
+    rec.dispatch(rec.device().kernel(spec), {&x, &w, bias ? bias : &w, &y}, &params, sizeof(params),
+                 (s.out_channels + 63) / 64, uint32_t((m + 63) / 64));
 }
 
 namespace {

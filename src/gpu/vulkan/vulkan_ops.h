@@ -24,6 +24,25 @@ struct LinearShape {
 void linear(CommandRecorder& rec, const VulkanBuffer& x, const VulkanBuffer& w,
             const VulkanBuffer* bias, VulkanBuffer& y, LinearShape shape);
 
+// ops::conv2d as an implicit GEMM: x f32 [batch, channels, height, width] contiguous, w
+// [out_channels, channels, kernel_h, kernel_w] of `weight` (the linear dtypes; a block-quant
+// weight needs rows of whole blocks), bias [out_channels] f32 or null, y f32 [batch,
+// out_channels, out_h(), out_w()] contiguous; zero padding, stride, the input read upsampled
+// 2x (nearest) and LeakyReLU as ops::Conv2dOptions. Throws sd::Error naming what is wrong.
+struct Conv2dShape {
+    uint32_t batch, channels, height, width;
+    uint32_t out_channels, kernel_h, kernel_w;
+    uint32_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
+    bool upsample2x = false;
+    bool leaky_relu = false;
+    float negative_slope = 0.01f;
+    DType weight = DType::F32;
+    uint32_t out_h() const;
+    uint32_t out_w() const;
+};
+void conv2d(CommandRecorder& rec, const VulkanBuffer& x, const VulkanBuffer& w,
+            const VulkanBuffer* bias, VulkanBuffer& y, const Conv2dShape& shape);
+
 // Where a tensor's elements lie in a device buffer, as the pointwise shaders see it: four
 // dimensions (leading sizes of 1 added), element strides (0 on a broadcast dimension), the
 // offset of element 0 in elements.

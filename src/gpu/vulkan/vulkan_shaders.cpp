@@ -9,14 +9,18 @@
     }                                                                                           \
     }
 
-SD_EMBEDDED_SPIRV(linear_f32)
-SD_EMBEDDED_SPIRV(linear_f16)
-SD_EMBEDDED_SPIRV(linear_bf16)
-SD_EMBEDDED_SPIRV(linear_q8_0)
-SD_EMBEDDED_SPIRV(linear_q4_0)
-SD_EMBEDDED_SPIRV(linear_q4_K)
-SD_EMBEDDED_SPIRV(linear_q5_K)
-SD_EMBEDDED_SPIRV(linear_q6_K)
+// The GEMM shaders, one a weight dtype: X(dtype name, DType).
+#define SD_GEMM_WEIGHTS(X) \
+    X(f32, F32)            \
+    X(f16, F16)            \
+    X(bf16, BF16)          \
+    X(q8_0, Q8_0)          \
+    X(q4_0, Q4_0)          \
+    X(q4_K, Q4_K)          \
+    X(q5_K, Q5_K)          \
+    X(q6_K, Q6_K)
+#define SD_GEMM_SPIRV(name, dtype) SD_EMBEDDED_SPIRV(linear_##name) SD_EMBEDDED_SPIRV(conv2d_##name)
+SD_GEMM_WEIGHTS(SD_GEMM_SPIRV)
 SD_EMBEDDED_SPIRV(unary)
 SD_EMBEDDED_SPIRV(binary)
 SD_EMBEDDED_SPIRV(norm)
@@ -26,35 +30,33 @@ SD_EMBEDDED_SPIRV(attention_d512)
 namespace sd::gpu::shaders {
 
 const ShaderSpec* linear(DType weight) {
-    constexpr uint32_t push = sizeof(LinearParams);
-    static const ShaderSpec f32{"linear_f32", spirv_linear_f32(), 4, push};
-    static const ShaderSpec f16{"linear_f16", spirv_linear_f16(), 4, push};
-    static const ShaderSpec bf16{"linear_bf16", spirv_linear_bf16(), 4, push};
-    static const ShaderSpec q8_0{"linear_q8_0", spirv_linear_q8_0(), 4, push};
-    static const ShaderSpec q4_0{"linear_q4_0", spirv_linear_q4_0(), 4, push};
-    static const ShaderSpec q4_K{"linear_q4_K", spirv_linear_q4_K(), 4, push};
-    static const ShaderSpec q5_K{"linear_q5_K", spirv_linear_q5_K(), 4, push};
-    static const ShaderSpec q6_K{"linear_q6_K", spirv_linear_q6_K(), 4, push};
+#define SD_LINEAR_CASE(name, dtype)                                             \
+    case DType::dtype: {                                                        \
+        static const ShaderSpec spec{"linear_" #name, spirv_linear_##name(), 4, \
+                                     sizeof(LinearParams)};                     \
+        return &spec;                                                           \
+    }
     switch (weight) {
-        case DType::F32:
-            return &f32;
-        case DType::F16:
-            return &f16;
-        case DType::BF16:
-            return &bf16;
-        case DType::Q8_0:
-            return &q8_0;
-        case DType::Q4_0:
-            return &q4_0;
-        case DType::Q4_K:
-            return &q4_K;
-        case DType::Q5_K:
-            return &q5_K;
-        case DType::Q6_K:
-            return &q6_K;
+        SD_GEMM_WEIGHTS(SD_LINEAR_CASE)
         default:
             return nullptr;
     }
+#undef SD_LINEAR_CASE
+}
+
+const ShaderSpec* conv2d(DType weight) {
+#define SD_CONV2D_CASE(name, dtype)                                             \
+    case DType::dtype: {                                                        \
+        static const ShaderSpec spec{"conv2d_" #name, spirv_conv2d_##name(), 4, \
+                                     sizeof(Conv2dParams)};                     \
+        return &spec;                                                           \
+    }
+    switch (weight) {
+        SD_GEMM_WEIGHTS(SD_CONV2D_CASE)
+        default:
+            return nullptr;
+    }
+#undef SD_CONV2D_CASE
 }
 
 const ShaderSpec& unary() {

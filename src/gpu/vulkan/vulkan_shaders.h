@@ -7,14 +7,24 @@
 
 namespace sd::gpu::shaders {
 
-// shaders/linear_DTYPE.comp (linear_common.glsl): x [M, K] f32 (row stride), w [N, K] of the
-// dtype (rows of w_row_bytes), bias [N] f32, y [M, N] f32 (row stride).
+// shaders/linear_DTYPE.comp (linear_op.glsl over gemm_common.glsl): x [M, K] f32 (row
+// stride), w [N, K] of the dtype (rows of w_row_bytes), bias [N] f32, y [M, N] f32 (row
+// stride).
 struct LinearParams {
     uint32_t M, N, K, x_stride, y_stride, has_bias, w_row_bytes;
 };
 // The shader of a weight dtype: f32, f16, bf16, q8_0, q4_0, q4_K, q5_K, q6_K; nullptr for
 // the others.
 const ShaderSpec* linear(DType weight);
+
+// shaders/conv2d_DTYPE.comp (conv2d_op.glsl over gemm_common.glsl): x [B, C, H, W], w
+// [O, C, KH, KW] of the dtype, bias [O], y [B, O, OH, OW]; the same weight dtypes as linear.
+struct Conv2dParams {
+    uint32_t M, N, K, has_bias, w_row_bytes, C, H, W, OH, OW, KH, KW, stride_h, stride_w, pad_h,
+        pad_w, upsample2x, leaky_relu;
+    float negative_slope;
+};
+const ShaderSpec* conv2d(DType weight);
 
 // shaders/unary.comp: y[i] = op(x at the strided 4-d index of i); a, b the op's scalars.
 struct UnaryParams {

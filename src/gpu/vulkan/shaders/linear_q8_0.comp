@@ -1,11 +1,4 @@
 #version 450
-#include "linear_common.glsl"
-
-layout(std430, binding = 1) readonly buffer W { uint w[]; };
-#include "weight_bytes.glsl"
-
-// q8_0 (34 bytes a block of 32): value = d * q, d an f16, q signed bytes.
-float load_weight(uint n, uint k) {
-    const uint block = n * p.w_row_bytes + (k / 32) * 34;
-    return half_at(block) * float(signed_byte_at(block + 2 + k % 32));
-}
+#include "linear_op.glsl"
+#include "weight_q8_0.glsl"
+#include "gemm_common.glsl"

@@ -1,31 +1,17 @@
-// y[m, n] = sum_k x[m, k] * w[n, k] (+ bias[n]): ops::linear, the body shared by every weight
-// dtype. Each linear_DTYPE.comp includes this file and defines binding 1 (the weight) and
-// load_weight(n, k): the f32 value of w[n, k], dequantised from its block where it has one
-// (GGUF's block layouts, as src/tensor/quant_blocks.h describes them).
+// A GEMM with f32 accumulation: out[m, n] = sum_k x(m, k) * w(n, k) (+ bias[n]), the body of
+// the linear and conv2d shaders. The including file first declares the push constants `p`
+// (with M, N, K, has_bias), the x, bias (binding 2) and output bindings and
+//   float load_x(uint m, uint k);        x as an [M, K] matrix (conv2d: im2col on the fly)
+//   void store_y(uint m, uint n, float);  where out[m, n] goes (conv2d: NCHW, activation)
+// then includes a weight_DTYPE.glsl (binding 1, load_weight(n, k): w[n, k] as f32,
+// dequantised from GGUF's blocks), then this file.
 //
 // Blocking: a workgroup of 16 x 16 threads computes a 64 x 64 tile of y; each thread the 4 x 4
 // outputs (ty + 16 i, tx + 16 j). The K axis is walked in slices of 16: the workgroup stages
 // the slice's 64 x 16 of x and of w in shared memory (transposed, k-major, so the inner loop
 // reads 4 + 4 values for 16 products), then every thread accumulates. Rows past M or N and
-// k past K are read as 0 and never stored. Rows are strided (x_stride, y_stride) so a view
-// of a wider buffer works.
+// k past K are read as 0 and never stored.
 layout(local_size_x = 16, local_size_y = 16) in;
-
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 2) readonly buffer Bias { float bias[]; };
-layout(std430, binding = 3) writeonly buffer Y { float y[]; };
-
-layout(push_constant) uniform Params {
-    uint M;
-    uint N;
-    uint K;
-    uint x_stride;  // elements between rows of x
-    uint y_stride;  // elements between rows of y
-    uint has_bias;
-    uint w_row_bytes;  // bytes of one weight row (K values in the weight's dtype)
-} p;
-
-float load_weight(uint n, uint k);
 
 const uint TILE = 64;
 const uint SLICE = 16;
@@ -52,7 +38,7 @@ void main() {
             const uint k = k0 + c;
             const uint m = m0 + r;
             const uint n = n0 + r;
-            xs[c][r] = (m < p.M && k < p.K) ? x[m * p.x_stride + k] : 0.0;
+            xs[c][r] = (m < p.M && k < p.K) ? load_x(m, k) : 0.0;
             ws[c][r] = (n < p.N && k < p.K) ? load_weight(n, k) : 0.0;
         }
         barrier();
@@ -73,7 +59,7 @@ void main() {
         for (uint j = 0; j < 4; ++j) {
             const uint n = n0 + tx + 16 * j;
             if (n >= p.N) continue;
-            y[m * p.y_stride + n] = acc[i][j] + (p.has_bias != 0 ? bias[n] : 0.0);
+            store_y(m, n, acc[i][j] + (p.has_bias != 0 ? bias[n] : 0.0));
         }
     }
 }

@@ -1,0 +1,46 @@
+// ops::conv2d (groups 1, dilation 1) as an implicit GEMM (gemm_common.glsl): row m of the GEMM
+// is output pixel (b, oy, ox), column n output channel o, k = (c, ky, kx) as the weight
+// [O, C, KH, KW] lays out its rows. x [B, C, H, W] f32 contiguous is read in place (im2col
+// on the fly, zero padding, optionally upsampled 2x by nearest neighbour); out [B, O, OH, OW]
+// f32 contiguous, optionally through LeakyReLU.
+layout(std430, binding = 0) readonly buffer X { float x[]; };
+layout(std430, binding = 2) readonly buffer Bias { float bias[]; };
+layout(std430, binding = 3) writeonly buffer Y { float y[]; };
+
+layout(push_constant) uniform Params {
+    uint M;  // B * OH * OW
+    uint N;  // O
+    uint K;  // C * KH * KW
+    uint has_bias;
+    uint w_row_bytes;
+    uint C;
+    uint H;  // of x as stored (before the upsampling)
+    uint W;
+    uint OH;
+    uint OW;
+    uint KH;
+    uint KW;
+    uint stride_h;
+    uint stride_w;
+    uint pad_h;
+    uint pad_w;
+    uint upsample2x;
+    uint leaky_relu;
+    float negative_slope;
+} p;
+
+float load_x(uint m, uint k) {
+    const uint ox = m % p.OW, oy = (m / p.OW) % p.OH, b = m / (p.OW * p.OH);
+    const uint kx = k % p.KW, ky = (k / p.KW) % p.KH, c = k / (p.KW * p.KH);
+    const int iy = int(oy * p.stride_h + ky) - int(p.pad_h);
+    const int ix = int(ox * p.stride_w + kx) - int(p.pad_w);
+    const uint up = p.upsample2x != 0 ? 2 : 1;
+    if (iy < 0 || ix < 0 || iy >= int(p.H * up) || ix >= int(p.W * up)) return 0.0;
+    return x[((b * p.C + c) * p.H + uint(iy) / up) * p.W + uint(ix) / up];
+}
+
+void store_y(uint m, uint n, float v) {
+    const uint pixels = p.OH * p.OW;
+    if (p.leaky_relu != 0 && v < 0.0) v *= p.negative_slope;
+    y[((m / pixels) * p.N + n) * pixels + m % pixels] = v;
+}
