@@ -216,20 +216,75 @@ View4 broadcast_view4(const View4& v, const uint32_t (&shape)[4]) {
 
 void unary(CommandRecorder& rec, UnaryOp op, const VulkanBuffer& x, const View4& xv,
            VulkanBuffer& y, float a, float b) {
+    const View4 yv = contiguous_view4({xv.shape[0], xv.shape[1], xv.shape[2], xv.shape[3]});
+    unary_into(rec, op, x, xv, y, yv, a, b);
+}
+
+void unary_into(CommandRecorder& rec, UnaryOp op, const VulkanBuffer& x, const View4& xv,
+                VulkanBuffer& y, const View4& yv, float a, float b) {
+    for (int d = 0; d < 4; ++d)
+        SD_CHECK(xv.shape[d] == yv.shape[d],
+                 "Vulkan unary: x is [%u, %u, %u, %u], its place in y [%u, %u, %u, %u]",
+                 xv.shape[0], xv.shape[1], xv.shape[2], xv.shape[3], yv.shape[0], yv.shape[1],
+                 yv.shape[2], yv.shape[3]);
     const uint64_t count = xv.numel();
     check_view(x, xv, "unary", "x");
-    check_floats(y, count, "unary", "y");
+    check_view(y, yv, "unary", "y");
     shaders::UnaryParams params{};
     for (int d = 0; d < 4; ++d) {
         params.shape[d] = xv.shape[d];
         params.strides[d] = xv.strides[d];
+        params.y_strides[d] = yv.strides[d];
     }
     params.offset = xv.offset;
+    params.y_offset = yv.offset;
     params.count = to_u32(int64_t(count), "an element count");
     params.op = static_cast<uint32_t>(op);
     params.a = a;
     params.b = b;
     dispatch_pointwise(rec, shaders::unary(), {&x, &y}, params, count);
+}
+
+void concat(CommandRecorder& rec, const std::vector<ConcatPart>& parts, int dim, VulkanBuffer& y) {
+    SD_CHECK(!parts.empty() && dim >= 0 && dim < 4, "Vulkan concat: %zu parts along dim %d",
+             parts.size(), dim);
+    View4 whole = parts[0].view;
+    whole.shape[dim] = 0;
+    for (const ConcatPart& part : parts) {
+        for (int d = 0; d < 4; ++d)
+            SD_CHECK(d == dim || part.view.shape[d] == parts[0].view.shape[d],
+                     "Vulkan concat: parts differ in dim %d (%u, %u) besides dim %d", d,
+                     part.view.shape[d], parts[0].view.shape[d], dim);
+        whole.shape[dim] += part.view.shape[dim];
+    }
+    const View4 out =
+        contiguous_view4({whole.shape[0], whole.shape[1], whole.shape[2], whole.shape[3]});
+    uint32_t at = 0;
+    for (const ConcatPart& part : parts) {
+        View4 place = out;
+        std::copy(std::begin(part.view.shape), std::end(part.view.shape), place.shape);
+        place.offset = at * out.strides[dim];
+        unary_into(rec, UnaryOp::Copy, *part.buffer, part.view, y, place);
+        at += part.view.shape[dim];
+    }
+}
+
+void rope(CommandRecorder& rec, const VulkanBuffer& x, const View4& xv, const VulkanBuffer& table,
+          uint32_t table_rows, VulkanBuffer& y) {
+    SD_CHECK(xv.shape[3] % 2 == 0, "Vulkan rope: rows of %u values, not pairs", xv.shape[3]);
+    SD_CHECK(table_rows >= xv.shape[2], "Vulkan rope: a table of %u positions for %u", table_rows,
+             xv.shape[2]);
+    check_view(x, xv, "rope", "x");
+    check_floats(table, uint64_t(table_rows) * xv.shape[3], "rope", "the table");
+    check_floats(y, xv.numel(), "rope", "y");
+    shaders::RopeParams params{};
+    for (int d = 0; d < 4; ++d) {
+        params.shape[d] = d == 3 ? xv.shape[3] / 2 : xv.shape[d];
+        params.strides[d] = xv.strides[d];
+    }
+    params.offset = xv.offset;
+    params.count = to_u32(int64_t(xv.numel() / 2), "a pair count");
+    dispatch_pointwise(rec, shaders::rope(), {&x, &table, &y}, params, params.count);
 }
 
 void binary(CommandRecorder& rec, BinaryOp op, const VulkanBuffer& a, const View4& av,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "gpu/vulkan/command_recorder.h"
 #include "tensor/dtype.h"
@@ -69,12 +70,28 @@ enum class UnaryOp : uint32_t {
     Tanh,
     Clamp,
     Scale,
-    AddScalar
+    AddScalar,
+    Copy,
 };
 // y (contiguous, x's shape) = op(x): activation.h's pointwise functions, clamp(a, b),
-// scale(a), add_scalar(a).
+// scale(a), add_scalar(a), copy.
 void unary(CommandRecorder& rec, UnaryOp op, const VulkanBuffer& x, const View4& xv,
            VulkanBuffer& y, float a = 0.0f, float b = 0.0f);
+// The same into a view of y of xv's shape (a permuted or sliced place: concat, copy_into).
+void unary_into(CommandRecorder& rec, UnaryOp op, const VulkanBuffer& x, const View4& xv,
+                VulkanBuffer& y, const View4& yv, float a = 0.0f, float b = 0.0f);
+// ops::concat of contiguous f32 parts along `dim` (of their common 4-d shape) into contiguous
+// y: one copy a part into its place.
+struct ConcatPart {
+    const VulkanBuffer* buffer;
+    View4 view;
+};
+void concat(CommandRecorder& rec, const std::vector<ConcatPart>& parts, int dim, VulkanBuffer& y);
+
+// FLUX's rotary position embedding (ops::AttentionOptions::rope) as its own op: x [B, H, L, D]
+// (a view, D even), table f32 [L', D / 2, 2] (cos, sin) with L' >= L, into contiguous y.
+void rope(CommandRecorder& rec, const VulkanBuffer& x, const View4& xv, const VulkanBuffer& table,
+          uint32_t table_rows, VulkanBuffer& y);
 
 enum class BinaryOp : uint32_t { Add, Sub, Mul, Div };
 // y (contiguous, of av's shape) = a op b; av and bv of one shape (broadcast_view4 them).

@@ -22,6 +22,7 @@
 #define SD_GEMM_SPIRV(name, dtype) SD_EMBEDDED_SPIRV(linear_##name) SD_EMBEDDED_SPIRV(conv2d_##name)
 SD_GEMM_WEIGHTS(SD_GEMM_SPIRV)
 SD_EMBEDDED_SPIRV(unary)
+SD_EMBEDDED_SPIRV(rope)
 SD_EMBEDDED_SPIRV(binary)
 SD_EMBEDDED_SPIRV(norm)
 SD_EMBEDDED_SPIRV(attention_d128)
@@ -61,6 +62,11 @@ const ShaderSpec* conv2d(DType weight) {
 
 const ShaderSpec& unary() {
     static const ShaderSpec spec{"unary", spirv_unary(), 2, sizeof(UnaryParams)};
+    return spec;
+}
+
+const ShaderSpec& rope() {
+    static const ShaderSpec spec{"rope", spirv_rope(), 3, sizeof(RopeParams)};
     return spec;
 }
 

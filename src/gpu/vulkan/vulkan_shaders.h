@@ -26,12 +26,18 @@ struct Conv2dParams {
 };
 const ShaderSpec* conv2d(DType weight);
 
-// shaders/unary.comp: y[i] = op(x at the strided 4-d index of i); a, b the op's scalars.
+// shaders/unary.comp: y = op(x) between strided 4-d views of one shape; a, b the op's scalars.
 struct UnaryParams {
-    uint32_t shape[4], strides[4], offset, count, op;
+    uint32_t shape[4], strides[4], y_strides[4], offset, y_offset, count, op;
     float a, b;
 };
 const ShaderSpec& unary();
+
+// shaders/rope.comp: pairs of a strided [B, H, L, D] view rotated by table [L, D/2, 2].
+struct RopeParams {
+    uint32_t shape[4], strides[4], offset, count;
+};
+const ShaderSpec& rope();
 
 // shaders/binary.comp: y[i] = a op b at the strided 4-d indices of i.
 struct BinaryParams {

@@ -1,5 +1,6 @@
-// y[i] = f(x[...]) over a strided 4-d view of x into contiguous y: the activations of
-// ops/activation.h and the scalar ops of ops/elementwise.h, one invocation an element.
+// y = f(x) from a strided 4-d view of x into a strided 4-d view of y of the same shape: the
+// activations of ops/activation.h, the scalar ops of ops/elementwise.h and a plain copy (a
+// permuted view in, a channel range of a concatenation out), one invocation an element.
 #version 450
 
 layout(local_size_x = 256) in;
@@ -10,7 +11,9 @@ layout(std430, binding = 1) writeonly buffer Y { float y[]; };
 layout(push_constant) uniform Params {
     uvec4 shape;
     uvec4 strides;
+    uvec4 y_strides;
     uint offset;
+    uint y_offset;
     uint count;
     uint op;
     float a;
@@ -20,7 +23,7 @@ layout(push_constant) uniform Params {
 #include "strided_index.glsl"
 
 const uint SILU = 0, GELU = 1, GELU_TANH = 2, QUICK_GELU = 3, SIGMOID = 4, TANH = 5, CLAMP = 6,
-           SCALE = 7, ADD_SCALAR = 8;
+           SCALE = 7, ADD_SCALAR = 8, COPY = 9;
 
 float sigmoid(float v) {
     return 1.0 / (1.0 + exp(-v));
@@ -63,7 +66,8 @@ void main() {
         case TANH: r = tanh(v); break;
         case CLAMP: r = clamp(v, p.a, p.b); break;
         case SCALE: r = v * p.a; break;
-        default: r = v + p.a; break;  // ADD_SCALAR
+        case ADD_SCALAR: r = v + p.a; break;
+        default: r = v; break;  // COPY
     }
-    y[i] = r;
+    y[p.y_offset + strided_index(i, p.shape, p.y_strides)] = r;
 }
