@@ -23,6 +23,7 @@
 SD_GEMM_WEIGHTS(SD_GEMM_SPIRV)
 SD_EMBEDDED_SPIRV(unary)
 SD_EMBEDDED_SPIRV(rope)
+SD_EMBEDDED_SPIRV(peak_fma)
 SD_EMBEDDED_SPIRV(binary)
 SD_EMBEDDED_SPIRV(norm)
 SD_EMBEDDED_SPIRV(attention_d128)
@@ -62,6 +63,11 @@ const ShaderSpec* conv2d(DType weight) {
 
 const ShaderSpec& unary() {
     static const ShaderSpec spec{"unary", spirv_unary(), 2, sizeof(UnaryParams)};
+    return spec;
+}
+
+const ShaderSpec& peak_fma() {
+    static const ShaderSpec spec{"peak_fma", spirv_peak_fma(), 1, sizeof(PeakParams)};
     return spec;
 }
 

@@ -66,4 +66,11 @@ struct AttentionParams {
 // d512 (several dispatches for dv > 128) where d is at most 512, nullptr past that.
 const ShaderSpec* attention(uint32_t d, uint32_t dv);
 
+// shaders/peak_fma.comp: FMA chains in registers (the device's FP32 peak, for benchmarks).
+struct PeakParams {
+    uint32_t iterations;
+    float seed;
+};
+const ShaderSpec& peak_fma();
+
 }  // namespace sd::gpu::shaders
