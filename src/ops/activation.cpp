@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "gpu/device_ops.h"
 #include "ops/cpu/pointwise_kernels.h"
 #include "ops/cpu/strided_iter.h"
 
@@ -58,22 +59,36 @@ void softmax_lines(const Tensor& x, int d, Tensor& out) {
 }  // namespace
 
 Tensor gelu(const Tensor& x, GeluApprox approx) {
+    if (on_device::any({&x})) [[unlikely]]
+        return on_device::pointwise(approx == GeluApprox::Tanh ? on_device::Pointwise::GeluTanh
+                                                               : on_device::Pointwise::Gelu,
+                                    x);
     return unary_op(approx == GeluApprox::Tanh ? UnaryKind::GeluTanh : UnaryKind::Gelu, x, "gelu");
 }
 Tensor silu(const Tensor& x) {
+    if (on_device::any({&x})) [[unlikely]]
+        return on_device::pointwise(on_device::Pointwise::Silu, x);
     return unary_op(UnaryKind::Silu, x, "silu");
 }
 Tensor quick_gelu(const Tensor& x) {
+    if (on_device::any({&x})) [[unlikely]]
+        return on_device::pointwise(on_device::Pointwise::QuickGelu, x);
     return unary_op(UnaryKind::QuickGelu, x, "quick_gelu");
 }
 Tensor sigmoid(const Tensor& x) {
+    if (on_device::any({&x})) [[unlikely]]
+        return on_device::pointwise(on_device::Pointwise::Sigmoid, x);
     return unary_op(UnaryKind::Sigmoid, x, "sigmoid");
 }
 Tensor tanh(const Tensor& x) {
+    if (on_device::any({&x})) [[unlikely]]
+        return on_device::pointwise(on_device::Pointwise::Tanh, x);
     return unary_op(UnaryKind::Tanh, x, "tanh");
 }
 
 Tensor clamp(const Tensor& x, float lo, float hi) {
+    if (on_device::any({&x})) [[unlikely]]
+        return on_device::pointwise(on_device::Pointwise::Clamp, x, lo, hi);
     cpu::require_f32(x, "clamp", "x");
     const auto fn = cpu::pointwise_kernels().clamp;
     return cpu::map_strided(x, cpu::kGrainMemory, [&](const float* src, float* dst, int64_t n) {
@@ -82,6 +97,8 @@ Tensor clamp(const Tensor& x, float lo, float hi) {
 }
 
 Tensor geglu(const Tensor& x) {
+    if (on_device::any({&x})) [[unlikely]]
+        return on_device::geglu(x);
     cpu::require_f32(x, "geglu", "x");
     SD_CHECK(x.dim() >= 1 && x.size(-1) % 2 == 0,
              "geglu: the last dimension of %s must be even (halves a, gate)", x.describe().c_str());
@@ -105,6 +122,8 @@ Tensor geglu(const Tensor& x) {
 }
 
 Tensor softmax(const Tensor& x, int dim) {
+    if (on_device::any({&x})) [[unlikely]]
+        return on_device::softmax(x, dim);
     cpu::require_f32(x, "softmax", "x");
     if (x.dim() == 0) return softmax(x.reshape({1}), dim).reshape({});
     const int d = x.wrap_dim(dim);

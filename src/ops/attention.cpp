@@ -26,6 +26,7 @@
 #include "base/cpu_features.h"
 #include "base/error.h"
 #include "base/thread_pool.h"
+#include "gpu/device_ops.h"
 #include "ops/attention.h"
 
 #include "ops/flop_counter.h"
@@ -345,6 +346,8 @@ class ScratchPool {
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const Tensor& mask, const AttentionOptions& options) {
+    if (on_device::any({&q, &k, &v})) [[unlikely]]
+        return on_device::attention(q, k, v, mask, options);
     const attn::AttentionDims dims = attn::check_attention(q, k, v, mask, options);
     Tensor out = Tensor::empty({dims.batch, dims.heads, dims.lq, dims.dv});
     if (out.numel() == 0) return out;

@@ -16,6 +16,7 @@
 
 #include "base/error.h"
 #include "base/thread_pool.h"
+#include "gpu/device_ops.h"
 #include "ops/conv_direct.h"
 #include "ops/conv_winograd.h"
 #include "ops/cpu/gemm.h"
@@ -201,6 +202,8 @@ void run_conv(const Tensor& x, const Tensor& weight, const Tensor& bias,
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
               const Conv2dOptions& options) {
+    if (on_device::any({&x, &weight, &bias})) [[unlikely]]
+        return on_device::conv2d(x, weight, bias, options);
     check_conv(x, weight, bias, options);
     const auto [oh, ow] = output_size(x, weight, options);
     Tensor out = Tensor::empty({x.size(0), weight.size(0), oh, ow});
@@ -210,6 +213,8 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
 
 void conv2d_into(const Tensor& x, const Tensor& weight, const Tensor& bias,
                  const Conv2dOptions& options, const Tensor& out) {
+    if (on_device::any({&x, &weight, &bias, &out})) [[unlikely]]
+        return on_device::conv2d_into(x, weight, bias, options, out);
     check_conv(x, weight, bias, options);
     const auto [oh, ow] = output_size(x, weight, options);
     const Shape want{x.size(0), weight.size(0), oh, ow};
@@ -229,6 +234,8 @@ void conv2d_into(const Tensor& x, const Tensor& weight, const Tensor& bias,
 
 Tensor conv2d_add(const Tensor& x, const Tensor& weight, const Tensor& bias,
                   const Conv2dOptions& options, const Tensor& residual) {
+    if (on_device::any({&x, &weight, &bias, &residual})) [[unlikely]]
+        return on_device::conv2d_add(x, weight, bias, options, residual);
     check_conv(x, weight, bias, options);
     const auto [oh, ow] = output_size(x, weight, options);
     const Shape want{x.size(0), weight.size(0), oh, ow};

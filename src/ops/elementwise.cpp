@@ -10,6 +10,7 @@
 #include <algorithm>
 
 #include "base/cpu_features.h"
+#include "gpu/device_ops.h"
 #include "ops/cpu/pointwise_kernels.h"
 #include "ops/cpu/strided_iter.h"
 
@@ -121,25 +122,39 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
 }
 
 Tensor add(const Tensor& a, const Tensor& b) {
+    if (on_device::any({&a, &b})) [[unlikely]]
+        return on_device::arith(on_device::Arith::Add, a, b);
     return binary_op(BinaryKind::Add, a, b);
 }
 Tensor sub(const Tensor& a, const Tensor& b) {
+    if (on_device::any({&a, &b})) [[unlikely]]
+        return on_device::arith(on_device::Arith::Sub, a, b);
     return binary_op(BinaryKind::Sub, a, b);
 }
 Tensor mul(const Tensor& a, const Tensor& b) {
+    if (on_device::any({&a, &b})) [[unlikely]]
+        return on_device::arith(on_device::Arith::Mul, a, b);
     return binary_op(BinaryKind::Mul, a, b);
 }
 Tensor div(const Tensor& a, const Tensor& b) {
+    if (on_device::any({&a, &b})) [[unlikely]]
+        return on_device::arith(on_device::Arith::Div, a, b);
     return binary_op(BinaryKind::Div, a, b);
 }
 Tensor scale(const Tensor& x, float s) {
+    if (on_device::any({&x})) [[unlikely]]
+        return on_device::pointwise(on_device::Pointwise::Scale, x, s);
     return scalar_op(BinaryKind::Mul, x, s, "scale");
 }
 Tensor add_scalar(const Tensor& x, float s) {
+    if (on_device::any({&x})) [[unlikely]]
+        return on_device::pointwise(on_device::Pointwise::AddScalar, x, s);
     return scalar_op(BinaryKind::Add, x, s, "add_scalar");
 }
 
 void add_scaled_into(const Tensor& a, const Tensor& b, float s, const Tensor& out) {
+    if (on_device::any({&a, &b, &out})) [[unlikely]]
+        return on_device::add_scaled_into(a, b, s, out);
     cpu::require_f32(a, "add_scaled_into", "a");
     cpu::require_f32(b, "add_scaled_into", "b");
     cpu::require_output(out, a.shape(), "add_scaled_into");

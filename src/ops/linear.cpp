@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "base/thread_pool.h"
+#include "gpu/device_ops.h"
 #include "ops/cpu/gemm.h"
 #include "ops/flop_counter.h"
 
@@ -97,6 +98,8 @@ int64_t batch_offset(const Tensor& t, const Shape& batch, int64_t index) {
 }  // namespace
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+    if (on_device::any({&x, &weight, &bias})) [[unlikely]]
+        return on_device::linear(x, weight, bias);
     check_linear(x, weight, bias);
     const int64_t k = x.size(-1), n = weight.size(0);
     Shape out_shape = x.shape();
@@ -129,6 +132,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+    if (on_device::any({&a, &b})) [[unlikely]]
+        return on_device::run_on_host(
+            "matmul", {a, b}, [](const std::vector<Tensor>& h) { return matmul(h[0], h[1]); });
     SD_CHECK(a.defined() && b.defined(), "matmul: undefined input");
     SD_CHECK(a.dtype() == DType::F32 && b.dtype() == DType::F32 && a.dim() >= 2 && b.dim() >= 2,
              "matmul: inputs %s and %s must be f32 with 2+ dims", a.describe().c_str(),

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <vector>
 
+#include "gpu/device_ops.h"
 #include "ops/cpu/pointwise_kernels.h"
 #include "ops/cpu/strided_iter.h"
 
@@ -169,11 +170,15 @@ Tensor group_norm_into(const Tensor& x, Tensor out, int64_t groups, const Tensor
 
 Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight, const Tensor& bias,
                   float eps, bool silu) {
+    if (on_device::any({&x})) [[unlikely]]
+        return on_device::group_norm(x, groups, weight, bias, eps, silu);
     return group_norm_into(x, Tensor(), groups, weight, bias, eps, silu);
 }
 
 Tensor group_norm(Tensor&& x, int64_t groups, const Tensor& weight, const Tensor& bias, float eps,
                   bool silu) {
+    if (on_device::any({&x})) [[unlikely]]
+        return on_device::group_norm(x, groups, weight, bias, eps, silu);
     const bool reuse = x.defined() && x.dtype() == DType::F32 && x.is_contiguous() &&
                        x.storage().use_count() == 1 && x.storage()->writable();
     const Tensor input = std::move(x);
@@ -181,6 +186,8 @@ Tensor group_norm(Tensor&& x, int64_t groups, const Tensor& weight, const Tensor
 }
 
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps) {
+    if (on_device::any({&x})) [[unlikely]]
+        return on_device::layer_norm(x, weight, bias, eps);
     cpu::require_f32(x, "layer_norm", "x");
     SD_CHECK(x.dim() >= 1, "layer_norm: x %s has no dimension to normalise", x.describe().c_str());
     const int64_t n = x.size(-1);
@@ -206,6 +213,8 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, flo
 }
 
 Tensor rms_norm(const Tensor& x, const Tensor& weight, float eps) {
+    if (on_device::any({&x})) [[unlikely]]
+        return on_device::rms_norm(x, weight, eps);
     cpu::require_f32(x, "rms_norm", "x");
     SD_CHECK(x.dim() >= 1, "rms_norm: x %s has no dimension to normalise", x.describe().c_str());
     const int64_t n = x.size(-1);
@@ -231,6 +240,10 @@ Tensor rms_norm(const Tensor& x, const Tensor& weight, float eps) {
 }
 
 Tensor rms_norm_channels(const Tensor& x, const Tensor& weight, float eps, bool silu) {
+    if (on_device::any({&x})) [[unlikely]]
+        return on_device::run_on_host("rms_norm_channels", {x}, [&](const std::vector<Tensor>& h) {
+            return rms_norm_channels(h[0], weight, eps, silu);
+        });
     cpu::require_f32(x, "rms_norm_channels", "x");
     SD_CHECK(x.dim() >= 2, "rms_norm_channels: x %s has no channel dimension",
              x.describe().c_str());

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "gpu/device_ops.h"
 #include "ops/cpu/strided_iter.h"
 
 namespace sd {
@@ -110,6 +111,8 @@ void widen_row(const float* s, int64_t step, int64_t w, float* o) {
 }  // namespace
 
 void copy_into(const Tensor& src, const Tensor& dst) {
+    if (on_device::any({&src, &dst})) [[unlikely]]
+        return on_device::copy_into(src, dst);
     cpu::require_f32(src, "copy_into", "src");
     cpu::require_output(dst, src.shape(), "copy_into");
     const Tensor s = cpu::readable_beside(src, dst, "copy_into");
@@ -122,6 +125,8 @@ void copy_into(const Tensor& src, const Tensor& dst) {
 }
 
 Tensor concat(const std::vector<Tensor>& tensors, int dim) {
+    if (!tensors.empty() && on_device::any({&tensors[0]})) [[unlikely]]
+        return on_device::concat(tensors, dim);
     SD_CHECK(!tensors.empty(), "concat: no tensors");
     const Tensor& first = tensors[0];
     check_plain(first, "concat");
@@ -168,6 +173,8 @@ std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int dim) {
 }
 
 Tensor permute_copy(const Tensor& x, const std::vector<int>& order) {
+    if (on_device::any({&x})) [[unlikely]]
+        return on_device::permute_copy(x, order);
     SD_CHECK(x.defined(), "permute_copy: undefined tensor");
     const Tensor v = x.permute(order);
     if (is_quantized(x.dtype())) return v.clone();  // whole rows: the tensor layer copies them
@@ -177,6 +184,10 @@ Tensor permute_copy(const Tensor& x, const std::vector<int>& order) {
 }
 
 Tensor upsample_nearest2x(const Tensor& x) {
+    if (on_device::any({&x})) [[unlikely]]
+        return on_device::run_on_host("upsample_nearest2x", {x}, [](const std::vector<Tensor>& h) {
+            return upsample_nearest2x(h[0]);
+        });
     check_image(x, "upsample_nearest2x");
     const int64_t h = x.size(-2), w = x.size(-1);
     Shape shape = x.shape();
@@ -205,6 +216,10 @@ Tensor upsample_nearest2x(const Tensor& x) {
 
 Tensor pad2d(const Tensor& x, int64_t left, int64_t right, int64_t top, int64_t bottom,
              float value) {
+    if (on_device::any({&x})) [[unlikely]]
+        return on_device::run_on_host("pad2d", {x}, [&](const std::vector<Tensor>& h) {
+            return pad2d(h[0], left, right, top, bottom, value);
+        });
     check_image(x, "pad2d");
     const int64_t h = x.size(-2), w = x.size(-1);
     const int64_t ho = h + top + bottom, wo = w + left + right;
@@ -245,6 +260,11 @@ Tensor pad2d(const Tensor& x, int64_t left, int64_t right, int64_t top, int64_t 
 
 Tensor timestep_embedding(const Tensor& timesteps, int64_t dim, float max_period,
                           bool flip_sin_to_cos) {
+    if (on_device::any({&timesteps})) [[unlikely]]
+        return on_device::run_on_host(
+            "timestep_embedding", {timesteps}, [&](const std::vector<Tensor>& h) {
+                return timestep_embedding(h[0], dim, max_period, flip_sin_to_cos);
+            });
     cpu::require_f32(timesteps, "timestep_embedding", "timesteps");
     SD_CHECK(timesteps.dim() == 1, "timestep_embedding: timesteps %s must be [N]",
              timesteps.describe().c_str());

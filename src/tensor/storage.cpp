@@ -23,6 +23,20 @@ std::shared_ptr<Storage> Storage::map(std::shared_ptr<const MappedFile> file, co
     return s;
 }
 
+std::shared_ptr<Storage> Storage::on_device(std::shared_ptr<gpu::DeviceAllocation> allocation,
+                                            size_t bytes, std::string device_name) {
+    std::shared_ptr<Storage> s(new Storage());
+    s->size_ = bytes;
+    s->allocation_ = std::move(allocation);
+    s->device_name_ = std::move(device_name);
+    return s;
+}
+
+const std::string& Storage::device_name() const {
+    static const std::string cpu = "cpu";
+    return allocation_ ? device_name_ : cpu;
+}
+
 void Storage::release_pages() const {
     if (!file_) return;
     const auto offset = static_cast<size_t>(static_cast<const uint8_t*>(data_) - file_->data());
@@ -36,7 +50,7 @@ void Storage::populate_pages() const {
 }
 
 Storage::~Storage() {
-    if (!file_) CachingAllocator::instance().deallocate(data_, size_);
+    if (!file_ && !allocation_) CachingAllocator::instance().deallocate(data_, size_);
 }
 
 }  // namespace sd

@@ -4,14 +4,18 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 
 namespace sd {
 
 class MappedFile;
+namespace gpu {
+class DeviceAllocation;  // gpu/device_tensor.h: a buffer in a device's memory
+}
 
-// Where a storage's bytes live. Only host memory exists so far; a device backend adds
-// its own kinds, which is why ops ask a storage where it is instead of assuming.
-enum class Device { CPU };
+// Where a storage's bytes live: host memory, or a Vulkan device's memory (ops on such
+// tensors run on that device; gpu/device_tensor.h moves tensors between the two).
+enum class Device { CPU, Vulkan };
 
 class Storage {
   public:
@@ -20,13 +24,20 @@ class Storage {
     // A view of `bytes` bytes at `data` inside `file`; read-only.
     static std::shared_ptr<Storage> map(std::shared_ptr<const MappedFile> file, const void* data,
                                         size_t bytes);
+    // Device memory of `bytes` bytes (gpu/device_tensor.h makes these); `device_name` is the
+    // device's name ("vulkan0") for messages. data() is null: the host cannot read it.
+    static std::shared_ptr<Storage> on_device(std::shared_ptr<gpu::DeviceAllocation> allocation,
+                                              size_t bytes, std::string device_name);
     ~Storage();
     Storage(const Storage&) = delete;
     Storage& operator=(const Storage&) = delete;
 
     void* data() const { return data_; }
     size_t size() const { return size_; }
-    Device device() const { return Device::CPU; }
+    Device device() const { return allocation_ ? Device::Vulkan : Device::CPU; }
+    // "cpu", or the device's name ("vulkan0").
+    const std::string& device_name() const;
+    const std::shared_ptr<gpu::DeviceAllocation>& allocation() const { return allocation_; }
     bool writable() const { return !file_; }
     const std::shared_ptr<const MappedFile>& file() const { return file_; }
     // A file view drops its pages from this process's RSS; they stay in the page cache and
@@ -39,7 +50,9 @@ class Storage {
     Storage() = default;
     void* data_ = nullptr;
     size_t size_ = 0;
-    std::shared_ptr<const MappedFile> file_;  // set for file views
+    std::shared_ptr<const MappedFile> file_;             // set for file views
+    std::shared_ptr<gpu::DeviceAllocation> allocation_;  // set for device memory
+    std::string device_name_;
 };
 
 }  // namespace sd

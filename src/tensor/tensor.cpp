@@ -176,6 +176,9 @@ bool Tensor::is_contiguous() const {
 
 void* Tensor::data_ptr() const {
     SD_CHECK(storage_ != nullptr, "use of an undefined tensor");
+    SD_CHECK(storage_->device() == Device::CPU,
+             "%s is in the memory of %s: the host reads it only after a transfer (to_host)",
+             describe().c_str(), storage_->device_name().c_str());
     return static_cast<uint8_t*>(storage_->data()) + row_bytes(dtype_, offset_);
 }
 
@@ -387,6 +390,9 @@ Tensor Tensor::contiguous() const {
 
 Tensor Tensor::clone() const {
     SD_CHECK(defined(), "clone of an undefined tensor");
+    SD_CHECK(device() == Device::CPU,
+             "copy of %s on %s: device tensors are copied by ops (permute_copy, copy_into)",
+             describe().c_str(), storage_->device_name().c_str());
     Tensor out = empty(shape_, dtype_);
     if (is_contiguous()) {
         std::memcpy(out.data_ptr(), data_ptr(), nbytes());

@@ -91,6 +91,7 @@ void CommandRecorder::upload(VulkanBuffer& dst, const void* src, size_t bytes, s
     const VkBufferCopy region{0, offset, bytes};
     device_->vk().vkCmdCopyBuffer(commands_, staging.handle(), dst.handle(), 1, &region);
     uploads_.push_back(std::move(staging));
+    staged_bytes_ += bytes;
     stats_.bytes_uploaded += static_cast<int64_t>(bytes);
 }
 
@@ -104,6 +105,7 @@ void CommandRecorder::download(const VulkanBuffer& src, void* dst, size_t bytes,
     const VkBufferCopy region{offset, 0, bytes};
     device_->vk().vkCmdCopyBuffer(commands_, src.handle(), staging.handle(), 1, &region);
     downloads_.push_back({std::move(staging), dst, bytes});
+    staged_bytes_ += bytes;
     stats_.bytes_downloaded += static_cast<int64_t>(bytes);
 }
 
@@ -228,6 +230,7 @@ void CommandRecorder::reset() noexcept {
     pool_in_use_ = 0;
     uploads_.clear();
     downloads_.clear();
+    staged_bytes_ = 0;
 }
 
 }  // namespace sd::gpu

@@ -49,6 +49,9 @@ class CommandRecorder {
     void submit();
 
     const RecorderStats& stats() const { return stats_; }
+    // Host staging bytes held by the recording until its submission.
+    size_t staged_bytes() const { return staged_bytes_; }
+    bool empty() const { return !recording_; }
     VulkanDevice& device() const { return *device_; }
     const std::shared_ptr<VulkanDevice>& shared_device() const { return device_; }
 
@@ -74,6 +77,7 @@ class CommandRecorder {
     };
     std::vector<VulkanBuffer> uploads_;
     std::vector<Download> downloads_;
+    size_t staged_bytes_ = 0;
     RecorderStats stats_;
 };
 

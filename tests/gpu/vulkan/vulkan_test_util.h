@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "gpu/device_tensor.h"
 #include "gpu/vulkan/command_recorder.h"
 #include "tensor/tensor.h"
 
@@ -24,6 +25,11 @@ inline std::shared_ptr<VulkanDevice> first_vulkan_device() {
         throw Error("this build has Vulkan kernels but the machine no device: " + d.unavailable +
                     " (install mesa-vulkan-drivers)");
     return VulkanDevice::open(d.devices[0].name);
+}
+
+// A stream (gpu/device_tensor.h) on this machine's first Vulkan device.
+inline std::shared_ptr<gpu::Stream> first_vulkan_stream(const gpu::StreamOptions& options = {}) {
+    return gpu::open_stream(first_vulkan_device()->name(), options);
 }
 
 // A device buffer holding `values`, uploaded by `rec` (before its next steps).

@@ -1,0 +1,56 @@
+// gpu/device_tensor.h on Vulkan.
+#include "gpu/device_tensor.h"
+
+#include "base/error.h"
+#include "gpu/device_ops.h"
+#include "gpu/vulkan/vulkan_stream.h"
+
+namespace sd::gpu {
+
+std::shared_ptr<Stream> open_stream(const std::string& name, const StreamOptions& options) {
+    return std::make_shared<Stream>(VulkanDevice::open(name), options);
+}
+
+const std::string& stream_device_name(const Stream& stream) {
+    return stream.name();
+}
+StreamStats stream_stats(const Stream& stream) {
+    return stream.stats();
+}
+void synchronize(Stream& stream) {
+    stream.submit();
+}
+
+std::shared_ptr<Stream> stream_of(const Tensor& t) {
+    if (!on_device(t)) return nullptr;
+    return t.storage()->allocation()->shared_stream();
+}
+
+Tensor to_device(const Tensor& t, Stream& stream) {
+    SD_CHECK(t.defined(), "to_device of an undefined tensor");
+    if (on_device(t)) {
+        SD_CHECK(&t.storage()->allocation()->stream() == &stream,
+                 "to_device: %s is on another stream (%s)", t.describe().c_str(),
+                 t.storage()->device_name().c_str());
+        return t;
+    }
+    SD_CHECK(!is_quantized(t.dtype()), "to_device: %s: block-quant tensors go as weights",
+             t.describe().c_str());
+    const Tensor host = t.contiguous();
+    Tensor out = stream.empty(host.shape(), host.dtype());
+    stream.recorder().upload(stream.buffer(out, "to_device"), host.data_ptr(), host.nbytes());
+    return out;
+}
+
+Tensor to_host(const Tensor& t) {
+    if (!on_device(t)) return t;
+    Stream& stream = t.storage()->allocation()->stream();
+    const Tensor packed = t.is_contiguous() ? t : on_device::contiguous(t);
+    Tensor out = Tensor::empty(t.shape(), t.dtype());
+    stream.recorder().download(stream.buffer(packed, "to_host"), out.data_ptr(), out.nbytes(),
+                               row_bytes(packed.dtype(), packed.offset()));
+    stream.submit();
+    return out;
+}
+
+}  // namespace sd::gpu
