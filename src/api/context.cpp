@@ -141,6 +141,7 @@ sd_ctx_t* create(const sd_ctx_params_t& p, const sd_ctx_ext_params_t& ext) {
     options.memory.residency = placement.residency;
     options.memory.keep_text_encoder = placement.keep_text_encoder;
     options.memory.keep_vae = placement.keep_vae;
+    options.devices = placement.devices;
     // sd_ctx_ext_params_t over model_args' compute_type / tokenizer_dir.
     const sd::api::EngineOptions own = sd::api::engine_options(placement, ext);
     // The context's own: applied to the generating thread only (ScopedComputeType).

@@ -70,18 +70,31 @@ std::string device_names() {
     return out;
 }
 
-void require_device(const std::string& name, const char* option) {
-    if (is_cpu_device(name)) return;
-    const std::string wanted = lower(trim(name));
-    for (const gpu::DeviceInfo& d : gpu::vulkan_devices().devices)
-        if (d.name == wanted)
-            fail(
-                "%s: %s (%s) is a Vulkan device; this version runs models on the CPU only "
-                "(its Vulkan kernels are not yet wired to the models): use cpu",
-                option, d.name.c_str(), d.description.c_str());
+[[noreturn]] void fail_unknown_device(const std::string& name, const char* option) {
     const std::string& no_vulkan = gpu::vulkan_devices().unavailable;
     fail("%s: device '%s' does not exist in this build (devices: %s%s%s)", option, name.c_str(),
          device_names().c_str(), no_vulkan.empty() ? "" : "; no Vulkan: ", no_vulkan.c_str());
+}
+
+// The device `name` names: "" for the CPU, "vulkanN" for a Vulkan device of this machine. A
+// Vulkan device asked for where there is no Vulkan (no loader, no device, a build without it)
+// is the CPU, said in one line; any other name is an error naming the devices there are.
+std::string device_of(const std::string& name, const char* option) {
+    if (is_cpu_device(name)) return "";
+    const std::string wanted = lower(trim(name));
+    for (const gpu::DeviceInfo& d : gpu::vulkan_devices().devices)
+        if (d.name == wanted) return d.name;
+    const std::string& no_vulkan = gpu::vulkan_devices().unavailable;
+    if (wanted.rfind("vulkan", 0) == 0 && !no_vulkan.empty()) {
+        SD_LOG_WARN("%s: %s: no Vulkan (%s); running on the CPU", option, wanted.c_str(),
+                    no_vulkan.c_str());
+        return "";
+    }
+    fail_unknown_device(name, option);
+}
+
+void require_device(const std::string& name, const char* option) {
+    (void)device_of(name, option);
 }
 
 // params_backend values: a device, or "disk" (weights stay in the file).
@@ -97,25 +110,28 @@ bool to_bool(const std::string& key, const std::string& v) {
     fail("model_args: '%s' takes true or false, not '%s'", key.c_str(), v.c_str());
 }
 
-void read_max_vram(const char* spec) {
+// max_vram's budget in bytes for the Vulkan devices (0: none; "-1" is the reference's auto,
+// which here is no limit); a CPU entry has no effect.
+uint64_t read_max_vram(const char* spec) {
+    uint64_t budget = 0;
     for (const SpecEntry& e : parse_spec(spec, "max_vram")) {
+        bool cpu = false;
         // A bare number applies to every device; "cpu=3.2" names one.
         std::string number = e.value;
         const size_t eq = number.find('=');
         if (e.component != "*" || eq != std::string::npos) {
             std::string device = e.component != "*" ? e.component : trim(number.substr(0, eq));
             if (e.component == "*") number = trim(number.substr(eq + 1));
-            require_device(device, "max_vram");
+            cpu = device_of(device, "max_vram").empty();
         }
         errno = 0;
         char* end = nullptr;
-        std::strtod(number.c_str(), &end);
+        const double gib = std::strtod(number.c_str(), &end);
         if (number.empty() || errno != 0 || *end != '\0')
             fail("max_vram: '%s' is not a number of GiB", number.c_str());
+        if (!cpu && gib > 0) budget = static_cast<uint64_t>(gib * double(uint64_t{1} << 30));
     }
-    if (spec && *spec)
-        SD_LOG_DEBUG("max_vram '%s': no effect on the CPU, whose weights stay in RAM or on disk",
-                     spec);
+    return budget;
 }
 
 enum class ArgKind { Bool, Count, ComputeType, Path, QwenZeroCondT };
@@ -234,7 +250,7 @@ std::vector<Device> list_devices() {
         {"CPU", strfmt("%s (%s, %d cores, %.1f GiB RAM)", cpu_model_name().c_str(),
                        isa_name(best_supported_isa()), f.physical_cores, ram_gib())}};
     for (const gpu::DeviceInfo& d : gpu::vulkan_devices().devices)
-        out.push_back({d.name, d.description + " (kernels only: models run on the CPU)"});
+        out.push_back({d.name, d.description});
     return out;
 }
 
@@ -269,10 +285,24 @@ std::vector<SpecEntry> parse_spec(const char* spec, const char* option) {
 Placement read_placement(const sd_ctx_params_t& p) {
     Placement out;
     for (const SpecEntry& e : parse_spec(p.backend, "backend")) {
-        require_device(e.value, "backend");
-        if (is_text_encoder(e.component)) out.keep_text_encoder = true;
-        if (e.component == "vae") out.keep_vae = true;
+        const std::string device = device_of(e.value, "backend");
+        const bool all = e.component == "*";
+        if (all || e.component == "diffusion") out.devices.diffusion = device;
+        if (all || e.component == "vae") out.devices.vae = device;
+        if (device.empty()) {
+            if (is_text_encoder(e.component)) out.keep_text_encoder = true;
+            if (e.component == "vae") out.keep_vae = true;
+        } else if (!all && e.component != "diffusion" && e.component != "vae") {
+            SD_LOG_WARN(
+                "backend: %s=%s: this version runs only the diffusion model and the VAE "
+                "on a device; the %s runs on the CPU",
+                e.component.c_str(), device.c_str(), e.component.c_str());
+        }
     }
+    if (!out.devices.diffusion.empty() || !out.devices.vae.empty())
+        SD_LOG_INFO("devices: diffusion model on %s, VAE on %s, text encoders on the CPU",
+                    out.devices.diffusion.empty() ? "the CPU" : out.devices.diffusion.c_str(),
+                    out.devices.vae.empty() ? "the CPU" : out.devices.vae.c_str());
     std::vector<std::string> on_disk;
     for (const SpecEntry& e : parse_spec(p.params_backend, "params_backend")) {
         if (is_disk(e.value, "params_backend")) {
@@ -287,13 +317,16 @@ Placement read_placement(const sd_ctx_params_t& p) {
     if (!on_disk.empty() && on_disk.front() != "*")
         SD_LOG_INFO("params_backend %s=disk: this build streams every network from disk",
                     on_disk.front().c_str());
-    read_max_vram(p.max_vram);
+    out.devices.weight_budget = read_max_vram(p.max_vram);
     read_model_args(p.model_args, out);
     return out;
 }
 
 Residency read_upscaler_placement(const char* backend, const char* params_backend) {
-    for (const SpecEntry& e : parse_spec(backend, "backend")) require_device(e.value, "backend");
+    for (const SpecEntry& e : parse_spec(backend, "backend"))
+        if (const std::string device = device_of(e.value, "backend"); !device.empty())
+            SD_LOG_WARN("backend: the upscaler runs on the CPU in this version, not on %s",
+                        device.c_str());
     Residency residency = Residency::Resident;
     for (const SpecEntry& e : parse_spec(params_backend, "params_backend")) {
         const bool disk = is_disk(e.value, "params_backend");

@@ -14,7 +14,7 @@
 namespace sd::api {
 
 // The devices of this build, as sd_list_devices names them: "CPU", then the Vulkan devices
-// (vulkan0, ...; listed, but models do not run on them yet).
+// (vulkan0, ...).
 struct Device {
     std::string name;
     std::string description;
@@ -38,6 +38,9 @@ std::vector<SpecEntry> parse_spec(const char* spec, const char* option);
 
 struct Placement {
     Residency residency = Residency::Resident;
+    // The devices of the diffusion model and the VAE (backend; keep_clip_on_cpu and
+    // keep_vae_on_cpu over it) and the weight budget on a device (max_vram).
+    DevicePlacement devices;
     bool keep_text_encoder = false;  // te placed explicitly on the CPU (--clip-on-cpu)
     bool keep_vae = false;           // vae placed explicitly on the CPU (--vae-on-cpu)
     // model_args' own keys (engine_options puts sd_ctx_ext_params_t over them).

@@ -2,6 +2,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "pipeline/device_placement.h"
 
 namespace sd {
 
@@ -129,6 +130,7 @@ LoadedModel load_model(const ModelFiles& files, const LoadOptions& options) {
     m.components.latent = d.family->latent;
     m.components.footprint = d.family->footprint;
     m.components.memory = options.memory;
+    place_on_devices(m.components, options.devices);
     return m;
 }
 

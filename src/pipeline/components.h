@@ -100,6 +100,9 @@ class DiffusionModel {
     virtual bool can_skip_layers() const { return false; }
     // The kind of network, for the step caches (--cache-mode): which modes apply to it.
     virtual CacheTarget cache_target() const { return CacheTarget::Unknown; }
+    // The family's own model, under a device placement's wrapper (pipeline/device_placement.h)
+    // where there is one.
+    virtual const DiffusionModel& unplaced() const { return *this; }
 };
 
 // A network that steers the diffusion model from a hint image (ControlNet). It follows the

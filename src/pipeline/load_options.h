@@ -2,6 +2,7 @@
 // conditioners they build read besides the model's files.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,14 @@ struct ChromaOptions {
     int t5_mask_pad = 1;   // chroma_t5_mask_pad: how many <pad>s the DiT still attends to
 };
 
+// The device each network runs on (empty: the CPU) and the bytes of weights a device keeps
+// (--backend, --max-vram; pipeline/device_placement.h).
+struct DevicePlacement {
+    std::string diffusion;       // "vulkan0": the diffusion model (and a ControlNet's residuals)
+    std::string vae;             // the latent codec
+    uint64_t weight_budget = 0;  // 0: no limit
+};
+
 // How the program was asked to load a model.
 struct LoadOptions {
     std::string tokenizer_dir;                 // --tokenizer-dir
@@ -31,6 +40,7 @@ struct LoadOptions {
     Prediction prediction = PREDICTION_COUNT;  // PREDICTION_COUNT: the model's own
     bool with_vae_encoder = true;              // img2img / inpaint need it
     MemoryPolicy memory;
+    DevicePlacement devices;
     ChromaOptions chroma;
     bool qwen_image_zero_cond_t = false;  // --model-args qwen_image_zero_cond_t (Edit-2511)
 };

@@ -5,6 +5,7 @@
 
 #include "base/cancel.h"
 #include "base/error.h"
+#include "gpu/device_tensor.h"
 #include "ops/ops.h"
 
 namespace sd {
@@ -51,7 +52,9 @@ Tensor decode_tiled(const TileDecoder& decode, const Tensor& z, int tile, float 
     for (int64_t y0 : ys) {
         for (int64_t x0 : xs) {
             cancellation_point();
-            Tensor part = decode(z.narrow(2, y0, th).narrow(3, x0, tw).contiguous());
+            // A latent on a device: each tile is decoded there and blended here.
+            const Tensor tile_z = z.narrow(2, y0, th).narrow(3, x0, tw);
+            const Tensor part = gpu::to_host(decode(permute_copy(tile_z, {0, 1, 2, 3})));
             if (!out.defined()) {
                 f = part.size(2) / th;
                 SD_CHECK(f >= 1 && part.size(2) == f * th && part.size(3) == f * tw,

@@ -61,7 +61,7 @@ TEST(Placement, MaxVramIsTextAndChecked) {
     EXPECT_NO_THROW(read_placement(params(nullptr, nullptr, "-0.75")));
     EXPECT_NO_THROW(read_placement(params(nullptr, nullptr, "cpu=3.2")));
     EXPECT_THROW(read_placement(params(nullptr, nullptr, "lots")), Error);
-    EXPECT_THROW(read_placement(params(nullptr, nullptr, "vulkan0=3.2")), Error);
+    EXPECT_NO_THROW(read_placement(params(nullptr, nullptr, "vulkan0=3.2")));
 }
 
 TEST(Placement, OnlyMissingDevicesAreErrors) {
@@ -73,7 +73,7 @@ TEST(Placement, OnlyMissingDevicesAreErrors) {
             << e.what();
         EXPECT_NE(std::string(e.what()).find("CPU"), std::string::npos) << e.what();
     }
-    EXPECT_THROW(read_placement(params("vulkan0", nullptr)), Error);
+    EXPECT_THROW(read_placement(params("metal0", nullptr)), Error);
     EXPECT_THROW(read_placement(params(nullptr, "gpu")), Error);
     EXPECT_THROW(read_placement(params("unet=cpu", nullptr)), Error);  // unknown component
     EXPECT_THROW(read_placement(params("te=", nullptr)), Error);
@@ -173,19 +173,30 @@ TEST(Placement, DevicesListTheCpuThenTheVulkanDevices) {
     EXPECT_FALSE(is_cpu_device("cuda0"));
 }
 
-TEST(Placement, AVulkanDeviceIsNamedAsNotRunningModelsYet) {
-    // vulkan0 exists where the machine has a Vulkan device (lavapipe in CI): refused naming
-    // it; where it does not, refused as any unknown device, with why there is no Vulkan.
+TEST(Placement, BackendPutsTheDiffusionModelAndTheVaeOnAVulkanDevice) {
+    // Where the machine has a Vulkan device (lavapipe in CI) it is used; where it has none, a
+    // Vulkan name runs on the CPU (said in one line), and any other name is refused.
+    const bool vulkan = !gpu::vulkan_devices().devices.empty();
+    const std::string dev = vulkan ? "vulkan0" : "";
+    Placement all = read_placement(params("vulkan0", nullptr, nullptr, nullptr));
+    EXPECT_EQ(all.devices.diffusion, dev);
+    EXPECT_EQ(all.devices.vae, dev);
+    EXPECT_EQ(all.devices.weight_budget, 0u);
+    Placement mixed =
+        read_placement(params("diffusion=Vulkan0,te=cpu,vae=cpu", nullptr, "0.5", nullptr));
+    EXPECT_EQ(mixed.devices.diffusion, dev);
+    EXPECT_EQ(mixed.devices.vae, "");
+    EXPECT_TRUE(mixed.keep_vae);
+    EXPECT_EQ(mixed.devices.weight_budget, vulkan ? (uint64_t{1} << 29) : 0u);
+    // A bare cpu after a device puts everything back.
+    EXPECT_EQ(read_placement(params("vulkan0,cpu", nullptr, nullptr, nullptr)).devices.vae, "");
     try {
-        read_placement(params("diffusion=vulkan0,te=cpu", nullptr, nullptr, nullptr));
-        ADD_FAILURE() << "vulkan0 accepted";
+        read_placement(params("diffusion=cuda0", nullptr, nullptr, nullptr));
+        ADD_FAILURE() << "cuda0 accepted";
     } catch (const Error& e) {
         const std::string m = e.what();
-        EXPECT_NE(m.find("backend: "), std::string::npos) << m;
-        if (!gpu::vulkan_devices().devices.empty())
-            EXPECT_NE(m.find("vulkan0 ("), std::string::npos) << m;
-        else
-            EXPECT_NE(m.find("no Vulkan: "), std::string::npos) << m;
+        EXPECT_NE(m.find("backend: device 'cuda0' does not exist"), std::string::npos) << m;
+        if (!vulkan) EXPECT_NE(m.find("no Vulkan: "), std::string::npos) << m;
     }
 }
 

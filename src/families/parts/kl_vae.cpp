@@ -3,13 +3,16 @@
 #include <algorithm>
 #include <cmath>
 
+#include "gpu/device_tensor.h"
 #include "pipeline/vae_tiling.h"
 
 namespace sd {
 
 Tensor KlVaeCodec::encode(const Tensor& image01, Rng& rng) const {
-    auto [mean, logvar] = vae_.encode(image01 * 2.0f + -1.0f);
-    if (!sample_posterior_) return mean;
+    auto [moments_mean, moments_logvar] = vae_.encode(image01 * 2.0f + -1.0f);
+    if (!sample_posterior_) return moments_mean;
+    // The posterior is drawn on the host (the encoder may have run on a device).
+    const Tensor mean = gpu::to_host(moments_mean), logvar = gpu::to_host(moments_logvar);
     std::vector<float> noise = rng.randn(static_cast<size_t>(mean.numel()));
     Tensor out = Tensor::empty(mean.shape());
     const float* mu = mean.data<float>();

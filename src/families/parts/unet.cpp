@@ -42,7 +42,7 @@ std::string widths(const std::vector<int64_t>& channels) {
 
 std::unique_ptr<ControlModel> load_control_net(const std::string& path, const ModelComponents& m,
                                                const MemoryPolicy& memory) {
-    const auto* unet = dynamic_cast<const UNetDiffusionModel*>(m.diffusion.get());
+    const auto* unet = dynamic_cast<const UNetDiffusionModel*>(&m.diffusion->unplaced());
     SD_CHECK(unet, "%s: a ControlNet needs a UNet model (SD 1.x, 2.x, XL), not %s", path.c_str(),
              m.family_name.c_str());
     ModelFiles files;

@@ -130,7 +130,6 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
     SD_CHECK(x.dim() == 4 && weight.dim() == 4 && x.size(1) == weight.size(1),
              "conv2d: x %s and weight %s do not fit", x.describe().c_str(),
              weight.describe().c_str());
-    if (options.winograd) SD_LOG_DEBUG("conv2d on %s: Winograd is a CPU path", s.name().c_str());
     const Tensor xp = packed(s, x, "conv2d");
     gpu::Conv2dShape shape{u32(x.size(0)),     u32(x.size(1)),      u32(x.size(2)),
                            u32(x.size(3)),     u32(weight.size(0)), u32(weight.size(2)),

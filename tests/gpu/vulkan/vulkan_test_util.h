@@ -2,11 +2,14 @@
 #pragma once
 
 #include <algorithm>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "base/error.h"
+#include "fixture_files.h"
 #include "gpu/device_tensor.h"
 #include "gpu/vulkan/command_recorder.h"
 #include "tensor/tensor.h"
@@ -30,6 +33,35 @@ inline std::shared_ptr<VulkanDevice> first_vulkan_device() {
 // A stream (gpu/device_tensor.h) on this machine's first Vulkan device.
 inline std::shared_ptr<gpu::Stream> first_vulkan_stream(const gpu::StreamOptions& options = {}) {
     return gpu::open_stream(first_vulkan_device()->name(), options);
+}
+
+// SD 1.5 as the fixtures' manifest has it, with the UNet at a tenth of its widths (every width
+// that is a multiple of 320 divided by 10; the 768-wide context kept, so 8 heads), written by
+// mkckpt.py in f16 to a temporary file; the UNet alone with unet_only.
+inline std::string tiny_sd15_checkpoint(bool unet_only) {
+    const std::string name = unet_only ? "tiny_sd15_unet" : "tiny_sd15";
+    const std::string manifest = temp_path(name + ".tsv"), out = temp_path(name + ".safetensors");
+    std::ifstream in(fixtures_dir() + "/manifests/sd15.tsv");
+    std::ofstream m(manifest);
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.empty() || line[0] == '#') continue;
+        const bool unet = line.rfind("model.diffusion_model.", 0) == 0;
+        if (unet_only && !unet) continue;
+        std::istringstream fields(line);
+        std::string name_field, dtype, dim;
+        fields >> name_field >> dtype;
+        m << name_field << '\t' << dtype;
+        while (fields >> dim) {
+            const long v = std::stol(dim);
+            m << '\t' << (unet && v % 320 == 0 ? v / 10 : v);
+        }
+        m << '\n';
+    }
+    m.close();
+    run_or_fail("/usr/bin/python3 " + fixtures_dir() + "/mkckpt.py " + manifest + " " + out +
+                " --dtype f16 --seed 5 > /dev/null");
+    return out;
 }
 
 // A device buffer holding `values`, uploaded by `rec` (before its next steps).

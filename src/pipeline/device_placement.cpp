@@ -1,0 +1,133 @@
+#include "pipeline/device_placement.h"
+
+#include <map>
+#include <memory>
+
+#include "base/log.h"
+#include "gpu/device_tensor.h"
+
+namespace sd {
+namespace {
+
+// What one call cost on the device: the stream's counters since the call began.
+class CallCost {
+  public:
+    explicit CallCost(const gpu::Stream& s) : stream_(s), start_(gpu::stream_stats(s)) {}
+    void log(const char* what) const {
+        const gpu::StreamStats now = gpu::stream_stats(stream_);
+        SD_LOG_DEBUG(
+            "%s on %s: %lld submissions, %lld dispatches, %lld bytes up (%lld of "
+            "weights), %lld bytes down; %lld bytes of device memory held",
+            what, gpu::stream_device_name(stream_).c_str(),
+            (long long)(now.submissions - start_.submissions),
+            (long long)(now.dispatches - start_.dispatches),
+            (long long)(now.bytes_uploaded - start_.bytes_uploaded),
+            (long long)(now.weight_bytes_uploaded - start_.weight_bytes_uploaded),
+            (long long)(now.bytes_downloaded - start_.bytes_downloaded),
+            (long long)now.device_bytes);
+    }
+
+  private:
+    const gpu::Stream& stream_;
+    gpu::StreamStats start_;
+};
+
+Tensor moved(const Tensor& t, gpu::Stream& s) {
+    return t.defined() ? gpu::to_device(t, s) : t;
+}
+
+class DeviceDiffusionModel final : public DiffusionModel {
+  public:
+    DeviceDiffusionModel(std::unique_ptr<DiffusionModel> model, std::shared_ptr<gpu::Stream> s)
+        : model_(std::move(model)), stream_(std::move(s)) {}
+
+    Tensor forward(const Tensor& x, const Tensor& timesteps, const Conditioning& c,
+                   const ControlSignal* control) const override {
+        gpu::Stream& s = *stream_;
+        const CallCost cost(s);
+        Conditioning on_device = c;
+        for (Tensor* t : {&on_device.context, &on_device.vector, &on_device.context_mask,
+                          &on_device.image_states, &on_device.control_video})
+            *t = moved(*t, s);
+        for (Tensor& r : on_device.ref_latents) r = moved(r, s);
+        ControlSignal residuals;
+        if (control) {
+            residuals.strength = control->strength;
+            for (const Tensor& r : control->residuals) residuals.residuals.push_back(moved(r, s));
+        }
+        const Tensor y = model_->forward(moved(x, s), moved(timesteps, s), on_device,
+                                         control ? &residuals : nullptr);
+        Tensor out = gpu::to_host(y);
+        cost.log("diffusion model call");
+        return out;
+    }
+    int64_t in_channels() const override { return model_->in_channels(); }
+    int64_t down_factor() const override { return model_->down_factor(); }
+    void release_weights() const override { model_->release_weights(); }
+    size_t weight_bytes() const override { return model_->weight_bytes(); }
+    bool can_skip_layers() const override { return model_->can_skip_layers(); }
+    CacheTarget cache_target() const override { return model_->cache_target(); }
+    const DiffusionModel& unplaced() const override { return *model_; }
+
+  private:
+    std::unique_ptr<DiffusionModel> model_;
+    std::shared_ptr<gpu::Stream> stream_;
+};
+
+class DeviceLatentCodec final : public LatentCodec {
+  public:
+    DeviceLatentCodec(std::unique_ptr<LatentCodec> codec, std::shared_ptr<gpu::Stream> s)
+        : codec_(std::move(codec)), stream_(std::move(s)) {}
+
+    Tensor encode(const Tensor& image01, Rng& rng) const override {
+        const CallCost cost(*stream_);
+        Tensor out = gpu::to_host(codec_->encode(moved(image01, *stream_), rng));
+        cost.log("VAE encode");
+        return out;
+    }
+    Tensor decode(const Tensor& latent, const VaeTiling& tiling) const override {
+        const CallCost cost(*stream_);
+        Tensor out = gpu::to_host(codec_->decode(moved(latent, *stream_), tiling));
+        cost.log("VAE decode");
+        return out;
+    }
+    bool has_encoder() const override { return codec_->has_encoder(); }
+    void release_weights() const override { codec_->release_weights(); }
+    size_t weight_bytes() const override { return codec_->weight_bytes(); }
+
+  private:
+    std::unique_ptr<LatentCodec> codec_;
+    std::shared_ptr<gpu::Stream> stream_;
+};
+
+}  // namespace
+
+void place_on_devices(ModelComponents& m, const DevicePlacement& placement) {
+    std::map<std::string, std::shared_ptr<gpu::Stream>> streams;  // one a device
+    auto stream = [&](const std::string& device) {
+        auto& s = streams[device];
+        if (!s) {
+            gpu::StreamOptions options;
+            options.weight_budget = placement.weight_budget;
+            s = gpu::open_stream(device, options);
+        }
+        return s;
+    };
+    if (!placement.diffusion.empty()) {
+        for (std::unique_ptr<DiffusionModel>* d : {&m.diffusion, &m.high_noise_diffusion}) {
+            if (*d)
+                *d = std::make_unique<DeviceDiffusionModel>(std::move(*d),
+                                                            stream(placement.diffusion));
+        }
+        SD_LOG_INFO("diffusion model on %s", placement.diffusion.c_str());
+    }
+    if (!placement.vae.empty() && m.codec) {
+        m.codec = std::make_unique<DeviceLatentCodec>(std::move(m.codec), stream(placement.vae));
+        SD_LOG_INFO("VAE on %s", placement.vae.c_str());
+    }
+    if (!streams.empty() && placement.weight_budget > 0)
+        SD_LOG_INFO("weights kept on a device: at most %.1f MiB, the rest uploaded per use",
+                    static_cast<double>(placement.weight_budget) / (1 << 20));
+}
+
+}  // namespace sd
