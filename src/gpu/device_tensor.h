@@ -34,7 +34,7 @@ struct StreamStats {
     int64_t dispatches = 0;
     int64_t bytes_uploaded = 0;  // all uploads: activations and weights
     int64_t bytes_downloaded = 0;
-    int64_t weight_bytes_uploaded = 0;
+    int64_t weight_bytes_uploaded = 0;  // weights and other host constants (Stream::constant)
     int64_t weight_bytes_resident = 0;
     int64_t device_bytes = 0;       // buffers held now (tensors, weights, the free pool)
     int64_t device_bytes_peak = 0;  // the most held at once
@@ -48,6 +48,10 @@ const std::string& stream_device_name(const Stream& stream);
 StreamStats stream_stats(const Stream& stream);
 // Submits what the stream recorded and waits for it.
 void synchronize(Stream& stream);
+// After an error part way through a network (out of device memory, a cancellation): submits
+// what was recorded, so the tensors and weights uploaded in it hold their values; when that
+// fails too (a lost device), the stream forgets its weights. Never throws.
+void settle(Stream& stream) noexcept;
 
 // A host tensor of a plain dtype copied into the stream's device memory (contiguous); a
 // tensor already there is returned as it is. Counted as an upload.

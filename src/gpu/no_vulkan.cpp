@@ -29,6 +29,7 @@ StreamStats stream_stats(const Stream&) {
 void synchronize(Stream&) {
     no_device();
 }
+void settle(Stream&) noexcept {}
 Tensor to_device(const Tensor&, Stream&) {
     no_device();
 }

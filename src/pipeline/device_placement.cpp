@@ -17,7 +17,7 @@ class CallCost {
         const gpu::StreamStats now = gpu::stream_stats(stream_);
         SD_LOG_DEBUG(
             "%s on %s: %lld submissions, %lld dispatches, %lld bytes up (%lld of "
-            "weights), %lld bytes down; %lld bytes of device memory held",
+            "weights and host constants), %lld bytes down; %lld bytes of device memory held",
             what, gpu::stream_device_name(stream_).c_str(),
             (long long)(now.submissions - start_.submissions),
             (long long)(now.dispatches - start_.dispatches),
@@ -36,6 +36,21 @@ Tensor moved(const Tensor& t, gpu::Stream& s) {
     return t.defined() ? gpu::to_device(t, s) : t;
 }
 
+// compute() on the stream; after an error part way (out of device memory, a lost device, a
+// cancellation) the stream is settled (gpu::settle) and the error propagates.
+template <class F>
+Tensor on_stream(gpu::Stream& s, const char* what, F compute) {
+    const CallCost cost(s);
+    try {
+        Tensor out = compute();
+        cost.log(what);
+        return out;
+    } catch (...) {
+        gpu::settle(s);
+        throw;
+    }
+}
+
 class DeviceDiffusionModel final : public DiffusionModel {
   public:
     DeviceDiffusionModel(std::unique_ptr<DiffusionModel> model, std::shared_ptr<gpu::Stream> s)
@@ -44,22 +59,24 @@ class DeviceDiffusionModel final : public DiffusionModel {
     Tensor forward(const Tensor& x, const Tensor& timesteps, const Conditioning& c,
                    const ControlSignal* control) const override {
         gpu::Stream& s = *stream_;
-        const CallCost cost(s);
-        Conditioning on_device = c;
-        for (Tensor* t : {&on_device.context, &on_device.vector, &on_device.context_mask,
-                          &on_device.image_states, &on_device.control_video})
-            *t = moved(*t, s);
-        for (Tensor& r : on_device.ref_latents) r = moved(r, s);
-        ControlSignal residuals;
-        if (control) {
-            residuals.strength = control->strength;
-            for (const Tensor& r : control->residuals) residuals.residuals.push_back(moved(r, s));
-        }
-        const Tensor y = model_->forward(moved(x, s), moved(timesteps, s), on_device,
-                                         control ? &residuals : nullptr);
-        Tensor out = gpu::to_host(y);
-        cost.log("diffusion model call");
-        return out;
+        return on_stream(s, "diffusion model call", [&] {
+            Conditioning on_device = c;
+            for (Tensor* t : {&on_device.context, &on_device.vector, &on_device.context_mask,
+                              &on_device.image_states, &on_device.control_video})
+                *t = moved(*t, s);
+            for (Tensor& r : on_device.ref_latents) r = moved(r, s);
+            ControlSignal residuals;
+            if (control) {
+                residuals.strength = control->strength;
+                for (const Tensor& r : control->residuals)
+                    residuals.residuals.push_back(moved(r, s));
+            }
+            // The timesteps stay on the host: their sinusoidal embedding and its small MLP run
+            // there, exactly as on the CPU, and join the device activations as an upload.
+            const Tensor y =
+                model_->forward(moved(x, s), timesteps, on_device, control ? &residuals : nullptr);
+            return gpu::to_host(y);
+        });
     }
     int64_t in_channels() const override { return model_->in_channels(); }
     int64_t down_factor() const override { return model_->down_factor(); }
@@ -80,16 +97,14 @@ class DeviceLatentCodec final : public LatentCodec {
         : codec_(std::move(codec)), stream_(std::move(s)) {}
 
     Tensor encode(const Tensor& image01, Rng& rng) const override {
-        const CallCost cost(*stream_);
-        Tensor out = gpu::to_host(codec_->encode(moved(image01, *stream_), rng));
-        cost.log("VAE encode");
-        return out;
+        return on_stream(*stream_, "VAE encode", [&] {
+            return gpu::to_host(codec_->encode(moved(image01, *stream_), rng));
+        });
     }
     Tensor decode(const Tensor& latent, const VaeTiling& tiling) const override {
-        const CallCost cost(*stream_);
-        Tensor out = gpu::to_host(codec_->decode(moved(latent, *stream_), tiling));
-        cost.log("VAE decode");
-        return out;
+        return on_stream(*stream_, "VAE decode", [&] {
+            return gpu::to_host(codec_->decode(moved(latent, *stream_), tiling));
+        });
     }
     bool has_encoder() const override { return codec_->has_encoder(); }
     void release_weights() const override { codec_->release_weights(); }

@@ -20,6 +20,9 @@ StreamStats stream_stats(const Stream& stream) {
 void synchronize(Stream& stream) {
     stream.submit();
 }
+void settle(Stream& stream) noexcept {
+    stream.settle();
+}
 
 std::shared_ptr<Stream> stream_of(const Tensor& t) {
     if (!on_device(t)) return nullptr;

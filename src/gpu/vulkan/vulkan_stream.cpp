@@ -174,6 +174,15 @@ void Stream::submit() {
     recorder_.submit();
 }
 
+void Stream::settle() noexcept {
+    try {
+        recorder_.submit();
+    } catch (...) {  // the recording is dropped: the weights uploaded in it never arrived
+        constants_.clear();
+        constant_bytes_ = 0;
+    }
+}
+
 StreamStats Stream::stats() const {
     const RecorderStats& r = recorder_.stats();
     StreamStats s;

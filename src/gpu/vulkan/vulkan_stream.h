@@ -59,6 +59,8 @@ class Stream : public std::enable_shared_from_this<Stream> {
     const VulkanBuffer& constant(const Tensor& host, bool as_f32);
 
     void submit();
+    // gpu::settle: submits what was recorded; on failure forgets the weights.
+    void settle() noexcept;
     StreamStats stats() const;
     void count_fallback() { ++fallbacks_; }
 

@@ -55,6 +55,21 @@ TEST(DeviceTensor, TheHostReadingADeviceTensorIsNamed) {
     EXPECT_THROW(add(dev, b), Error);
 }
 
+TEST(DeviceTensor, OutOfDeviceMemoryIsAnErrorAndTheStreamGoesOn) {
+    auto stream = test::first_vulkan_stream();
+    const Tensor x = gpu::to_device(Tensor::from_vector({4}, {1, 2, 3, 4}), *stream);
+    const Tensor one = gpu::to_device(Tensor::full({1}, 0.5f), *stream);
+    try {
+        (void)silu(one.expand({int64_t{1} << 20, int64_t{1} << 16}));  // 256 GiB out
+        FAIL() << "a 256 GiB result was allocated";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(gpu::stream_device_name(*stream)), std::string::npos)
+            << e.what();
+    }
+    gpu::settle(*stream);
+    EXPECT_EQ(gpu::to_host(x * 2.0f).to_vector(), (std::vector<float>{2, 4, 6, 8}));
+}
+
 // One op on host inputs and on the same inputs moved to the device.
 struct OpCase {
     std::string name;
