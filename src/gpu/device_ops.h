@@ -42,8 +42,12 @@ void add_scaled_into(const Tensor& a, const Tensor& b, float s, const Tensor& ou
 
 Tensor concat(const std::vector<Tensor>& parts, int dim);
 Tensor permute_copy(const Tensor& x, const std::vector<int>& order);
+Tensor pad2d(const Tensor& x, int64_t left, int64_t right, int64_t top, int64_t bottom,
+             float value);
+Tensor upsample_nearest2x(const Tensor& x);
 void copy_into(const Tensor& src, const Tensor& dst);
 Tensor contiguous(const Tensor& x);
+Tensor clone(const Tensor& x);  // a packed copy, always (Tensor::clone of a device tensor)
 
 // `op` computed on the host: the device inputs are brought over (a submission), `compute`
 // runs on host tensors, its result goes back to the inputs' device. Warns once per process

@@ -100,6 +100,15 @@ void copy_into(const Tensor&, const Tensor&) {
 Tensor contiguous(const Tensor&) {
     no_device();
 }
+Tensor clone(const Tensor&) {
+    no_device();
+}
+Tensor pad2d(const Tensor&, int64_t, int64_t, int64_t, int64_t, float) {
+    no_device();
+}
+Tensor upsample_nearest2x(const Tensor&) {
+    no_device();
+}
 Tensor run_on_host(const char*, const std::vector<Tensor>&,
                    const std::function<Tensor(const std::vector<Tensor>&)>&) {
     no_device();

@@ -185,9 +185,7 @@ Tensor permute_copy(const Tensor& x, const std::vector<int>& order) {
 
 Tensor upsample_nearest2x(const Tensor& x) {
     if (on_device::any({&x})) [[unlikely]]
-        return on_device::run_on_host("upsample_nearest2x", {x}, [](const std::vector<Tensor>& h) {
-            return upsample_nearest2x(h[0]);
-        });
+        return on_device::upsample_nearest2x(x);
     check_image(x, "upsample_nearest2x");
     const int64_t h = x.size(-2), w = x.size(-1);
     Shape shape = x.shape();
@@ -217,9 +215,7 @@ Tensor upsample_nearest2x(const Tensor& x) {
 Tensor pad2d(const Tensor& x, int64_t left, int64_t right, int64_t top, int64_t bottom,
              float value) {
     if (on_device::any({&x})) [[unlikely]]
-        return on_device::run_on_host("pad2d", {x}, [&](const std::vector<Tensor>& h) {
-            return pad2d(h[0], left, right, top, bottom, value);
-        });
+        return on_device::pad2d(x, left, right, top, bottom, value);
     check_image(x, "pad2d");
     const int64_t h = x.size(-2), w = x.size(-1);
     const int64_t ho = h + top + bottom, wo = w + left + right;

@@ -1,5 +1,6 @@
 #include "tensor/tensor.h"
 
+#include <atomic>
 #include <cstring>
 
 #include "base/error.h"
@@ -388,11 +389,22 @@ Tensor Tensor::contiguous() const {
     return clone();
 }
 
+namespace {
+std::atomic<DeviceCopyFn> device_copy{nullptr};
+}  // namespace
+
+void set_device_copy(DeviceCopyFn copy) {
+    device_copy.store(copy);
+}
+
 Tensor Tensor::clone() const {
     SD_CHECK(defined(), "clone of an undefined tensor");
-    SD_CHECK(device() == Device::CPU,
-             "copy of %s on %s: device tensors are copied by ops (permute_copy, copy_into)",
-             describe().c_str(), storage_->device_name().c_str());
+    if (device() != Device::CPU) {
+        const DeviceCopyFn copy = device_copy.load();
+        SD_CHECK(copy, "copy of %s on %s: no device layer", describe().c_str(),
+                 storage_->device_name().c_str());
+        return copy(*this);
+    }
     Tensor out = empty(shape_, dtype_);
     if (is_contiguous()) {
         std::memcpy(out.data_ptr(), data_ptr(), nbytes());

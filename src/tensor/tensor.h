@@ -100,6 +100,11 @@ class Tensor {
     int64_t offset_ = 0;
 };
 
+// How a tensor in a device's memory is copied (clone, contiguous): set by the device layer
+// when it opens a device (gpu::open_stream), since that layer sits above this one.
+using DeviceCopyFn = Tensor (*)(const Tensor&);
+void set_device_copy(DeviceCopyFn copy);
+
 // Row-major strides of a packed tensor of this shape.
 Strides contiguous_strides(const Shape& shape);
 

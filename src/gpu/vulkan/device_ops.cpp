@@ -45,11 +45,9 @@ void check_f32(const Tensor& t, const char* op, const char* what) {
              t.describe().c_str());
 }
 
-// Up to 4 dimensions: adjacent dimensions that are contiguous with each other are merged
-// first (a 5-d view of a packed tensor becomes 4-d).
-View4 view_of(const Tensor& t) {
-    Shape shape;
-    Strides strides;
+// t's dimensions with those of size 1 dropped and those contiguous with each other merged (a
+// 5-d view of a packed tensor becomes 1-d).
+void collapse(const Tensor& t, Shape& shape, Strides& strides) {
     for (int d = 0; d < t.dim(); ++d) {
         if (t.size(d) == 1) continue;
         if (shape.size() > 0 && strides[shape.size() - 1] == t.stride(d) * t.size(d)) {
@@ -60,7 +58,6 @@ View4 view_of(const Tensor& t) {
         shape.push_back(t.size(d));
         strides.push_back(t.stride(d));
     }
-    return gpu::view4(shape, strides, t.offset());
 }
 
 // The same view with t's dimensions kept (for broadcasting against another shape).
@@ -68,25 +65,61 @@ View4 view_as_is(const Tensor& t) {
     return gpu::view4(t.shape(), t.strides(), t.offset());
 }
 
+// Copies src into dst (one shape, any strides, f32): one dispatch when the two views fit in 4
+// dimensions once the dimensions contiguous in both are merged, else one a slice of the
+// outermost dimension (a 5-d patchify permutation: one dispatch a row of patches).
+void copy_view(Stream& s, const Tensor& src, const Tensor& dst, const char* op) {
+    Shape shape;
+    Strides from, to;
+    for (int d = 0; d < src.dim(); ++d) {
+        if (src.size(d) == 1) continue;
+        const int n = shape.size();
+        if (n > 0 && from[n - 1] == src.stride(d) * src.size(d) &&
+            to[n - 1] == dst.stride(d) * dst.size(d)) {
+            shape[n - 1] *= src.size(d);
+            from[n - 1] = src.stride(d);
+            to[n - 1] = dst.stride(d);
+            continue;
+        }
+        shape.push_back(src.size(d));
+        from.push_back(src.stride(d));
+        to.push_back(dst.stride(d));
+    }
+    if (shape.size() > 4) {
+        for (int64_t i = 0; i < src.size(0); ++i)
+            copy_view(s, src.select(0, i), dst.select(0, i), op);
+        return;
+    }
+    gpu::unary_into(s.recorder(), gpu::UnaryOp::Copy, s.buffer(src, op),
+                    gpu::view4(shape, from, src.offset()), s.buffer(dst, op),
+                    gpu::view4(shape, to, dst.offset()));
+}
+
+// A packed copy of a device tensor.
+Tensor packed_copy(Stream& s, const Tensor& t, const char* op) {
+    check_f32(t, op, "a strided input");
+    Tensor out = s.empty(t.shape());
+    copy_view(s, t, out, op);
+    return out;
+}
+
 // A packed device tensor with t's values starting at offset 0: t itself, or a copy.
 Tensor packed(Stream& s, const Tensor& t, const char* op) {
     s.buffer(t, op);
     if (t.is_contiguous() && t.offset() == 0) return t;
-    check_f32(t, op, "a strided input");
-    Tensor out = s.empty(t.shape());
-    gpu::unary(s.recorder(), gpu::UnaryOp::Copy, s.buffer(t, op), view_of(t), s.buffer(out, op));
-    return out;
+    return packed_copy(s, t, op);
 }
 
-// A host weight as the stream's constant, or a device tensor's buffer.
+// A host weight as the stream's constant, or a device tensor's buffer (a packed copy of a
+// strided one, held until the op ends: FLUX's modulation rows as a norm's scale and shift).
 const gpu::VulkanBuffer& weight_buffer(Stream& s, const Tensor& w, bool as_f32, const char* op) {
-    if (gpu::on_device(w)) {
-        SD_CHECK(w.is_contiguous() && w.offset() == 0 && (!as_f32 || w.dtype() == DType::F32),
-                 "%s on a device: weight %s must be packed%s", op, w.describe().c_str(),
-                 as_f32 ? " f32" : "");
-        return s.buffer(w, op);
-    }
-    return s.constant(w.contiguous(), as_f32);
+    if (!gpu::on_device(w)) return s.constant(w.contiguous(), as_f32);
+    SD_CHECK(!as_f32 || w.dtype() == DType::F32, "%s on a device: %s must be f32", op,
+             w.describe().c_str());
+    if (w.is_contiguous() && w.offset() == 0) return s.buffer(w, op);
+    const Tensor p = packed_copy(s, w, op);
+    s.keep_for_op(p);
+    return s.buffer(p, op);
 }
 
 const gpu::VulkanBuffer* optional_f32(Stream& s, const Tensor& t, const char* op) {
@@ -289,9 +322,13 @@ Tensor arith(Arith op, const Tensor& a, const Tensor& b) {
 Tensor pointwise(Pointwise op, const Tensor& x, float a, float b) {
     Stream& s = stream_for("pointwise op", {&x});
     check_f32(x, "pointwise op", "x");
+    Shape shape;
+    Strides strides;
+    collapse(x, shape, strides);
+    if (shape.size() > 4) return pointwise(op, packed_copy(s, x, "pointwise op"), a, b);
     Tensor y = s.empty(x.shape());
-    gpu::unary(s.recorder(), static_cast<gpu::UnaryOp>(op), s.buffer(x, "pointwise op"), view_of(x),
-               s.buffer(y, "pointwise op"), a, b);
+    gpu::unary(s.recorder(), static_cast<gpu::UnaryOp>(op), s.buffer(x, "pointwise op"),
+               gpu::view4(shape, strides, x.offset()), s.buffer(y, "pointwise op"), a, b);
     return y;
 }
 
@@ -312,8 +349,7 @@ void copy_into(const Tensor& src, const Tensor& dst) {
     check_f32(dst, "copy_into", "dst");
     SD_CHECK(src.shape() == dst.shape(), "copy_into: %s into %s", src.describe().c_str(),
              dst.describe().c_str());
-    gpu::unary_into(s.recorder(), gpu::UnaryOp::Copy, s.buffer(src, "copy_into"), view_as_is(src),
-                    s.buffer(dst, "copy_into"), view_as_is(dst));
+    copy_view(s, src, dst, "copy_into");
 }
 
 Tensor concat(const std::vector<Tensor>& parts, int dim) {
@@ -347,14 +383,59 @@ Tensor permute_copy(const Tensor& x, const std::vector<int>& order) {
     return on_device::contiguous(x.permute(order));
 }
 
+Tensor pad2d(const Tensor& x, int64_t left, int64_t right, int64_t top, int64_t bottom,
+             float value) {
+    Stream& s = stream_for("pad2d", {&x});
+    check_f32(x, "pad2d", "x");
+    SD_CHECK(x.dim() >= 2 && x.dim() <= 4, "pad2d of %s", x.describe().c_str());
+    const int64_t H = x.size(-2), W = x.size(-1), oh = H + top + bottom, ow = W + left + right;
+    SD_CHECK(oh > 0 && ow > 0, "pad2d of %s by (%lld, %lld, %lld, %lld) leaves nothing",
+             x.describe().c_str(), (long long)left, (long long)right, (long long)top,
+             (long long)bottom);
+    Shape shape = x.shape();
+    shape[shape.size() - 2] = oh;
+    shape[shape.size() - 1] = ow;
+    Tensor y = s.empty(shape);
+    // The fill: one value, read through a view of stride 0 everywhere.
+    gpu::View4 fill = gpu::contiguous_view4(shape);
+    for (uint32_t& stride : fill.strides) stride = 0;
+    gpu::unary_into(s.recorder(), gpu::UnaryOp::Copy, s.constant(Tensor::full({1}, value), true),
+                    fill, s.buffer(y, "pad2d"), gpu::contiguous_view4(shape));
+    // The kept part of x into its place (negative amounts crop).
+    const int64_t sy = std::max<int64_t>(0, -top), sx = std::max<int64_t>(0, -left);
+    const int64_t rows = H - sy - std::max<int64_t>(0, -bottom);
+    const int64_t cols = W - sx - std::max<int64_t>(0, -right);
+    if (rows > 0 && cols > 0)
+        copy_view(s, x.narrow(-2, sy, rows).narrow(-1, sx, cols),
+                  y.narrow(-2, std::max<int64_t>(0, top), rows)
+                      .narrow(-1, std::max<int64_t>(0, left), cols),
+                  "pad2d");
+    return y;
+}
+
+Tensor upsample_nearest2x(const Tensor& x) {
+    Stream& s = stream_for("upsample_nearest2x", {&x});
+    check_f32(x, "upsample_nearest2x", "x");
+    SD_CHECK(x.dim() >= 2, "upsample_nearest2x of %s", x.describe().c_str());
+    const int64_t H = x.size(-2), W = x.size(-1);
+    Shape shape = x.shape();
+    shape[shape.size() - 2] = 2 * H;
+    shape[shape.size() - 1] = 2 * W;
+    Tensor y = s.empty(shape);
+    // y viewed as [N, H, 2, W, 2] takes x (as [N, H, W]) repeated along the new dimensions.
+    const int64_t n = x.numel() / (H * W);
+    const Tensor src = packed(s, x, "upsample_nearest2x").view({n, H, 1, W, 1});
+    copy_view(s, src.expand({n, H, 2, W, 2}), y.view({n, H, 2, W, 2}), "upsample_nearest2x");
+    return y;
+}
+
 Tensor contiguous(const Tensor& x) {
     Stream& s = stream_for("contiguous", {&x});
-    if (x.is_contiguous()) return x;
-    check_f32(x, "contiguous", "x");
-    Tensor y = s.empty(x.shape());
-    gpu::unary(s.recorder(), gpu::UnaryOp::Copy, s.buffer(x, "contiguous"), view_of(x),
-               s.buffer(y, "contiguous"));
-    return y;
+    return x.is_contiguous() ? x : packed_copy(s, x, "contiguous");
+}
+
+Tensor clone(const Tensor& x) {
+    return packed_copy(stream_for("clone", {&x}), x, "clone");
 }
 
 Tensor run_on_host(const char* op, const std::vector<Tensor>& inputs,

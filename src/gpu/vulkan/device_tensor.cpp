@@ -8,6 +8,7 @@
 namespace sd::gpu {
 
 std::shared_ptr<Stream> open_stream(const std::string& name, const StreamOptions& options) {
+    set_device_copy([](const Tensor& t) { return on_device::clone(t); });
     return std::make_shared<Stream>(VulkanDevice::open(name), options);
 }
 

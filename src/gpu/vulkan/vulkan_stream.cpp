@@ -52,6 +52,7 @@ Stream::Stream(std::shared_ptr<VulkanDevice> device, const StreamOptions& option
 
 Stream::~Stream() {
     alive_.reset();  // buffers released from here on are freed, not pooled
+    op_buffers_.clear();
     constants_.clear();
     release_pool();
 }
@@ -111,7 +112,12 @@ VulkanBuffer& Stream::buffer(const Tensor& t, const char* op) const {
 
 void Stream::begin_op() {
     ++op_;
+    op_buffers_.clear();
     if (recorder_.staged_bytes() > kStagingLimit) recorder_.submit();
+}
+
+void Stream::keep_for_op(const Tensor& t) {
+    op_buffers_.push_back(t.storage()->allocation()->shared_buffer());
 }
 
 void Stream::evict_for(uint64_t bytes) {

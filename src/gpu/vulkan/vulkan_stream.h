@@ -13,6 +13,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "gpu/device_tensor.h"
 #include "gpu/vulkan/command_recorder.h"
@@ -27,6 +28,7 @@ class DeviceAllocation {
     Stream& stream() const { return *stream_; }
     const std::shared_ptr<Stream>& shared_stream() const { return stream_; }
     VulkanBuffer& buffer() const { return *buffer_; }
+    const std::shared_ptr<VulkanBuffer>& shared_buffer() const { return buffer_; }
 
   private:
     std::shared_ptr<Stream> stream_;        // declared first: outlives the buffer
@@ -50,9 +52,12 @@ class Stream : public std::enable_shared_from_this<Stream> {
     // one of another stream.
     VulkanBuffer& buffer(const Tensor& t, const char* op) const;
 
-    // Starts an op: the weights it asks for are kept until the next begin_op(), and a
-    // recording holding much staging memory is submitted first.
+    // Starts an op: the weights it asks for and the temporaries it keeps are held until the
+    // next begin_op(), and a recording holding much staging memory is submitted first.
     void begin_op();
+    // Holds a temporary device tensor's buffer until the op ends (a packed copy of a strided
+    // weight, bound by the op's dispatch but dropped before it is recorded).
+    void keep_for_op(const Tensor& t);
     // A host tensor (a weight, bias, mask, table) in device memory, uploaded on first use and
     // kept while the host tensor lives and the weight budget allows. as_f32 converts a plain
     // dtype to f32 (norm weights and biases); otherwise the bytes go as they are (any dtype).
@@ -94,6 +99,7 @@ class Stream : public std::enable_shared_from_this<Stream> {
     };
     std::unordered_map<ConstantKey, Constant, ConstantHash> constants_;
     uint64_t op_ = 1;
+    std::vector<std::shared_ptr<VulkanBuffer>> op_buffers_;
     int64_t constant_bytes_ = 0, weight_bytes_uploaded_ = 0, fallbacks_ = 0;
 };
 

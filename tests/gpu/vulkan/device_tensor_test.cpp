@@ -167,6 +167,15 @@ TEST(DeviceOps, EachOpMatchesTheHost) {
          [&](auto& in) {
              return permute_copy(in[0], {0, 2, 3, 1});
          }},
+        {"a 5-d permutation (patchify)",
+         {test::random_tensor({3, 4, 2, 6, 2}, 27)},
+         [&](auto& in) {
+             return permute_copy(in[0], {1, 3, 0, 2, 4});
+         }},
+        {"pad2d and crop",
+         {img},
+         [&](auto& in) { return pad2d(pad2d(in[0], 1, 2, 0, 3, 0.5f), -1, 0, -2, -1); }},
+        {"upsample_nearest2x", {img}, [&](auto& in) { return upsample_nearest2x(in[0]); }},
         {"attention of split heads, causal",
          {test::random_tensor({2, 9, 48}, 19), test::random_tensor({2, 9, 48}, 20),
           test::random_tensor({2, 9, 48}, 21)},
@@ -197,13 +206,12 @@ TEST(DeviceOps, EachOpMatchesTheHost) {
 
 TEST(DeviceOps, AnOpWithoutAKernelRunsOnTheHost) {
     auto stream = test::first_vulkan_stream();
-    const OpCase c{"pad2d", {test::random_tensor({1, 2, 4, 5}, 30)}, [](auto& in) {
-                       return pad2d(in[0], 1, 2, 0, 1, 0.5f);
-                   }};
+    const OpCase c{"matmul",
+                   {test::random_tensor({2, 3, 4}, 30), test::random_tensor({4, 5}, 31)},
+                   [](auto& in) { return matmul(in[0], in[1]); }};
     expect_same_on_device(c, *stream);
     EXPECT_EQ(gpu::stream_stats(*stream).cpu_fallbacks, 1);
 }
-
 TEST(DeviceOps, WeightsAreUploadedOnceWithinTheBudget) {
     const Tensor w1 = test::random_tensor({64, 64}, 40), w2 = test::random_tensor({64, 64}, 41);
     const int64_t bytes = 64 * 64 * 4;
