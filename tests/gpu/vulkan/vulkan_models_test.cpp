@@ -55,6 +55,35 @@ TEST(VulkanModels, Sd15UNetMatchesTheHost) {
         (long long)s.bytes_downloaded, (long long)s.device_bytes_peak);
 }
 
+// SDXL's layout at a fifth of its widths (64-channel heads: 1, 2 and 4 of them; 2 and 10
+// transformer blocks a level; label_emb on the 2816-wide vector).
+TEST(VulkanModels, SdxlUNetMatchesTheHost) {
+    ModelFiles files;
+    files.add(test::scaled_unet_checkpoint("sdxl", 5, /*unet_only=*/true), ModelRole::Checkpoint);
+    const UNet unet = UNet::load(Weights(files, "model.diffusion_model."));
+    ASSERT_EQ(unet.config().model_channels, 64);
+    ASSERT_EQ(unet.config().adm_in_channels, 2816);
+    const Tensor x = test::random_tensor({1, 4, 8, 16}, 3);
+    const Tensor t = Tensor::from_vector({1}, {500.0f});
+    const Tensor context = test::random_tensor({1, 5, 2048}, 4);
+    const Tensor y = test::random_tensor({1, 2816}, 5);
+    const Tensor want = unet.forward(x, t, context, y);
+
+    auto stream = test::first_vulkan_stream();
+    auto run = [&] {
+        return gpu::to_host(unet.forward(gpu::to_device(x, *stream), t,
+                                         gpu::to_device(context, *stream),
+                                         gpu::to_device(y, *stream)));
+    };
+    // The first pass uploads the weights (submitting every 256 MiB of staging); the next is
+    // one submission.
+    EXPECT_LE(test::compare(run(), want).max_abs, 2e-4 * max_abs(want));
+    const int64_t first = gpu::stream_stats(*stream).submissions;
+    EXPECT_LE(test::compare(run(), want).max_abs, 2e-4 * max_abs(want));
+    EXPECT_EQ(gpu::stream_stats(*stream).submissions - first, 1);
+    EXPECT_EQ(gpu::stream_stats(*stream).cpu_fallbacks, 0);
+}
+
 // FLUX.1-dev's layout at width 128 (models/tiny_flux.h): double and single blocks, RoPE on
 // the attention, QK RMS norms, modulation, an odd latent width padded to whole patches.
 TEST(VulkanModels, FluxMatchesTheHost) {

@@ -35,33 +35,40 @@ inline std::shared_ptr<gpu::Stream> first_vulkan_stream(const gpu::StreamOptions
     return gpu::open_stream(first_vulkan_device()->name(), options);
 }
 
-// SD 1.5 as the fixtures' manifest has it, with the UNet at a tenth of its widths (every width
-// that is a multiple of 320 divided by 10; the 768-wide context kept, so 8 heads), written by
-// mkckpt.py in f16 to a temporary file; the UNet alone with unet_only.
-inline std::string tiny_sd15_checkpoint(bool unet_only) {
-    const std::string name = unet_only ? "tiny_sd15_unet" : "tiny_sd15";
-    const std::string manifest = temp_path(name + ".tsv"), out = temp_path(name + ".safetensors");
-    std::ifstream in(fixtures_dir() + "/manifests/sd15.tsv");
-    std::ofstream m(manifest);
+// A UNet family's fixture manifest (sd15, sdxl) with the UNet's widths divided by `divisor`
+// (every width that is a multiple of 320; the text widths kept), written by mkckpt.py in f16
+// to a temporary file; the UNet alone with unet_only.
+inline std::string scaled_unet_checkpoint(const std::string& manifest, int divisor,
+                                          bool unet_only) {
+    const std::string name =
+        manifest + "_unet_div" + std::to_string(divisor) + (unet_only ? "_only" : "");
+    const std::string path = temp_path(name + ".tsv"), out = temp_path(name + ".safetensors");
+    std::ifstream in(fixtures_dir() + "/manifests/" + manifest + ".tsv");
+    std::ofstream m(path);
     std::string line;
     while (std::getline(in, line)) {
         if (line.empty() || line[0] == '#') continue;
         const bool unet = line.rfind("model.diffusion_model.", 0) == 0;
         if (unet_only && !unet) continue;
         std::istringstream fields(line);
-        std::string name_field, dtype, dim;
-        fields >> name_field >> dtype;
-        m << name_field << '\t' << dtype;
+        std::string tensor, dtype, dim;
+        fields >> tensor >> dtype;
+        m << tensor << '\t' << dtype;
         while (fields >> dim) {
             const long v = std::stol(dim);
-            m << '\t' << (unet && v % 320 == 0 ? v / 10 : v);
+            m << '\t' << (unet && v % 320 == 0 ? v / divisor : v);
         }
         m << '\n';
     }
     m.close();
-    run_or_fail("/usr/bin/python3 " + fixtures_dir() + "/mkckpt.py " + manifest + " " + out +
+    run_or_fail("/usr/bin/python3 " + fixtures_dir() + "/mkckpt.py " + path + " " + out +
                 " --dtype f16 --seed 5 > /dev/null");
     return out;
+}
+
+// SD 1.5 with its UNet at a tenth of its widths (the 768-wide context kept: 8 heads).
+inline std::string tiny_sd15_checkpoint(bool unet_only) {
+    return scaled_unet_checkpoint("sd15", 10, unet_only);
 }
 
 // A device buffer holding `values`, uploaded by `rec` (before its next steps).
