@@ -96,6 +96,7 @@ int run_model_bench(const ModelBenchOptions& o, double peak) {
     options.model_path = main_file;
     options.memory.residency = o.streamed ? Residency::Streamed : Residency::Resident;
     options.memory.compute = o.compute;
+    options.devices.diffusion = options.devices.vae = o.backend;
     LoadedModel loaded = load_model(files, options);
     if (!o.control_net.empty())
         loaded.components.control =
@@ -247,6 +248,16 @@ int run_model_bench(const ModelBenchOptions& o, double peak) {
                         100.0 * tae_s / decode_s);
     }
     std::printf("%-22s %10.3f s (%d steps + decode)\n", "whole generation", total, o.steps);
+    for (const auto& stream : model.device_streams) {
+        const gpu::StreamStats s = gpu::stream_stats(*stream);
+        std::printf(
+            "%-22s %10.1f MiB on %s (weights resident %.1f MiB; %lld submissions, %lld "
+            "dispatches, %.1f MiB up, %.1f MiB down in all)\n",
+            "device memory peak", double(s.device_bytes_peak) / (1 << 20),
+            gpu::stream_device_name(*stream).c_str(), double(s.weight_bytes_resident) / (1 << 20),
+            (long long)s.submissions, (long long)s.dispatches, double(s.bytes_uploaded) / (1 << 20),
+            double(s.bytes_downloaded) / (1 << 20));
+    }
     std::printf(
         "%-22s %10.1f MiB (whole generation %.1f MiB, VAE decode alone %.1f MiB, "
         "RSS now %.1f MiB)\n",

@@ -32,6 +32,9 @@ struct ModelBenchOptions {
     lora_apply_mode_t lora_mode = LORA_APPLY_AUTO;
     std::string control_net;  // --control-net: a ControlNet runs with each pass (its own row)
     ComputeType compute = ComputeType::Auto;  // --compute-type
+    // A device ("vulkan0", sd-bench-vulkan --model): the diffusion model and the VAE run there
+    // and the figures are against that device's peak.
+    std::string backend;
 };
 
 int run_model_bench(const ModelBenchOptions& options, double peak_gflops);

@@ -5,6 +5,11 @@
 // they are the kernels' real standing.
 //
 //   sd-bench-vulkan [--device vulkanN] [--quick]
+//   sd-bench-vulkan [--device vulkanN] --model FILE | --diffusion-model FILE --vae FILE ...
+//                   [-W 512] [-H 512] [--steps 3] [--cfg-scale 7] [--no-decode]
+// The second form is sd-bench --model with the diffusion model and the VAE on the device:
+// seconds per pass, per sampling step and for the decode, GFLOP/s against the device's
+// measured peak, the device memory peak (bench/vulkan_models.sh runs it on the fixtures).
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -16,6 +21,7 @@
 #include "base/error.h"
 #include "gpu/vulkan/vulkan_ops.h"
 #include "gpu/vulkan/vulkan_shaders.h"
+#include "model_bench.h"
 #include "tensor/quant.h"
 
 namespace sd::gpu {
@@ -80,16 +86,43 @@ void report(const char* what, double flops, double seconds, double peak) {
                 100.0 * gflops / peak);
 }
 
+// The --model form's arguments into `model`; false for another argument.
+bool model_argument(const std::string& a, const std::function<std::string()>& value,
+                    bench::ModelBenchOptions& model) {
+    if (a == "--model") return model.model = value(), true;
+    if (a == "--diffusion-model") return model.diffusion_model = value(), true;
+    if (a == "--vae") return model.vae = value(), true;
+    if (a == "--clip_l") return model.clip_l = value(), true;
+    if (a == "--clip_g") return model.clip_g = value(), true;
+    if (a == "--t5xxl") return model.t5xxl = value(), true;
+    if (a == "--tokenizer-dir") return model.tokenizer_dir = value(), true;
+    if (a == "-W" || a == "--width") return model.width = std::atoi(value().c_str()), true;
+    if (a == "-H" || a == "--height") return model.height = std::atoi(value().c_str()), true;
+    if (a == "--steps") return model.steps = std::atoi(value().c_str()), true;
+    if (a == "--cfg-scale") return model.cfg_scale = std::strtof(value().c_str(), nullptr), true;
+    if (a == "--no-decode") return model.decode = false, true;
+    return false;
+}
+
 int run(int argc, char** argv) {
     std::string name;
     bool quick = false;
+    bench::ModelBenchOptions model;
     for (int i = 1; i < argc; ++i) {
-        if (!std::strcmp(argv[i], "--device") && i + 1 < argc)
-            name = argv[++i];
-        else if (!std::strcmp(argv[i], "--quick"))
+        const std::string a = argv[i];
+        auto value = [&]() -> std::string {
+            SD_CHECK(i + 1 < argc, "%s needs a value", a.c_str());
+            return argv[++i];
+        };
+        if (a == "--device")
+            name = value();
+        else if (a == "--quick")
             quick = true;
-        else
-            fail("unknown argument '%s' (sd-bench-vulkan [--device vulkanN] [--quick])", argv[i]);
+        else if (!model_argument(a, value, model))
+            fail(
+                "unknown argument '%s' (sd-bench-vulkan [--device vulkanN] [--quick] | "
+                "[--device vulkanN] --model FILE [-W N] [-H N] [--steps N] ...)",
+                argv[i]);
     }
     const DeviceList& devices = vulkan_devices();
     if (devices.devices.empty()) fail("no Vulkan device: %s", devices.unavailable.c_str());
@@ -101,6 +134,10 @@ int run(int argc, char** argv) {
     CommandRecorder rec(device);
     const double peak = peak_gflops(rec, quick);
     std::printf("measured FP32 FMA peak: %.1f GFLOP/s\n\n", peak);
+    if (!model.model.empty() || !model.diffusion_model.empty()) {
+        model.backend = device->name();
+        return bench::run_model_bench(model, peak);
+    }
     std::printf("| %-44s | %9s | %9s | %6s |\n| --- | ---: | ---: | ---: |\n", "kernel", "ms",
                 "GFLOP/s", "peak");
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu/device_tensor.h"
 #include "image/image_io.h"
 #include "nn/rope.h"
 #include "nn/weights.h"
@@ -233,6 +234,9 @@ struct ModelComponents {
     AysTable ays_table = AysTable::Sd15;
     ActivationFootprint footprint;  // the family's (set by load_model)
     MemoryPolicy memory;            // the context's (set by load_model)
+    // The devices the diffusion model and codec run on (pipeline/device_placement.h), for
+    // their figures (gpu::stream_stats); empty on the CPU.
+    std::vector<std::shared_ptr<gpu::Stream>> device_streams;
 };
 
 }  // namespace sd

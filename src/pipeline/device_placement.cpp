@@ -140,6 +140,7 @@ void place_on_devices(ModelComponents& m, const DevicePlacement& placement) {
         m.codec = std::make_unique<DeviceLatentCodec>(std::move(m.codec), stream(placement.vae));
         SD_LOG_INFO("VAE on %s", placement.vae.c_str());
     }
+    for (const auto& [name, s] : streams) m.device_streams.push_back(s);
     if (!streams.empty() && placement.weight_budget > 0)
         SD_LOG_INFO("weights kept on a device: at most %.1f MiB, the rest uploaded per use",
                     static_cast<double>(placement.weight_budget) / (1 << 20));

@@ -13,6 +13,7 @@
 #include "gpu/vulkan/vulkan_ops.h"
 #include "gpu/vulkan/vulkan_stream.h"
 #include "ops/elementwise.h"
+#include "ops/flop_counter.h"
 
 namespace sd::on_device {
 namespace {
@@ -151,6 +152,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     gpu::LinearShape shape{u32(x.numel() / x.size(-1)), u32(weight.size(0)), u32(weight.size(1))};
     shape.weight = weight.dtype();
     const gpu::VulkanBuffer& w = weight_buffer(s, weight, false, "linear");
+    count_flops(2.0 * shape.M * shape.N * shape.K);
     gpu::linear(s.recorder(), s.buffer(xp, "linear"), w, optional_f32(s, bias, "linear"),
                 s.buffer(y, "linear"), shape);
     return y;
@@ -177,6 +179,7 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias,
     shape.weight = weight.dtype();
     Tensor y = s.empty({x.size(0), weight.size(0), shape.out_h(), shape.out_w()});
     const gpu::VulkanBuffer& w = weight_buffer(s, weight, false, "conv2d");
+    count_flops(2.0 * y.numel() * shape.channels * shape.kernel_h * shape.kernel_w);
     gpu::conv2d(s.recorder(), s.buffer(xp, "conv2d"), w, optional_f32(s, bias, "conv2d"),
                 s.buffer(y, "conv2d"), shape);
     return y;
@@ -288,6 +291,7 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor
         mask_view = gpu::broadcast_view4(
             gpu::on_device(m) ? view_as_is(m) : gpu::contiguous_view4(m.shape()), target);
     }
+    count_flops(2.0 * shape.batch * shape.heads * shape.lq * shape.lk * (shape.d + shape.dv));
     gpu::attention(s.recorder(), shape, s.buffer(qr, "attention"), view_as_is(qr),
                    s.buffer(kr, "attention"), view_as_is(kr), s.buffer(v, "attention"),
                    view_as_is(v), mask_buffer, mask_view, s.buffer(out, "attention"));

@@ -124,7 +124,7 @@ void Stream::evict_for(uint64_t bytes) {
     // Drop the constants whose host tensor is gone, then the least recently used ones until
     // `bytes` more fit the budget; those the current op uses stay.
     for (auto it = constants_.begin(); it != constants_.end();) {
-        if (it->second.storage.expired()) {
+        if (it->second.storage.expired() && it->second.last_use != op_) {
             constant_bytes_ -= static_cast<int64_t>(it->first.bytes);
             it = constants_.erase(it);
         } else {
