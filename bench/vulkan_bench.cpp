@@ -145,12 +145,26 @@ int run(int argc, char** argv) {
     // weight dtypes the models ship in.
     const uint32_t m = quick ? 1024 : 4096, n = 1280, k = 320;
     VulkanBuffer x = filled(rec, size_t(m) * k * 4, 0x3b), y = filled(rec, size_t(m) * n * 4, 0);
-    for (DType dtype : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_K}) {
-        if (k % block_size(dtype)) continue;
-        VulkanBuffer w = weight_rows(rec, dtype, n, k);
-        const double t = timed(rec, [&] { linear(rec, x, w, nullptr, y, {m, n, k, 0, 0, dtype}); });
-        report(strfmt("linear %u x %u x %u, %s weight", m, n, k, dtype_name(dtype)).c_str(),
-               2.0 * m * n * k, t, peak);
+    // Both blockings where the device runs both; it uses device_blocking()'s.
+    using shaders::Blocking;
+    std::vector<Blocking> blockings = {Blocking::Tiled};
+    if (device->subgroup_size() >= 8) blockings.push_back(Blocking::Lanes);
+    const auto blocking_name = [&](Blocking blocking) {
+        const char* name = blocking == Blocking::Lanes ? "lanes" : "tiled";
+        return strfmt("%s%s", name, blocking == device_blocking(*device) ? ", used" : "");
+    };
+    for (Blocking kernel : blockings) {
+        for (DType dtype : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_K}) {
+            if (k % block_size(dtype)) continue;
+            VulkanBuffer w = weight_rows(rec, dtype, n, k);
+            LinearShape shape{m, n, k, 0, 0, dtype};
+            shape.blocking = kernel;
+            const double t = timed(rec, [&] { linear(rec, x, w, nullptr, y, shape); });
+            report(strfmt("linear %u x %u x %u, %s weight (%s)", m, n, k, dtype_name(dtype),
+                          blocking_name(kernel).c_str())
+                       .c_str(),
+                   2.0 * m * n * k, t, peak);
+        }
     }
     // conv2d: the UNet's 320-channel 3x3 at 64x64 (32x32 with --quick).
     const uint32_t hw = quick ? 32 : 64, c = 320;
@@ -160,9 +174,14 @@ int run(int argc, char** argv) {
     Conv2dShape cs{1, c, hw, hw, c, 3, 3};
     cs.pad_h = cs.pad_w = 1;
     cs.weight = DType::F16;
-    const double tc = timed(rec, [&] { conv2d(rec, cx, cw, nullptr, cy, cs); });
-    report(strfmt("conv2d 3x3 %u -> %u at %ux%u, f16 weight", c, c, hw, hw).c_str(),
-           2.0 * c * c * 9 * hw * hw, tc, peak);
+    for (Blocking kernel : blockings) {
+        cs.blocking = kernel;
+        const double tc = timed(rec, [&] { conv2d(rec, cx, cw, nullptr, cy, cs); });
+        report(strfmt("conv2d 3x3 %u -> %u at %ux%u, f16 (%s)", c, c, hw, hw,
+                      blocking_name(kernel).c_str())
+                   .c_str(),
+               2.0 * c * c * 9 * hw * hw, tc, peak);
+    }
     // Attention: SD 1.5's first self-attention (8 heads of 40, 4096 tokens; 1024 with --quick)
     // and a DiT's (24 heads of 128, 1024 tokens).
     struct Att {
@@ -172,11 +191,16 @@ int run(int argc, char** argv) {
         const size_t bytes = size_t(a.heads) * a.l * a.d * 4;
         VulkanBuffer q = filled(rec, bytes, 0x3b), o = filled(rec, bytes, 0);
         const View4 v = contiguous_view4({1, a.heads, a.l, a.d});
-        const double t = timed(rec, [&] {
-            attention(rec, {1, a.heads, a.l, a.l, a.d, a.d}, q, v, q, v, q, v, nullptr, View4{}, o);
-        });
-        report(strfmt("attention %u heads x %u tokens x %u", a.heads, a.l, a.d).c_str(),
-               4.0 * a.heads * double(a.l) * a.l * a.d, t, peak);
+        for (Blocking blocking : blockings) {
+            AttentionShape shape{1, a.heads, a.l, a.l, a.d, a.d};
+            shape.blocking = blocking;
+            const double t =
+                timed(rec, [&] { attention(rec, shape, q, v, q, v, q, v, nullptr, View4{}, o); });
+            report(strfmt("attention %u heads x %u tokens x %u (%s)", a.heads, a.l, a.d,
+                          blocking_name(blocking).c_str())
+                       .c_str(),
+                   4.0 * a.heads * double(a.l) * a.l * a.d, t, peak);
+        }
     }
     const RecorderStats& st = rec.stats();
     std::printf("\n%lld submissions, %lld dispatches, %.1f MiB uploaded\n",

@@ -63,6 +63,8 @@ void load_instance_functions(VkInstance instance, VulkanInstanceFunctions& out) 
     SD_CHECK(out.name, "Vulkan: the loader has no %s", #name);
     SD_VULKAN_INSTANCE_FUNCTIONS(SD_VULKAN_LOAD)
 #undef SD_VULKAN_LOAD
+    out.vkGetPhysicalDeviceProperties2 = reinterpret_cast<PFN_vkGetPhysicalDeviceProperties2>(
+        loader->get_instance_proc_addr(instance, "vkGetPhysicalDeviceProperties2"));
 }
 
 void load_device_functions(const VulkanInstanceFunctions& vk, VkDevice device,

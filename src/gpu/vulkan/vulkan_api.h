@@ -67,6 +67,8 @@ namespace sd::gpu {
 struct VulkanInstanceFunctions {
 #define SD_VULKAN_MEMBER(name) PFN_##name name = nullptr;
     SD_VULKAN_INSTANCE_FUNCTIONS(SD_VULKAN_MEMBER)
+    // Vulkan 1.1, null on a 1.0 instance (the subgroup properties then stay unknown).
+    PFN_vkGetPhysicalDeviceProperties2 vkGetPhysicalDeviceProperties2 = nullptr;
 };
 struct VulkanDeviceFunctions {
     SD_VULKAN_DEVICE_FUNCTIONS(SD_VULKAN_MEMBER)

@@ -181,6 +181,20 @@ std::shared_ptr<VulkanDevice> VulkanDevice::open(const std::string& name) {
     VkPhysicalDeviceProperties props;
     in->vk.vkGetPhysicalDeviceProperties(pd, &props);
     d->limits_ = props.limits;
+    d->cpu_ = props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+    if (in->vk.vkGetPhysicalDeviceProperties2 && props.apiVersion >= VK_API_VERSION_1_1) {
+        VkPhysicalDeviceSubgroupProperties subgroup{};
+        subgroup.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES;
+        VkPhysicalDeviceProperties2 props2{};
+        props2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+        props2.pNext = &subgroup;
+        in->vk.vkGetPhysicalDeviceProperties2(pd, &props2);
+        const VkSubgroupFeatureFlags needed =
+            VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
+        if ((subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+            (subgroup.supportedOperations & needed) == needed)
+            d->subgroup_size_ = subgroup.subgroupSize;
+    }
     d->queue_family_ = static_cast<uint32_t>(compute_queue_family(*in, pd));
 
     const float priority = 1.0f;

@@ -36,6 +36,11 @@ class VulkanDevice {
     VkQueue queue() const { return queue_; }
     uint32_t queue_family() const { return queue_family_; }
     const VkPhysicalDeviceLimits& limits() const { return limits_; }
+    // A CPU-class device (lavapipe, SwiftShader): its invocations are SIMD lanes of CPU
+    // cores, which shared memory and barriers slow down rather than speed up.
+    bool cpu() const { return cpu_; }
+    // Lanes of a compute subgroup with shuffles (basic and shuffle operations); 0 without.
+    uint32_t subgroup_size() const { return subgroup_size_; }
 
     // A memory type index allowed by type_bits: device-local first, or host-visible and
     // coherent when `host` is set. Throws sd::Error naming the device when there is none.
@@ -52,6 +57,8 @@ class VulkanDevice {
     VkPhysicalDevice physical_ = VK_NULL_HANDLE;
     VkPhysicalDeviceMemoryProperties memory_{};
     VkPhysicalDeviceLimits limits_{};
+    bool cpu_ = false;
+    uint32_t subgroup_size_ = 0;
     VkDevice device_ = VK_NULL_HANDLE;
     VulkanDeviceFunctions vk_;
     VkQueue queue_ = VK_NULL_HANDLE;

@@ -33,11 +33,40 @@ const ShaderSpec& gemm_shader(const ShaderSpec* spec, const char* op, DType weig
     return *spec;
 }
 
+// The workgroup grid covering an M x N output with the kernel's tiles.
+void dispatch_gemm(CommandRecorder& rec, const ShaderSpec& spec, shaders::Blocking blocking,
+                   std::initializer_list<const VulkanBuffer*> buffers, const void* params,
+                   uint32_t params_bytes, uint64_t m, uint32_t n) {
+    const shaders::GemmTile tile = shaders::gemm_tile(blocking);
+    const uint64_t gy = (m + tile.rows - 1) / tile.rows;
+    SD_CHECK(gy <= rec.device().limits().maxComputeWorkGroupCount[1],
+             "Vulkan linear / conv2d: %llu rows need %llu workgroups, %s allows %u",
+             static_cast<unsigned long long>(m), static_cast<unsigned long long>(gy),
+             rec.device().label().c_str(), rec.device().limits().maxComputeWorkGroupCount[1]);
+    rec.dispatch(rec.device().kernel(spec), buffers, params, params_bytes,
+                 (n + tile.cols - 1) / tile.cols, uint32_t(gy));
+}
+
 }  // namespace
+
+shaders::Blocking device_blocking(const VulkanDevice& device) {
+    return device.cpu() && device.subgroup_size() >= 8 ? shaders::Blocking::Lanes
+                                                       : shaders::Blocking::Tiled;
+}
+
+shaders::Blocking blocking_for(const VulkanDevice& device, std::optional<shaders::Blocking> asked) {
+    if (!asked) return device_blocking(device);
+    SD_CHECK(*asked != shaders::Blocking::Lanes || device.subgroup_size() >= 8,
+             "Vulkan: the lanes shaders need subgroups of 8 lanes with shuffles, %s has %u",
+             device.label().c_str(), device.subgroup_size());
+    return *asked;
+}
 
 void linear(CommandRecorder& rec, const VulkanBuffer& x, const VulkanBuffer& w,
             const VulkanBuffer* bias, VulkanBuffer& y, LinearShape s) {
-    const ShaderSpec& spec = gemm_shader(shaders::linear(s.weight), "linear", s.weight, s.K);
+    const shaders::Blocking blocking = blocking_for(rec.device(), s.blocking);
+    const ShaderSpec& spec =
+        gemm_shader(shaders::linear(s.weight, blocking), "linear", s.weight, s.K);
     if (s.x_stride == 0) s.x_stride = s.K;
     if (s.y_stride == 0) s.y_stride = s.N;
     SD_CHECK(s.x_stride >= s.K && s.y_stride >= s.N,
@@ -55,8 +84,8 @@ void linear(CommandRecorder& rec, const VulkanBuffer& x, const VulkanBuffer& w,
     const shaders::LinearParams params{
         s.M, s.N, s.K, s.x_stride, s.y_stride, bias ? 1u : 0u, static_cast<uint32_t>(w_row_bytes)};
     // Without a bias the weight is bound in its place and never read.
-    rec.dispatch(rec.device().kernel(spec), {&x, &w, bias ? bias : &w, &y}, &params, sizeof(params),
-                 (s.N + 63) / 64, (s.M + 63) / 64);
+    dispatch_gemm(rec, spec, blocking, {&x, &w, bias ? bias : &w, &y}, &params, sizeof(params), s.M,
+                  s.N);
 }
 
 uint32_t Conv2dShape::out_h() const {
@@ -72,7 +101,9 @@ uint32_t Conv2dShape::out_w() const {
 void conv2d(CommandRecorder& rec, const VulkanBuffer& x, const VulkanBuffer& w,
             const VulkanBuffer* bias, VulkanBuffer& y, const Conv2dShape& s) {
     const uint64_t k = uint64_t(s.channels) * s.kernel_h * s.kernel_w;
-    const ShaderSpec& spec = gemm_shader(shaders::conv2d(s.weight), "conv2d", s.weight, k);
+    const shaders::Blocking blocking = blocking_for(rec.device(), s.blocking);
+    const ShaderSpec& spec =
+        gemm_shader(shaders::conv2d(s.weight, blocking), "conv2d", s.weight, k);
     SD_CHECK(s.stride_h > 0 && s.stride_w > 0 && s.kernel_h > 0 && s.kernel_w > 0,
              "Vulkan conv2d: a kernel %u x %u with stride %u x %u", s.kernel_h, s.kernel_w,
              s.stride_h, s.stride_w);
@@ -116,8 +147,8 @@ void conv2d(CommandRecorder& rec, const VulkanBuffer& x, const VulkanBuffer& w,
     params.upsample2x = s.upsample2x ? 1 : 0;
     params.leaky_relu = s.leaky_relu ? 1 : 0;
     params.negative_slope = s.negative_slope;
-    rec.dispatch(rec.device().kernel(spec), {&x, &w, bias ? bias : &w, &y}, &params, sizeof(params),
-                 (s.out_channels + 63) / 64, uint32_t((m + 63) / 64));
+    dispatch_gemm(rec, spec, blocking, {&x, &w, bias ? bias : &w, &y}, &params, sizeof(params), m,
+                  s.out_channels);
 }
 
 namespace {
@@ -352,7 +383,7 @@ void attention(CommandRecorder& rec, const AttentionShape& s, const VulkanBuffer
                const View4& qv, const VulkanBuffer& k, const View4& kv, const VulkanBuffer& v,
                const View4& vv, const VulkanBuffer* mask, const View4& mask_view,
                VulkanBuffer& out) {
-    const ShaderSpec* spec = shaders::attention(s.d, s.dv);
+    const ShaderSpec* spec = shaders::attention(s.d, s.dv, blocking_for(rec.device(), s.blocking));
     SD_CHECK(spec, "Vulkan attention: heads of %u are wider than its 512", s.d);
     const auto expect = [](const View4& view, const uint32_t(&shape)[4], const char* what) {
         for (int d = 0; d < 4; ++d)

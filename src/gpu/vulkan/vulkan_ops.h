@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "gpu/vulkan/command_recorder.h"
+#include "gpu/vulkan/vulkan_shaders.h"
 #include "tensor/dtype.h"
 #include "tensor/tensor.h"
 
@@ -16,11 +18,19 @@ namespace sd::gpu {
 // values of `weight` (f32, f16, bf16, q8_0, q4_0, q4_K, q5_K, q6_K: block-quant rows as GGUF
 // stores them, dequantised in the shader). bias may be null. Throws sd::Error naming what is
 // wrong for another dtype, a K that is not whole blocks, or a buffer too small for the sizes.
+// The blocking a device runs best: Lanes on a CPU-class device with subgroups of 8 lanes or
+// more (the lanes shaders shuffle across 8), else Tiled.
+shaders::Blocking device_blocking(const VulkanDevice& device);
+// `asked`, or the device's where unset. Throws sd::Error naming the device for Lanes on a
+// device without such subgroups.
+shaders::Blocking blocking_for(const VulkanDevice& device, std::optional<shaders::Blocking> asked);
+
 struct LinearShape {
     uint32_t M, N, K;
     uint32_t x_stride = 0;  // 0: K
     uint32_t y_stride = 0;  // 0: N
     DType weight = DType::F32;
+    std::optional<shaders::Blocking> blocking;  // unset: the device's (device_blocking())
 };
 void linear(CommandRecorder& rec, const VulkanBuffer& x, const VulkanBuffer& w,
             const VulkanBuffer* bias, VulkanBuffer& y, LinearShape shape);
@@ -38,6 +48,7 @@ struct Conv2dShape {
     bool leaky_relu = false;
     float negative_slope = 0.01f;
     DType weight = DType::F32;
+    std::optional<shaders::Blocking> blocking;  // unset: the device's (device_blocking())
     uint32_t out_h() const;
     uint32_t out_w() const;
 };
@@ -121,6 +132,7 @@ struct AttentionShape {
     uint32_t batch, heads, lq, lk, d, dv;
     float scale = 0.0f;
     bool causal = false;
+    std::optional<shaders::Blocking> blocking;  // unset: the device's (device_blocking())
 };
 void attention(CommandRecorder& rec, const AttentionShape& shape, const VulkanBuffer& q,
                const View4& qv, const VulkanBuffer& k, const View4& kv, const VulkanBuffer& v,

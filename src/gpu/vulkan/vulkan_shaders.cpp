@@ -19,7 +19,10 @@
     X(q4_K, Q4_K)          \
     X(q5_K, Q5_K)          \
     X(q6_K, Q6_K)
-#define SD_GEMM_SPIRV(name, dtype) SD_EMBEDDED_SPIRV(linear_##name) SD_EMBEDDED_SPIRV(conv2d_##name)
+#define SD_GEMM_SPIRV(name, dtype)           \
+    SD_EMBEDDED_SPIRV(linear_##name)         \
+    SD_EMBEDDED_SPIRV(linear_##name##_lanes) \
+    SD_EMBEDDED_SPIRV(conv2d_##name) SD_EMBEDDED_SPIRV(conv2d_##name##_lanes)
 SD_GEMM_WEIGHTS(SD_GEMM_SPIRV)
 SD_EMBEDDED_SPIRV(unary)
 SD_EMBEDDED_SPIRV(rope)
@@ -27,16 +30,25 @@ SD_EMBEDDED_SPIRV(peak_fma)
 SD_EMBEDDED_SPIRV(binary)
 SD_EMBEDDED_SPIRV(norm)
 SD_EMBEDDED_SPIRV(attention_d128)
+SD_EMBEDDED_SPIRV(attention_d128_lanes)
 SD_EMBEDDED_SPIRV(attention_d512)
+SD_EMBEDDED_SPIRV(attention_d512_lanes)
 
 namespace sd::gpu::shaders {
 
-const ShaderSpec* linear(DType weight) {
-#define SD_LINEAR_CASE(name, dtype)                                             \
-    case DType::dtype: {                                                        \
-        static const ShaderSpec spec{"linear_" #name, spirv_linear_##name(), 4, \
-                                     sizeof(LinearParams)};                     \
-        return &spec;                                                           \
+GemmTile gemm_tile(Blocking blocking) {
+    // gemm_lanes.glsl: 64 lanes of ROWS = 16 rows by NR = 32 columns.
+    return blocking == Blocking::Lanes ? GemmTile{512, 32} : GemmTile{64, 64};
+}
+
+const ShaderSpec* linear(DType weight, Blocking blocking) {
+#define SD_LINEAR_CASE(name, dtype)                                                               \
+    case DType::dtype: {                                                                          \
+        static const ShaderSpec tiled{"linear_" #name, spirv_linear_##name(), 4,                  \
+                                      sizeof(LinearParams)};                                      \
+        static const ShaderSpec lanes{"linear_" #name "_lanes", spirv_linear_##name##_lanes(), 4, \
+                                      sizeof(LinearParams)};                                      \
+        return blocking == Blocking::Lanes ? &lanes : &tiled;                                     \
     }
     switch (weight) {
         SD_GEMM_WEIGHTS(SD_LINEAR_CASE)
@@ -46,12 +58,14 @@ const ShaderSpec* linear(DType weight) {
 #undef SD_LINEAR_CASE
 }
 
-const ShaderSpec* conv2d(DType weight) {
-#define SD_CONV2D_CASE(name, dtype)                                             \
-    case DType::dtype: {                                                        \
-        static const ShaderSpec spec{"conv2d_" #name, spirv_conv2d_##name(), 4, \
-                                     sizeof(Conv2dParams)};                     \
-        return &spec;                                                           \
+const ShaderSpec* conv2d(DType weight, Blocking blocking) {
+#define SD_CONV2D_CASE(name, dtype)                                                               \
+    case DType::dtype: {                                                                          \
+        static const ShaderSpec tiled{"conv2d_" #name, spirv_conv2d_##name(), 4,                  \
+                                      sizeof(Conv2dParams)};                                      \
+        static const ShaderSpec lanes{"conv2d_" #name "_lanes", spirv_conv2d_##name##_lanes(), 4, \
+                                      sizeof(Conv2dParams)};                                      \
+        return blocking == Blocking::Lanes ? &lanes : &tiled;                                     \
     }
     switch (weight) {
         SD_GEMM_WEIGHTS(SD_CONV2D_CASE)
@@ -86,13 +100,18 @@ const ShaderSpec& norm() {
     return spec;
 }
 
-const ShaderSpec* attention(uint32_t d, uint32_t dv) {
+const ShaderSpec* attention(uint32_t d, uint32_t dv, Blocking blocking) {
+    const bool lanes = blocking == Blocking::Lanes;
     static const ShaderSpec d128{"attention_d128", spirv_attention_d128(), 5,
                                  sizeof(AttentionParams)};
+    static const ShaderSpec d128_lanes{"attention_d128_lanes", spirv_attention_d128_lanes(), 5,
+                                       sizeof(AttentionParams)};
     static const ShaderSpec d512{"attention_d512", spirv_attention_d512(), 5,
                                  sizeof(AttentionParams)};
-    if (d <= 128 && dv <= 128) return &d128;
-    if (d <= 512) return &d512;
+    static const ShaderSpec d512_lanes{"attention_d512_lanes", spirv_attention_d512_lanes(), 5,
+                                       sizeof(AttentionParams)};
+    if (d <= 128 && dv <= 128) return lanes ? &d128_lanes : &d128;
+    if (d <= 512) return lanes ? &d512_lanes : &d512;
     return nullptr;
 }
 

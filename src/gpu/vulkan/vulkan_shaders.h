@@ -7,6 +7,18 @@
 
 namespace sd::gpu::shaders {
 
+// How the GEMM and attention shaders block their work; each is built both ways.
+enum class Blocking {
+    Tiled,  // operands staged in shared memory by the workgroup (GPUs)
+    Lanes,  // read in place, no shared memory, no barrier (CPU-class devices: SD_LANES)
+};
+// The outputs of y a GEMM workgroup computes: 64 x 64 tiled (gemm_tiled.glsl), 1024 rows x 32
+// columns in lanes (gemm_lanes.glsl).
+struct GemmTile {
+    uint32_t rows, cols;
+};
+GemmTile gemm_tile(Blocking blocking);
+
 // shaders/linear_DTYPE.comp (linear_op.glsl over gemm_common.glsl): x [M, K] f32 (row
 // stride), w [N, K] of the dtype (rows of w_row_bytes), bias [N] f32, y [M, N] f32 (row
 // stride).
@@ -15,7 +27,7 @@ struct LinearParams {
 };
 // The shader of a weight dtype: f32, f16, bf16, q8_0, q4_0, q4_K, q5_K, q6_K; nullptr for
 // the others.
-const ShaderSpec* linear(DType weight);
+const ShaderSpec* linear(DType weight, Blocking blocking);
 
 // shaders/conv2d_DTYPE.comp (conv2d_op.glsl over gemm_common.glsl): x [B, C, H, W], w
 // [O, C, KH, KW] of the dtype, bias [O], y [B, O, OH, OW]; the same weight dtypes as linear.
@@ -24,7 +36,7 @@ struct Conv2dParams {
         pad_w, upsample2x, leaky_relu;
     float negative_slope;
 };
-const ShaderSpec* conv2d(DType weight);
+const ShaderSpec* conv2d(DType weight, Blocking blocking);
 
 // shaders/unary.comp: y = op(x) between strided 4-d views of one shape; a, b the op's scalars.
 struct UnaryParams {
@@ -64,7 +76,7 @@ struct AttentionParams {
 };
 // The attention shader for q/k rows of d and v rows of dv: d128 where both are at most 128,
 // d512 (several dispatches for dv > 128) where d is at most 512, nullptr past that.
-const ShaderSpec* attention(uint32_t d, uint32_t dv);
+const ShaderSpec* attention(uint32_t d, uint32_t dv, Blocking blocking);
 
 // shaders/peak_fma.comp: FMA chains in registers (the device's FP32 peak, for benchmarks).
 struct PeakParams {

@@ -17,8 +17,10 @@ namespace sd::gpu {
 namespace {
 
 // Runs attention on the device for q, k, v of any strides (views over their storages).
+using shaders::Blocking;
+
 Tensor run_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
-                     bool causal) {
+                     bool causal, Blocking blocking) {
     CommandRecorder rec(test::first_vulkan_device());
     const auto whole = [&](const Tensor& t) {
         return test::device_buffer_of(
@@ -38,6 +40,7 @@ Tensor run_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Te
     AttentionShape s{uint32_t(q.size(0)), uint32_t(q.size(1)), uint32_t(q.size(2)),
                      uint32_t(k.size(2)), uint32_t(q.size(3)), uint32_t(v.size(3))};
     s.causal = causal;
+    s.blocking = blocking;
     attention(rec, s, qb, view4(q.shape(), q.strides(), q.offset()), kb,
               view4(k.shape(), k.strides(), k.offset()), vb,
               view4(v.shape(), v.strides(), v.offset()), mb.get(), mv, ob);
@@ -58,37 +61,43 @@ TEST(VulkanAttention, HeadWidthsOfTheFamiliesMatchRef) {
         {1, 3, 100, 100, 128, 128}, {1, 2, 70, 33, 160, 160}, {1, 1, 96, 96, 512, 512},
         {1, 2, 5, 9, 32, 48},       {1, 2, 40, 50, 64, 300},  {1, 1, 9, 9, 130, 20}};
     uint32_t seed = 60;
-    for (const Case& c : cases) {
-        const Tensor q = heads_view(c.b, c.h, c.lq, c.d, seed++);
-        const Tensor k = heads_view(c.b, c.h, c.lk, c.d, seed++);
-        const Tensor v = heads_view(c.b, c.h, c.lk, c.dv, seed++);
-        if (c.h > 1) ASSERT_FALSE(q.is_contiguous());
-        test::expect_close(run_attention(q, k, v, Tensor(), false),
-                           ref::scaled_dot_product_attention(q, k, v), 2e-6, 1e-5,
-                           q.describe() + " x " + k.describe());
+    for (Blocking blocking : test::device_blockings()) {
+        for (const Case& c : cases) {
+            const Tensor q = heads_view(c.b, c.h, c.lq, c.d, seed++);
+            const Tensor k = heads_view(c.b, c.h, c.lk, c.d, seed++);
+            const Tensor v = heads_view(c.b, c.h, c.lk, c.dv, seed++);
+            if (c.h > 1) ASSERT_FALSE(q.is_contiguous());
+            test::expect_close(run_attention(q, k, v, Tensor(), false, blocking),
+                               ref::scaled_dot_product_attention(q, k, v), 2e-6, 1e-5,
+                               q.describe() + " x " + k.describe() +
+                                   (blocking == Blocking::Lanes ? " lanes" : " tiled"));
+        }
     }
 }
 
 TEST(VulkanAttention, CausalAndMaskedMatchRef) {
-    const Tensor q = test::random_tensor({1, 2, 70, 64}, 80);
-    const Tensor k = test::random_tensor({1, 2, 90, 64}, 81);
-    const Tensor v = test::random_tensor({1, 2, 90, 64}, 82);
-    AttentionOptions causal;
-    causal.causal = true;
-    test::expect_close(run_attention(q, k, v, Tensor(), true),
-                       ref::scaled_dot_product_attention(q, k, v, Tensor(), causal), 2e-6, 1e-5,
-                       "causal");
+    for (Blocking blocking : test::device_blockings()) {
+        const std::string name = blocking == Blocking::Lanes ? " lanes" : " tiled";
+        const Tensor q = test::random_tensor({1, 2, 70, 64}, 80);
+        const Tensor k = test::random_tensor({1, 2, 90, 64}, 81);
+        const Tensor v = test::random_tensor({1, 2, 90, 64}, 82);
+        AttentionOptions causal;
+        causal.causal = true;
+        test::expect_close(run_attention(q, k, v, Tensor(), true, blocking),
+                           ref::scaled_dot_product_attention(q, k, v, Tensor(), causal), 2e-6, 1e-5,
+                           "causal" + name);
 
-    // [1, 1, Lq, Lk], broadcast over batch and heads: a -inf band, and query 3 fully masked.
-    Tensor mask = test::random_tensor({1, 1, 70, 90}, 83, -2.0f, 2.0f);
-    float* m = mask.data<float>();
-    for (int64_t i = 0; i < 70; ++i)
-        for (int64_t j = 0; j < 90; ++j)
-            if ((i + j) % 7 == 0 || i == 3) m[i * 90 + j] = -INFINITY;
-    const Tensor want = ref::scaled_dot_product_attention(q, k, v, mask);
-    const Tensor got = run_attention(q, k, v, mask, false);
-    test::expect_close(got, want, 2e-6, 1e-5, "masked");
-    for (int64_t c = 0; c < 64; ++c) EXPECT_EQ(got.data<float>()[3 * 64 + c], 0.0f);
+        // [1, 1, Lq, Lk], broadcast over batch and heads: a -inf band, and query 3 fully masked.
+        Tensor mask = test::random_tensor({1, 1, 70, 90}, 83, -2.0f, 2.0f);
+        float* m = mask.data<float>();
+        for (int64_t i = 0; i < 70; ++i)
+            for (int64_t j = 0; j < 90; ++j)
+                if ((i + j) % 7 == 0 || i == 3) m[i * 90 + j] = -INFINITY;
+        const Tensor want = ref::scaled_dot_product_attention(q, k, v, mask);
+        const Tensor got = run_attention(q, k, v, mask, false, blocking);
+        test::expect_close(got, want, 2e-6, 1e-5, "masked" + name);
+        for (int64_t c = 0; c < 64; ++c) EXPECT_EQ(got.data<float>()[3 * 64 + c], 0.0f) << name;
+    }
 }
 
 TEST(VulkanAttention, MisfitShapesAreNamed) {

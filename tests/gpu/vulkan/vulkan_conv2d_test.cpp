@@ -35,45 +35,50 @@ TEST(VulkanConv2d, MatchesRef) {
         {1, 256, 4, 4, 8, 1, 1, 0, false, false, true, DType::Q4_K},
     };
     uint32_t seed = 90;
-    for (const Case& c : cases) {
-        const Tensor x = test::random_tensor({c.batch, c.channels, c.h, c.w}, seed++);
-        // The weight as its file has it: [O, C * KH * KW] rows (a block-quant tensor cannot be
-        // viewed 4-d); the reference gets it dequantised, viewed [O, C, KH, KW].
-        const Tensor w =
-            test::random_weight(c.out_channels, c.channels * c.kernel * c.kernel, c.weight, seed++);
-        const Tensor b = c.bias ? test::random_tensor({c.out_channels}, seed++) : Tensor();
-        Conv2dOptions o;
-        o.stride_h = o.stride_w = c.stride;
-        o.pad_h = o.pad_w = c.pad;
-        o.upsample2x = c.upsample2x;
-        o.leaky_relu = c.leaky_relu;
-        o.negative_slope = 0.2f;
-        const Tensor w_f32 =
-            test::dequantized(w).view({c.out_channels, c.channels, c.kernel, c.kernel});
-        const Tensor want = ref::conv2d(x, w_f32, b, o);
+    for (shaders::Blocking kernel : test::device_blockings()) {
+        for (const Case& c : cases) {
+            const Tensor x = test::random_tensor({c.batch, c.channels, c.h, c.w}, seed++);
+            // The weight as its file has it: [O, C * KH * KW] rows (a block-quant tensor cannot be
+            // viewed 4-d); the reference gets it dequantised, viewed [O, C, KH, KW].
+            const Tensor w = test::random_weight(c.out_channels, c.channels * c.kernel * c.kernel,
+                                                 c.weight, seed++);
+            const Tensor b = c.bias ? test::random_tensor({c.out_channels}, seed++) : Tensor();
+            Conv2dOptions o;
+            o.stride_h = o.stride_w = c.stride;
+            o.pad_h = o.pad_w = c.pad;
+            o.upsample2x = c.upsample2x;
+            o.leaky_relu = c.leaky_relu;
+            o.negative_slope = 0.2f;
+            const Tensor w_f32 =
+                test::dequantized(w).view({c.out_channels, c.channels, c.kernel, c.kernel});
+            const Tensor want = ref::conv2d(x, w_f32, b, o);
 
-        CommandRecorder rec(device);
-        VulkanBuffer xb = test::device_buffer_of(rec, x.to_vector());
-        VulkanBuffer wb(device, w.nbytes(), VulkanBuffer::Memory::Device);
-        rec.upload(wb, w.data_ptr(), w.nbytes());
-        VulkanBuffer bb =
-            test::device_buffer_of(rec, c.bias ? b.to_vector() : std::vector<float>{});
-        VulkanBuffer yb = test::device_floats(rec, want.numel());
-        Conv2dShape s{uint32_t(c.batch), uint32_t(c.channels),     uint32_t(c.h),
-                      uint32_t(c.w),     uint32_t(c.out_channels), uint32_t(c.kernel),
-                      uint32_t(c.kernel)};
-        s.stride_h = s.stride_w = uint32_t(c.stride);
-        s.pad_h = s.pad_w = uint32_t(c.pad);
-        s.upsample2x = c.upsample2x;
-        s.leaky_relu = c.leaky_relu;
-        s.negative_slope = 0.2f;
-        s.weight = c.weight;
-        ASSERT_EQ(int64_t(s.out_h()), want.size(2));
-        ASSERT_EQ(int64_t(s.out_w()), want.size(3));
-        conv2d(rec, xb, wb, c.bias ? &bb : nullptr, yb, s);
-        const int64_t k = c.channels * c.kernel * c.kernel;
-        test::expect_close(test::read_back(rec, yb, want.shape()), want, 2e-6 * double(k), 1e-5,
-                           x.describe() + " * " + w_f32.describe() + " " + dtype_name(c.weight));
+            CommandRecorder rec(device);
+            VulkanBuffer xb = test::device_buffer_of(rec, x.to_vector());
+            VulkanBuffer wb(device, w.nbytes(), VulkanBuffer::Memory::Device);
+            rec.upload(wb, w.data_ptr(), w.nbytes());
+            VulkanBuffer bb =
+                test::device_buffer_of(rec, c.bias ? b.to_vector() : std::vector<float>{});
+            VulkanBuffer yb = test::device_floats(rec, want.numel());
+            Conv2dShape s{uint32_t(c.batch), uint32_t(c.channels),     uint32_t(c.h),
+                          uint32_t(c.w),     uint32_t(c.out_channels), uint32_t(c.kernel),
+                          uint32_t(c.kernel)};
+            s.stride_h = s.stride_w = uint32_t(c.stride);
+            s.pad_h = s.pad_w = uint32_t(c.pad);
+            s.upsample2x = c.upsample2x;
+            s.leaky_relu = c.leaky_relu;
+            s.negative_slope = 0.2f;
+            s.weight = c.weight;
+            s.blocking = kernel;
+            ASSERT_EQ(int64_t(s.out_h()), want.size(2));
+            ASSERT_EQ(int64_t(s.out_w()), want.size(3));
+            conv2d(rec, xb, wb, c.bias ? &bb : nullptr, yb, s);
+            const int64_t k = c.channels * c.kernel * c.kernel;
+            test::expect_close(test::read_back(rec, yb, want.shape()), want, 2e-6 * double(k), 1e-5,
+                               x.describe() + " * " + w_f32.describe() + " " +
+                                   dtype_name(c.weight) +
+                                   (kernel == shaders::Blocking::Lanes ? " lanes" : " tiled"));
+        }
     }
 }
 

@@ -1,6 +1,6 @@
-// The Vulkan linear kernel (shaders/linear_f32.comp) against ref::linear on this
-// machine's first Vulkan device (Mesa's lavapipe in CI): odd sizes on every tile edge, with and
-// without bias, strided rows in and out.
+// The Vulkan linear kernels (shaders/linear_DTYPE.comp in both blockings, gemm_tiled.glsl and
+// gemm_lanes.glsl) against ref::linear on this machine's first Vulkan device (Mesa's lavapipe
+// in CI): odd sizes on every tile edge, with and without bias, strided rows in and out.
 //
 // Tolerance: the shader sums K f32 products with fma in k order, the reference in double;
 // values in [-1, 1] keep the difference within 2e-6 * K absolute plus 1e-5 relative.
@@ -19,38 +19,48 @@
 namespace sd::gpu {
 namespace {
 
+using shaders::Blocking;
+
+const char* kernel_name(Blocking kernel) {
+    return kernel == Blocking::Lanes ? "lanes" : "tiled";
+}
+
 double atol_for(int64_t k) {
     return 2e-6 * static_cast<double>(std::max<int64_t>(k, 1));
 }
 
 TEST(VulkanLinear, MatchesRefOnOddSizes) {
     auto device = test::first_vulkan_device();
-    const int64_t sizes[] = {1, 3, 16, 63, 64, 65, 100};
+    const int64_t sizes[] = {1, 3, 8, 9, 63, 64, 65, 100, 129};
     uint32_t seed = 1;
-    for (int64_t m : sizes) {
-        for (int64_t n : sizes) {
-            for (int64_t k : {int64_t(1), int64_t(15), int64_t(17), int64_t(130)}) {
-                const bool with_bias = seed % 2;
-                const Tensor x = test::random_tensor({m, k}, seed++);
-                const Tensor w = test::random_tensor({n, k}, seed++);
-                const Tensor b = with_bias ? test::random_tensor({n}, seed++) : Tensor();
-                const Tensor want = ref::linear(x, w, b);
+    for (Blocking kernel : test::device_blockings()) {
+        for (int64_t m : sizes) {
+            for (int64_t n : sizes) {
+                for (int64_t k : {int64_t(1), int64_t(15), int64_t(17), int64_t(130)}) {
+                    const bool with_bias = seed % 2;
+                    const Tensor x = test::random_tensor({m, k}, seed++);
+                    const Tensor w = test::random_tensor({n, k}, seed++);
+                    const Tensor b = with_bias ? test::random_tensor({n}, seed++) : Tensor();
+                    const Tensor want = ref::linear(x, w, b);
 
-                CommandRecorder rec(device);
-                VulkanBuffer xb = test::device_buffer_of(rec, x.to_vector());
-                VulkanBuffer wb = test::device_buffer_of(rec, w.to_vector());
-                VulkanBuffer bb =
-                    test::device_buffer_of(rec, with_bias ? b.to_vector() : std::vector<float>(1));
-                VulkanBuffer yb(device, size_t(m * n) * sizeof(float),
-                                VulkanBuffer::Memory::Device);
-                linear(rec, xb, wb, with_bias ? &bb : nullptr, yb,
-                       {uint32_t(m), uint32_t(n), uint32_t(k)});
-                Tensor got = Tensor::empty({m, n});
-                rec.download(yb, got.data<float>(), size_t(m * n) * sizeof(float));
-                rec.submit();
-                test::expect_close(got, want, atol_for(k), 1e-5,
-                                   "M=" + std::to_string(m) + " N=" + std::to_string(n) +
-                                       " K=" + std::to_string(k) + (with_bias ? " bias" : ""));
+                    CommandRecorder rec(device);
+                    VulkanBuffer xb = test::device_buffer_of(rec, x.to_vector());
+                    VulkanBuffer wb = test::device_buffer_of(rec, w.to_vector());
+                    VulkanBuffer bb = test::device_buffer_of(
+                        rec, with_bias ? b.to_vector() : std::vector<float>(1));
+                    VulkanBuffer yb(device, size_t(m * n) * sizeof(float),
+                                    VulkanBuffer::Memory::Device);
+                    LinearShape shape{uint32_t(m), uint32_t(n), uint32_t(k)};
+                    shape.blocking = kernel;
+                    linear(rec, xb, wb, with_bias ? &bb : nullptr, yb, shape);
+                    Tensor got = Tensor::empty({m, n});
+                    rec.download(yb, got.data<float>(), size_t(m * n) * sizeof(float));
+                    rec.submit();
+                    test::expect_close(got, want, atol_for(k), 1e-5,
+                                       std::string(kernel_name(kernel)) +
+                                           " M=" + std::to_string(m) + " N=" + std::to_string(n) +
+                                           " K=" + std::to_string(k) + (with_bias ? " bias" : ""));
+                }
             }
         }
     }
@@ -63,26 +73,32 @@ TEST(VulkanLinear, EveryWeightDtypeIsDequantisedInTheShader) {
     const DType dtypes[] = {DType::F16,  DType::BF16, DType::Q8_0, DType::Q4_0,
                             DType::Q4_K, DType::Q5_K, DType::Q6_K};
     uint32_t seed = 300;
-    for (DType dtype : dtypes) {
-        for (int64_t k : {int64_t(256), int64_t(512)}) {
-            const int64_t m = 19, n = 67;
-            const Tensor x = test::random_tensor({m, k}, seed++);
-            const Tensor w = test::random_weight(n, k, dtype, seed++);
-            const Tensor b = test::random_tensor({n}, seed++);
-            const Tensor want = ref::linear(x, test::dequantized(w), b);
+    for (Blocking kernel : test::device_blockings()) {
+        for (DType dtype : dtypes) {
+            for (int64_t k : {int64_t(256), int64_t(512)}) {
+                const int64_t m = 19, n = 67;
+                const Tensor x = test::random_tensor({m, k}, seed++);
+                const Tensor w = test::random_weight(n, k, dtype, seed++);
+                const Tensor b = test::random_tensor({n}, seed++);
+                const Tensor want = ref::linear(x, test::dequantized(w), b);
 
-            CommandRecorder rec(device);
-            VulkanBuffer xb = test::device_buffer_of(rec, x.to_vector());
-            VulkanBuffer wb(device, w.nbytes(), VulkanBuffer::Memory::Device);
-            rec.upload(wb, w.data_ptr(), w.nbytes());
-            VulkanBuffer bb = test::device_buffer_of(rec, b.to_vector());
-            VulkanBuffer yb(device, size_t(m * n) * sizeof(float), VulkanBuffer::Memory::Device);
-            linear(rec, xb, wb, &bb, yb, {uint32_t(m), uint32_t(n), uint32_t(k), 0, 0, dtype});
-            Tensor got = Tensor::empty({m, n});
-            rec.download(yb, got.data<float>(), size_t(m * n) * sizeof(float));
-            rec.submit();
-            test::expect_close(got, want, atol_for(k), 1e-5,
-                               std::string(dtype_name(dtype)) + " K=" + std::to_string(k));
+                CommandRecorder rec(device);
+                VulkanBuffer xb = test::device_buffer_of(rec, x.to_vector());
+                VulkanBuffer wb(device, w.nbytes(), VulkanBuffer::Memory::Device);
+                rec.upload(wb, w.data_ptr(), w.nbytes());
+                VulkanBuffer bb = test::device_buffer_of(rec, b.to_vector());
+                VulkanBuffer yb(device, size_t(m * n) * sizeof(float),
+                                VulkanBuffer::Memory::Device);
+                LinearShape shape{uint32_t(m), uint32_t(n), uint32_t(k), 0, 0, dtype};
+                shape.blocking = kernel;
+                linear(rec, xb, wb, &bb, yb, shape);
+                Tensor got = Tensor::empty({m, n});
+                rec.download(yb, got.data<float>(), size_t(m * n) * sizeof(float));
+                rec.submit();
+                test::expect_close(got, want, atol_for(k), 1e-5,
+                                   std::string(kernel_name(kernel)) + " " + dtype_name(dtype) +
+                                       " K=" + std::to_string(k));
+            }
         }
     }
     // A dtype without a shader and a K of part of a block are named.
@@ -115,24 +131,28 @@ TEST(VulkanLinear, StridedRowsMatchRef) {
     const Tensor b = test::random_tensor({n}, 9);
     const Tensor want = ref::linear(x, w, b);
 
-    CommandRecorder rec(device);
-    VulkanBuffer xb = test::device_buffer_of(rec, wide_x.to_vector());
-    VulkanBuffer wb = test::device_buffer_of(rec, w.to_vector());
-    VulkanBuffer bb = test::device_buffer_of(rec, b.to_vector());
-    std::vector<float> y(size_t(m * ys), -7.0f);
-    VulkanBuffer yb = test::device_buffer_of(rec, y);
-    linear(rec, xb, wb, &bb, yb,
-           {uint32_t(m), uint32_t(n), uint32_t(k), uint32_t(xs), uint32_t(ys)});
-    rec.download(yb, y.data(), y.size() * sizeof(float));
-    rec.submit();
-    Tensor got = Tensor::empty({m, n});
-    int64_t gaps_changed = 0;
-    for (int64_t r = 0; r < m; ++r) {
-        std::memcpy(got.data<float>() + r * n, y.data() + r * ys, size_t(n) * sizeof(float));
-        for (int64_t c = n; c < ys; ++c) gaps_changed += y[size_t(r * ys + c)] != -7.0f;
+    for (Blocking kernel : test::device_blockings()) {
+        CommandRecorder rec(device);
+        VulkanBuffer xb = test::device_buffer_of(rec, wide_x.to_vector());
+        VulkanBuffer wb = test::device_buffer_of(rec, w.to_vector());
+        VulkanBuffer bb = test::device_buffer_of(rec, b.to_vector());
+        std::vector<float> y(size_t(m * ys), -7.0f);
+        VulkanBuffer yb = test::device_buffer_of(rec, y);
+        LinearShape shape{uint32_t(m), uint32_t(n), uint32_t(k), uint32_t(xs), uint32_t(ys)};
+        shape.blocking = kernel;
+        linear(rec, xb, wb, &bb, yb, shape);
+        rec.download(yb, y.data(), y.size() * sizeof(float));
+        rec.submit();
+        Tensor got = Tensor::empty({m, n});
+        int64_t gaps_changed = 0;
+        for (int64_t r = 0; r < m; ++r) {
+            std::memcpy(got.data<float>() + r * n, y.data() + r * ys, size_t(n) * sizeof(float));
+            for (int64_t c = n; c < ys; ++c) gaps_changed += y[size_t(r * ys + c)] != -7.0f;
+        }
+        test::expect_close(got, want, atol_for(k), 1e-5,
+                           std::string("strided, ") + kernel_name(kernel));
+        EXPECT_EQ(gaps_changed, 0) << kernel_name(kernel);
     }
-    test::expect_close(got, want, atol_for(k), 1e-5, "strided");
-    EXPECT_EQ(gaps_changed, 0);
 }
 
 TEST(CommandRecorder, AChainOfOpsIsOneSubmission) {
@@ -195,6 +215,21 @@ TEST(VulkanLinear, BuffersTooSmallAreNamedAndTheRecorderGoesOn) {
     EXPECT_EQ(out[0], 4.0f);
     EXPECT_EQ(out[2], 4.0f);
     EXPECT_THROW(rec.upload(y, ones.data(), 16, 4), Error);  // past the end
+}
+
+TEST(VulkanLinear, ACpuDeviceRunsTheLanesShaders) {
+    // lavapipe is a CPU-class device: the blocking without barriers is its own, and a device
+    // without 8-lane subgroups is named when asked for it.
+    auto device = test::first_vulkan_device();
+    const bool lanes = device->cpu() && device->subgroup_size() >= 8;
+    EXPECT_EQ(device_blocking(*device), lanes ? Blocking::Lanes : Blocking::Tiled)
+        << "subgroup size " << device->subgroup_size();
+    if (device->cpu()) EXPECT_GE(device->subgroup_size(), 4u);
+    if (device->subgroup_size() < 8)
+        EXPECT_THROW(blocking_for(*device, Blocking::Lanes), Error);
+    else
+        EXPECT_EQ(blocking_for(*device, Blocking::Lanes), Blocking::Lanes);
+    EXPECT_EQ(blocking_for(*device, std::nullopt), device_blocking(*device));
 }
 
 TEST(VulkanDevice, AnUnknownDeviceIsNamedWithTheDevicesThereAre) {

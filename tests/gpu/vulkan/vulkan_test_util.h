@@ -12,6 +12,7 @@
 #include "fixture_files.h"
 #include "gpu/device_tensor.h"
 #include "gpu/vulkan/command_recorder.h"
+#include "gpu/vulkan/vulkan_shaders.h"
 #include "tensor/tensor.h"
 
 namespace sd::test {
@@ -28,6 +29,14 @@ inline std::shared_ptr<VulkanDevice> first_vulkan_device() {
         throw Error("this build has Vulkan kernels but the machine no device: " + d.unavailable +
                     " (install mesa-vulkan-drivers)");
     return VulkanDevice::open(d.devices[0].name);
+}
+
+// The blockings of the GEMM and attention shaders this device runs: the tiled ones always, the
+// lanes ones where it has subgroups of 8 lanes or more (lavapipe on AVX2: 8).
+inline std::vector<gpu::shaders::Blocking> device_blockings() {
+    std::vector<gpu::shaders::Blocking> out = {gpu::shaders::Blocking::Tiled};
+    if (first_vulkan_device()->subgroup_size() >= 8) out.push_back(gpu::shaders::Blocking::Lanes);
+    return out;
 }
 
 // A stream (gpu/device_tensor.h) on this machine's first Vulkan device.

@@ -1,15 +1,12 @@
-// Scaled dot-product attention, flash style: no [Lq, Lk] score matrix is stored. The body
-// shared by attention_d128.comp and attention_d512.comp, which set MAX_D (the widest q/k
-// rows), KEYS (keys a tile: shared memory holds KEYS x MAX_D of k and KEYS x 128 of v) and,
-// for d128, Q_IN_REGISTERS. A dispatch computes 128 output columns from v_col0 (the wide
-// heads take several: the scores are recomputed for each, the price of keeping an invocation's
-// output row in 128 registers).
-//
-// Blocking: a workgroup of 64 invocations takes 64 queries of one (batch, head), one query an
-// invocation, holding its output columns (and for d128 its q row) in registers. The keys are walked in tiles of
-// KEYS rows staged in shared memory by the whole workgroup; each invocation scores the tile,
-// takes the tile's maximum, rescales its running sum and output once (online softmax) and
-// adds the tile's weighted v rows. A query whose keys are all masked (-inf) gets zeros.
+// Scaled dot-product attention, flash style: no [Lq, Lk] score matrix is stored. The bindings
+// and parameters shared by attention_d128.comp and attention_d512.comp, which set MAX_D (the
+// widest q/k rows), KEYS (keys a tile) and, for d128, Q_IN_REGISTERS; the body is
+// attention_tiled.glsl (GPUs), or attention_lanes.glsl where SD_LANES is defined (CPU-class
+// devices; cmake/vulkan_shaders.cmake builds both). A dispatch computes 128 output columns
+// from v_col0 (the wide heads take several: the scores are recomputed for each, the price of
+// keeping an invocation's output row in 128 registers). A workgroup of 64 invocations takes
+// 64 queries of one (batch, head), one query an invocation; a query whose keys are all masked
+// (-inf) gets zeros.
 layout(local_size_x = 64) in;
 
 layout(std430, binding = 0) readonly buffer Q { float q[]; };
@@ -40,82 +37,8 @@ layout(push_constant) uniform Params {
 
 const uint MAX_DV = 128;
 
-shared float ks[KEYS][MAX_D];
-shared float vs[KEYS][MAX_DV];
-
-void main() {
-    const uint bh = gl_WorkGroupID.y;
-    const uint b = bh / p.heads, h = bh % p.heads;
-    const uint i = gl_WorkGroupID.x * 64 + gl_LocalInvocationID.x;
-    const bool in_range = i < p.lq;
-
-    const uint cols = min(MAX_DV, p.dv - p.v_col0);
-    float acc[MAX_DV];
-    const uint qbase = p.q_offset + b * p.q_strides.x + h * p.q_strides.y + i * p.q_strides.z;
-#ifdef Q_IN_REGISTERS
-    float qrow[MAX_D];
-    for (uint c = 0; c < p.d; ++c) qrow[c] = in_range ? q[qbase + c * p.q_strides.w] * p.scale : 0.0;
-#endif
-    for (uint c = 0; c < cols; ++c) acc[c] = 0.0;
-    float running_max = -1.0 / 0.0;
-    float running_sum = 0.0;
-    // Causal: query i sees keys up to i + (lk - lq).
-    const uint last_key = p.causal != 0 ? min(p.lk, i + 1 + (p.lk > p.lq ? p.lk - p.lq : 0)) : p.lk;
-    const uint kbase = p.k_offset + b * p.k_strides.x + h * p.k_strides.y;
-    const uint vbase = p.v_offset + b * p.v_strides.x + h * p.v_strides.y;
-    const uint mbase = p.mask_offset + b * p.mask_strides.x + h * p.mask_strides.y +
-                       i * p.mask_strides.z;
-
-    for (uint j0 = 0; j0 < p.lk; j0 += KEYS) {
-        // Stage KEYS rows of k and v (zeros past lk).
-        for (uint e = gl_LocalInvocationID.x; e < KEYS * MAX_D; e += 64) {
-            const uint r = e / MAX_D, c = e % MAX_D, j = j0 + r;
-            ks[r][c] = (j < p.lk && c < p.d) ? k[kbase + j * p.k_strides.z + c * p.k_strides.w] : 0.0;
-        }
-        for (uint e = gl_LocalInvocationID.x; e < KEYS * MAX_DV; e += 64) {
-            const uint r = e / MAX_DV, c = e % MAX_DV, j = j0 + r;
-            vs[r][c] = (j < p.lk && c < cols)
-                           ? v[vbase + j * p.v_strides.z + (p.v_col0 + c) * p.v_strides.w]
-                           : 0.0;
-        }
-        barrier();
-        if (in_range) {
-            float s[KEYS];
-            float tile_max = -1.0 / 0.0;
-            for (uint r = 0; r < KEYS; ++r) {
-                const uint j = j0 + r;
-                float score = -1.0 / 0.0;
-                if (j < last_key) {
-                    score = 0.0;
-#ifdef Q_IN_REGISTERS
-                    for (uint c = 0; c < p.d; ++c) score = fma(qrow[c], ks[r][c], score);
+#ifdef SD_LANES
+#include "attention_lanes.glsl"
 #else
-                    for (uint c = 0; c < p.d; ++c)
-                        score = fma(q[qbase + c * p.q_strides.w], ks[r][c], score);
-                    score *= p.scale;
+#include "attention_tiled.glsl"
 #endif
-                    if (p.has_mask != 0) score += mask[mbase + j * p.mask_strides.w];
-                }
-                s[r] = score;
-                tile_max = max(tile_max, score);
-            }
-            if (tile_max > -1.0 / 0.0) {  // else every key of the tile is masked
-                const float new_max = max(running_max, tile_max);
-                const float correction = exp(running_max - new_max);  // 0 on the first tile
-                running_sum *= correction;
-                for (uint c = 0; c < cols; ++c) acc[c] *= correction;
-                for (uint r = 0; r < KEYS; ++r) {
-                    const float w = exp(s[r] - new_max);
-                    running_sum += w;
-                    for (uint c = 0; c < cols; ++c) acc[c] = fma(w, vs[r][c], acc[c]);
-                }
-                running_max = new_max;
-            }
-        }
-        barrier();
-    }
-    if (!in_range) return;
-    const float inv = running_sum > 0.0 ? 1.0 / running_sum : 0.0;
-    const uint obase = (bh * p.lq + i) * p.dv;
-    for (uint c = 0; c < cols; ++c) o[obase + p.v_col0 + c] = acc[c] * inv;
-}

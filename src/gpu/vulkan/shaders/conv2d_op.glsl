@@ -39,6 +39,44 @@ float load_x(uint m, uint k) {
     return x[((b * p.C + c) * p.H + uint(iy) / up) * p.W + uint(ix) / up];
 }
 
+// gemm_lanes.glsl walks k in order for each of a lane's rows: a row is its output pixel's
+// input origin, a position k as (c, ky, kx), advanced without dividing.
+struct XRow {
+    uint base;  // element 0 of the pixel's image, b * C * H * W
+    int iy0;    // oy * stride_h - pad_h, in the (upsampled) input
+    int ix0;
+};
+struct KPos {
+    uint c, ky, kx;
+};
+
+XRow x_row(uint m) {
+    const uint ox = m % p.OW, oy = (m / p.OW) % p.OH, b = m / (p.OW * p.OH);
+    return XRow(b * p.C * p.H * p.W, int(oy * p.stride_h) - int(p.pad_h),
+                int(ox * p.stride_w) - int(p.pad_w));
+}
+
+KPos k_begin() {
+    return KPos(0, 0, 0);
+}
+
+void k_next(inout KPos kp) {
+    if (++kp.kx == p.KW) {
+        kp.kx = 0;
+        if (++kp.ky == p.KH) {
+            kp.ky = 0;
+            ++kp.c;
+        }
+    }
+}
+
+float x_at(XRow r, KPos kp) {
+    const int iy = r.iy0 + int(kp.ky), ix = r.ix0 + int(kp.kx);
+    const uint up = p.upsample2x != 0 ? 1 : 0;  // a shift: no division in the inner loop
+    if (iy < 0 || ix < 0 || iy >= int(p.H << up) || ix >= int(p.W << up)) return 0.0;
+    return x[r.base + (kp.c * p.H + (uint(iy) >> up)) * p.W + (uint(ix) >> up)];
+}
+
 void store_y(uint m, uint n, float v) {
     const uint pixels = p.OH * p.OW;
     if (p.leaky_relu != 0 && v < 0.0) v *= p.negative_slope;

@@ -21,3 +21,28 @@ float load_x(uint m, uint k) {
 void store_y(uint m, uint n, float v) {
     y[m * p.y_stride + n] = v;
 }
+
+// gemm_lanes.glsl walks k in order for each of a lane's rows: a row is where it starts in x,
+// a position the k it is at.
+struct XRow {
+    uint base;
+};
+struct KPos {
+    uint k;
+};
+
+XRow x_row(uint m) {
+    return XRow(m * p.x_stride);
+}
+
+KPos k_begin() {
+    return KPos(0);
+}
+
+void k_next(inout KPos kp) {
+    ++kp.k;
+}
+
+float x_at(XRow r, KPos kp) {
+    return x[r.base + kp.k];
+}
