@@ -166,21 +166,27 @@ int run(int argc, char** argv) {
                    2.0 * m * n * k, t, peak);
         }
     }
-    // conv2d: the UNet's 320-channel 3x3 at 64x64 (32x32 with --quick).
-    const uint32_t hw = quick ? 32 : 64, c = 320;
-    VulkanBuffer cx = filled(rec, size_t(c) * hw * hw * 4, 0x3b);
-    VulkanBuffer cy = filled(rec, size_t(c) * hw * hw * 4, 0);
-    VulkanBuffer cw = weight_rows(rec, DType::F16, c, int64_t(c) * 9);
-    Conv2dShape cs{1, c, hw, hw, c, 3, 3};
-    cs.pad_h = cs.pad_w = 1;
-    cs.weight = DType::F16;
-    for (Blocking kernel : blockings) {
-        cs.blocking = kernel;
-        const double tc = timed(rec, [&] { conv2d(rec, cx, cw, nullptr, cy, cs); });
-        report(strfmt("conv2d 3x3 %u -> %u at %ux%u, f16 (%s)", c, c, hw, hw,
-                      blocking_name(kernel).c_str())
-                   .c_str(),
-               2.0 * c * c * 9 * hw * hw, tc, peak);
+    // conv2d: the UNet's 320-channel 3x3 at 64x64 (32x32 with --quick) and the VAE decoder's
+    // 128-channel one at 512x512 (128x128).
+    struct Conv {
+        uint32_t c, hw;
+    };
+    for (const Conv cv : {Conv{320, quick ? 32u : 64u}, Conv{128, quick ? 128u : 512u}}) {
+        const uint32_t c = cv.c, hw = cv.hw;
+        VulkanBuffer cx = filled(rec, size_t(c) * hw * hw * 4, 0x3b);
+        VulkanBuffer cy = filled(rec, size_t(c) * hw * hw * 4, 0);
+        VulkanBuffer cw = weight_rows(rec, DType::F16, c, int64_t(c) * 9);
+        Conv2dShape cs{1, c, hw, hw, c, 3, 3};
+        cs.pad_h = cs.pad_w = 1;
+        cs.weight = DType::F16;
+        for (Blocking kernel : blockings) {
+            cs.blocking = kernel;
+            const double tc = timed(rec, [&] { conv2d(rec, cx, cw, nullptr, cy, cs); });
+            report(strfmt("conv2d 3x3 %u -> %u at %ux%u, f16 (%s)", c, c, hw, hw,
+                          blocking_name(kernel).c_str())
+                       .c_str(),
+                   2.0 * c * c * 9 * hw * hw, tc, peak);
+        }
     }
     // Attention: SD 1.5's first self-attention (8 heads of 40, 4096 tokens; 1024 with --quick)
     // and a DiT's (24 heads of 128, 1024 tokens).

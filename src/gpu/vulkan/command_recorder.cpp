@@ -1,5 +1,6 @@
 #include "gpu/vulkan/command_recorder.h"
 
+#include <array>
 #include <cstring>
 
 #include "base/error.h"
@@ -14,7 +15,7 @@ constexpr uint32_t kBuffersPerPool = 4 * kSetsPerPool;
 }  // namespace
 
 CommandRecorder::CommandRecorder(std::shared_ptr<VulkanDevice> device)
-    : device_(std::move(device)) {
+    : device_(std::move(device)), profile_(DispatchProfile::from_env(device_)) {
     const VulkanDeviceFunctions& vk = device_->vk();
     const VkDevice dev = device_->handle();
     try {
@@ -60,6 +61,7 @@ void CommandRecorder::begin_if_needed() {
     vk_check(device_->vk().vkBeginCommandBuffer(commands_, &begin), "vkBeginCommandBuffer",
              device_->label());
     recording_ = true;
+    if (profile_) profile_->begin(commands_);
 }
 
 // Every step reads what the steps before it wrote: one global barrier between steps covers
@@ -90,6 +92,7 @@ void CommandRecorder::upload(VulkanBuffer& dst, const void* src, size_t bytes, s
     barrier();
     const VkBufferCopy region{0, offset, bytes};
     device_->vk().vkCmdCopyBuffer(commands_, staging.handle(), dst.handle(), 1, &region);
+    if (profile_) profile_->step(commands_, "upload");
     uploads_.push_back(std::move(staging));
     staged_bytes_ += bytes;
     stats_.bytes_uploaded += static_cast<int64_t>(bytes);
@@ -104,6 +107,7 @@ void CommandRecorder::download(const VulkanBuffer& src, void* dst, size_t bytes,
     barrier();
     const VkBufferCopy region{offset, 0, bytes};
     device_->vk().vkCmdCopyBuffer(commands_, src.handle(), staging.handle(), 1, &region);
+    if (profile_) profile_->step(commands_, "download");
     downloads_.push_back({std::move(staging), dst, bytes});
     staged_bytes_ += bytes;
     stats_.bytes_downloaded += static_cast<int64_t>(bytes);
@@ -114,12 +118,14 @@ VkDescriptorSet CommandRecorder::allocate_set(const VulkanKernel& kernel) {
     const VkDevice dev = device_->handle();
     for (;;) {
         if (pool_in_use_ == descriptor_pools_.size()) {
-            const VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kBuffersPerPool};
+            const VkDescriptorPoolSize sizes[] = {
+                {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kBuffersPerPool},
+                {VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, kBuffersPerPool}};
             VkDescriptorPoolCreateInfo info{};
             info.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO;
             info.maxSets = kSetsPerPool;
-            info.poolSizeCount = 1;
-            info.pPoolSizes = &size;
+            info.poolSizeCount = 2;
+            info.pPoolSizes = sizes;
             VkDescriptorPool pool = VK_NULL_HANDLE;
             vk_check(vk.vkCreateDescriptorPool(dev, &info, nullptr, &pool),
                      "vkCreateDescriptorPool", device_->label());
@@ -156,33 +162,36 @@ void CommandRecorder::dispatch(const VulkanKernel& kernel,
     if (groups_x == 0 || groups_y == 0 || groups_z == 0) return;
 
     const VkDescriptorSet set = allocate_set(kernel);
-    std::vector<VkDescriptorBufferInfo> infos;
-    std::vector<VkWriteDescriptorSet> writes;
-    infos.reserve(buffers.size());
+    std::array<VkDescriptorBufferInfo, kMaxBindings> infos{};
+    std::array<VkBufferView, kMaxBindings> views{};
+    std::array<VkWriteDescriptorSet, kMaxBindings> writes{};
+    uint32_t i = 0;
     for (const VulkanBuffer* b : buffers) {
         SD_CHECK(b && &b->device() == device_.get(),
                  "Vulkan shader %s: a buffer of another device or none", spec.name);
-        // Buffers are bound whole; larger ones need bound ranges (not built yet).
-        SD_CHECK(b->size() <= device_->limits().maxStorageBufferRange,
-                 "%s: shader %s: a buffer of %zu bytes is past the device's storage-buffer "
-                 "range of %u",
-                 device_->label().c_str(), spec.name, b->size(),
-                 device_->limits().maxStorageBufferRange);
-        infos.push_back({b->handle(), 0, VK_WHOLE_SIZE});
-    }
-    for (uint32_t i = 0; i < infos.size(); ++i) {
-        VkWriteDescriptorSet w{};
+        VkWriteDescriptorSet& w = writes[i];
         w.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
         w.dstSet = set;
         w.dstBinding = i;
         w.descriptorCount = 1;
-        w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-        w.pBufferInfo = &infos[i];
-        writes.push_back(w);
+        w.descriptorType = descriptor_type(spec.bindings[i]);
+        if (spec.bindings[i] == Binding::Storage) {
+            // Buffers are bound whole; larger ones need bound ranges (not built yet).
+            SD_CHECK(b->size() <= device_->limits().maxStorageBufferRange,
+                     "%s: shader %s: a buffer of %zu bytes is past the device's storage-buffer "
+                     "range of %u",
+                     device_->label().c_str(), spec.name, b->size(),
+                     device_->limits().maxStorageBufferRange);
+            infos[i] = {b->handle(), 0, VK_WHOLE_SIZE};
+            w.pBufferInfo = &infos[i];
+        } else {
+            views[i] = b->texel_view(spec.bindings[i]);
+            w.pTexelBufferView = &views[i];
+        }
+        ++i;
     }
     const VulkanDeviceFunctions& vk = device_->vk();
-    vk.vkUpdateDescriptorSets(device_->handle(), static_cast<uint32_t>(writes.size()),
-                              writes.data(), 0, nullptr);
+    vk.vkUpdateDescriptorSets(device_->handle(), i, writes.data(), 0, nullptr);
     barrier();
     vk.vkCmdBindPipeline(commands_, VK_PIPELINE_BIND_POINT_COMPUTE, kernel.pipeline());
     vk.vkCmdBindDescriptorSets(commands_, VK_PIPELINE_BIND_POINT_COMPUTE, kernel.layout(), 0, 1,
@@ -191,6 +200,7 @@ void CommandRecorder::dispatch(const VulkanKernel& kernel,
         vk.vkCmdPushConstants(commands_, kernel.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0,
                               static_cast<uint32_t>(push_bytes), push);
     vk.vkCmdDispatch(commands_, groups_x, groups_y, groups_z);
+    if (profile_) profile_->step(commands_, spec.name);
     ++stats_.dispatches;
 }
 
@@ -216,6 +226,7 @@ void CommandRecorder::submit() {
         throw;
     }
     for (Download& d : downloads_) std::memcpy(d.dst, d.staging.mapped(), d.bytes);
+    if (profile_) profile_->collect();
     reset();
 }
 

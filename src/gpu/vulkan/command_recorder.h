@@ -14,6 +14,7 @@
 #include <memory>
 #include <vector>
 
+#include "gpu/vulkan/dispatch_profile.h"
 #include "gpu/vulkan/vulkan_device.h"
 #include "gpu/vulkan/vulkan_kernel.h"
 
@@ -54,6 +55,9 @@ class CommandRecorder {
     bool empty() const { return !recording_; }
     VulkanDevice& device() const { return *device_; }
     const std::shared_ptr<VulkanDevice>& shared_device() const { return device_; }
+    // The device time by shader of the submissions so far, on SD_VULKAN_PROFILE runs (null
+    // otherwise).
+    const DispatchProfile* profile() const { return profile_.get(); }
 
   private:
     void begin_if_needed();
@@ -79,6 +83,7 @@ class CommandRecorder {
     std::vector<Download> downloads_;
     size_t staged_bytes_ = 0;
     RecorderStats stats_;
+    std::unique_ptr<DispatchProfile> profile_;  // SD_VULKAN_PROFILE runs only
 };
 
 }  // namespace sd::gpu

@@ -62,7 +62,14 @@ namespace sd::gpu {
     X(vkCreateFence)                  \
     X(vkDestroyFence)                 \
     X(vkWaitForFences)                \
-    X(vkResetFences)
+    X(vkResetFences)                  \
+    X(vkCreateQueryPool)              \
+    X(vkDestroyQueryPool)             \
+    X(vkCmdResetQueryPool)            \
+    X(vkCmdWriteTimestamp)            \
+    X(vkGetQueryPoolResults)          \
+    X(vkCreateBufferView)             \
+    X(vkDestroyBufferView)
 
 struct VulkanInstanceFunctions {
 #define SD_VULKAN_MEMBER(name) PFN_##name name = nullptr;

@@ -196,6 +196,14 @@ std::shared_ptr<VulkanDevice> VulkanDevice::open(const std::string& name) {
             d->subgroup_size_ = subgroup.subgroupSize;
     }
     d->queue_family_ = static_cast<uint32_t>(compute_queue_family(*in, pd));
+    {
+        uint32_t n = 0;
+        in->vk.vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, nullptr);
+        std::vector<VkQueueFamilyProperties> families(n);
+        in->vk.vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, families.data());
+        if (families[d->queue_family_].timestampValidBits > 0)
+            d->timestamp_ns_ = props.limits.timestampPeriod;
+    }
 
     const float priority = 1.0f;
     VkDeviceQueueCreateInfo queue{};
@@ -256,8 +264,8 @@ VulkanBuffer::VulkanBuffer(std::shared_ptr<VulkanDevice> device, size_t bytes, M
     // Whole 32-bit words: shaders read a weight's bytes as words, and a block-quant tensor's
     // last bytes (q6_K's d at 208 of 210) would share a word past the end.
     info.size = (bytes + 3) & ~size_t(3);
-    info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                 VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+    info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT |
+                 VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
     info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
     try {
         vk_check(vk.vkCreateBuffer(device_->handle(), &info, nullptr, &buffer_), "vkCreateBuffer",
@@ -289,9 +297,36 @@ VulkanBuffer::VulkanBuffer(std::shared_ptr<VulkanDevice> device, size_t bytes, M
     }
 }
 
+VkBufferView VulkanBuffer::texel_view(Binding binding) const {
+    SD_CHECK(binding != Binding::Storage, "Vulkan: a storage binding has no texel view");
+    const size_t index = static_cast<size_t>(binding) - 1;
+    if (views_[index]) return views_[index];
+    static constexpr VkFormat kFormats[] = {VK_FORMAT_R32_SFLOAT, VK_FORMAT_R32_UINT,
+                                            VK_FORMAT_R32G32B32A32_UINT};
+    static constexpr size_t kTexelBytes[] = {4, 4, 16};
+    const uint64_t texels = size_ / kTexelBytes[index];
+    SD_CHECK(texels <= device_->limits().maxTexelBufferElements,
+             "%s: a buffer of %zu bytes is %llu texels, past the device's texel-buffer limit of "
+             "%u",
+             device_->label().c_str(), size_, static_cast<unsigned long long>(texels),
+             device_->limits().maxTexelBufferElements);
+    VkBufferViewCreateInfo info{};
+    info.sType = VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO;
+    info.buffer = buffer_;
+    info.format = kFormats[index];
+    info.range = VK_WHOLE_SIZE;
+    vk_check(device_->vk().vkCreateBufferView(device_->handle(), &info, nullptr, &views_[index]),
+             "vkCreateBufferView", device_->label());
+    return views_[index];
+}
+
 void VulkanBuffer::release() noexcept {
     if (!device_) return;
     const VulkanDeviceFunctions& vk = device_->vk();
+    for (VkBufferView& v : views_) {
+        if (v) vk.vkDestroyBufferView(device_->handle(), v, nullptr);
+        v = VK_NULL_HANDLE;
+    }
     if (mapped_) vk.vkUnmapMemory(device_->handle(), memory_);
     if (buffer_) vk.vkDestroyBuffer(device_->handle(), buffer_, nullptr);
     if (memory_) vk.vkFreeMemory(device_->handle(), memory_, nullptr);
@@ -309,7 +344,8 @@ VulkanBuffer::VulkanBuffer(VulkanBuffer&& o) noexcept
       size_(o.size_),
       buffer_(o.buffer_),
       memory_(o.memory_),
-      mapped_(o.mapped_) {
+      mapped_(o.mapped_),
+      views_(std::exchange(o.views_, {})) {
     o.buffer_ = VK_NULL_HANDLE;
     o.memory_ = VK_NULL_HANDLE;
     o.mapped_ = nullptr;
@@ -323,6 +359,7 @@ VulkanBuffer& VulkanBuffer::operator=(VulkanBuffer&& o) noexcept {
         buffer_ = std::exchange(o.buffer_, VK_NULL_HANDLE);
         memory_ = std::exchange(o.memory_, VK_NULL_HANDLE);
         mapped_ = std::exchange(o.mapped_, nullptr);
+        views_ = std::exchange(o.views_, {});
     }
     return *this;
 }

@@ -2,6 +2,7 @@
 // one compute queue, and buffers in its memory.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -13,6 +14,7 @@
 
 #include "gpu/devices.h"
 #include "gpu/vulkan/vulkan_api.h"
+#include "gpu/vulkan/vulkan_kernel.h"
 
 namespace sd::gpu {
 
@@ -41,6 +43,8 @@ class VulkanDevice {
     bool cpu() const { return cpu_; }
     // Lanes of a compute subgroup with shuffles (basic and shuffle operations); 0 without.
     uint32_t subgroup_size() const { return subgroup_size_; }
+    // Nanoseconds a timestamp tick; 0 where the compute queue has no timestamps.
+    double timestamp_ns() const { return timestamp_ns_; }
 
     // A memory type index allowed by type_bits: device-local first, or host-visible and
     // coherent when `host` is set. Throws sd::Error naming the device when there is none.
@@ -59,6 +63,7 @@ class VulkanDevice {
     VkPhysicalDeviceLimits limits_{};
     bool cpu_ = false;
     uint32_t subgroup_size_ = 0;
+    double timestamp_ns_ = 0;
     VkDevice device_ = VK_NULL_HANDLE;
     VulkanDeviceFunctions vk_;
     VkQueue queue_ = VK_NULL_HANDLE;
@@ -84,6 +89,10 @@ class VulkanBuffer {
     const VulkanDevice& device() const { return *device_; }
     // The mapped bytes of a host buffer (nullptr for device memory).
     std::byte* mapped() const { return mapped_; }
+    // The whole buffer as a uniform texel buffer of `binding`'s format (made on first use,
+    // kept with the buffer). Throws sd::Error naming the device's texel limit for a buffer
+    // past it.
+    VkBufferView texel_view(Binding binding) const;
 
   private:
     void release() noexcept;
@@ -92,6 +101,8 @@ class VulkanBuffer {
     VkBuffer buffer_ = VK_NULL_HANDLE;
     VkDeviceMemory memory_ = VK_NULL_HANDLE;
     std::byte* mapped_ = nullptr;
+    // One view a texel format (Binding::TexelF32 .. TexelU32x4).
+    mutable std::array<VkBufferView, 3> views_{};
 };
 
 }  // namespace sd::gpu

@@ -7,18 +7,25 @@
 
 namespace sd::gpu {
 
+VkDescriptorType descriptor_type(Binding b) {
+    return b == Binding::Storage ? VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
+                                 : VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER;
+}
+
 VulkanKernel::VulkanKernel(const VulkanDevice& device, const ShaderSpec& spec)
     : device_(device), spec_(spec) {
     const VulkanDeviceFunctions& vk = device.vk();
     const VkDevice dev = device.handle();
     SD_CHECK(!spec.spirv.empty() && spec.spirv[0] == 0x07230203u,
              "Vulkan shader %s: its SPIR-V is missing or not SPIR-V", spec.name);
+    SD_CHECK(spec.buffers <= kMaxBindings, "Vulkan shader %s binds %u buffers, at most %u",
+             spec.name, spec.buffers, kMaxBindings);
     VkShaderModule module = VK_NULL_HANDLE;
     try {
         std::vector<VkDescriptorSetLayoutBinding> bindings(spec.buffers);
         for (uint32_t i = 0; i < spec.buffers; ++i) {
             bindings[i].binding = i;
-            bindings[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+            bindings[i].descriptorType = descriptor_type(spec.bindings[i]);
             bindings[i].descriptorCount = 1;
             bindings[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
         }

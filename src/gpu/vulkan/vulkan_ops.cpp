@@ -33,18 +33,31 @@ const ShaderSpec& gemm_shader(const ShaderSpec* spec, const char* op, DType weig
     return *spec;
 }
 
-// The workgroup grid covering an M x N output with the kernel's tiles.
+// The workgroup grid covering an M x N output with the kernel's tiles: x, w, bias (or w, not
+// read, where there is none) and y bound (and w again as the lanes shaders' 16-byte texels).
+// The lanes shaders take row blocks past the y limit in z.
 void dispatch_gemm(CommandRecorder& rec, const ShaderSpec& spec, shaders::Blocking blocking,
-                   std::initializer_list<const VulkanBuffer*> buffers, const void* params,
-                   uint32_t params_bytes, uint64_t m, uint32_t n) {
+                   const VulkanBuffer& x, const VulkanBuffer& w, const VulkanBuffer* bias,
+                   VulkanBuffer& y, const void* params, uint32_t params_bytes, uint64_t m,
+                   uint32_t n) {
     const shaders::GemmTile tile = shaders::gemm_tile(blocking);
-    const uint64_t gy = (m + tile.rows - 1) / tile.rows;
-    SD_CHECK(gy <= rec.device().limits().maxComputeWorkGroupCount[1],
+    const uint64_t blocks = (m + tile.rows - 1) / tile.rows;
+    const uint32_t* limit = rec.device().limits().maxComputeWorkGroupCount;
+    const bool lanes = blocking == shaders::Blocking::Lanes;
+    const uint64_t gy = lanes ? std::min<uint64_t>(blocks, limit[1]) : blocks;
+    const uint64_t gz = (blocks + gy - 1) / gy;
+    SD_CHECK(gy <= limit[1] && gz <= limit[2],
              "Vulkan linear / conv2d: %llu rows need %llu workgroups, %s allows %u",
-             static_cast<unsigned long long>(m), static_cast<unsigned long long>(gy),
-             rec.device().label().c_str(), rec.device().limits().maxComputeWorkGroupCount[1]);
-    rec.dispatch(rec.device().kernel(spec), buffers, params, params_bytes,
-                 (n + tile.cols - 1) / tile.cols, uint32_t(gy));
+             static_cast<unsigned long long>(m), static_cast<unsigned long long>(blocks),
+             rec.device().label().c_str(), lanes ? limit[1] * limit[2] : limit[1]);
+    const VulkanBuffer& b = bias ? *bias : w;
+    const uint32_t gx = (n + tile.cols - 1) / tile.cols;
+    if (lanes)
+        rec.dispatch(rec.device().kernel(spec), {&x, &w, &b, &y, &w}, params, params_bytes, gx,
+                     uint32_t(gy), uint32_t(gz));
+    else
+        rec.dispatch(rec.device().kernel(spec), {&x, &w, &b, &y}, params, params_bytes, gx,
+                     uint32_t(gy));
 }
 
 }  // namespace
@@ -83,9 +96,7 @@ void linear(CommandRecorder& rec, const VulkanBuffer& x, const VulkanBuffer& w,
     check_fits(y, span_bytes(s.M, s.N, s.y_stride), "y");
     const shaders::LinearParams params{
         s.M, s.N, s.K, s.x_stride, s.y_stride, bias ? 1u : 0u, static_cast<uint32_t>(w_row_bytes)};
-    // Without a bias the weight is bound in its place and never read.
-    dispatch_gemm(rec, spec, blocking, {&x, &w, bias ? bias : &w, &y}, &params, sizeof(params), s.M,
-                  s.N);
+    dispatch_gemm(rec, spec, blocking, x, w, bias, y, &params, sizeof(params), s.M, s.N);
 }
 
 uint32_t Conv2dShape::out_h() const {
@@ -147,8 +158,7 @@ void conv2d(CommandRecorder& rec, const VulkanBuffer& x, const VulkanBuffer& w,
     params.upsample2x = s.upsample2x ? 1 : 0;
     params.leaky_relu = s.leaky_relu ? 1 : 0;
     params.negative_slope = s.negative_slope;
-    dispatch_gemm(rec, spec, blocking, {&x, &w, bias ? bias : &w, &y}, &params, sizeof(params), m,
-                  s.out_channels);
+    dispatch_gemm(rec, spec, blocking, x, w, bias, y, &params, sizeof(params), m, s.out_channels);
 }
 
 namespace {

@@ -37,17 +37,23 @@ SD_EMBEDDED_SPIRV(attention_d512_lanes)
 namespace sd::gpu::shaders {
 
 GemmTile gemm_tile(Blocking blocking) {
-    // gemm_lanes.glsl: 64 lanes of ROWS = 16 rows by NR = 32 columns.
-    return blocking == Blocking::Lanes ? GemmTile{512, 32} : GemmTile{64, 64};
+    // gemm_lanes.glsl: 8 lanes of ROWS = 16 rows by 8 columns each.
+    return blocking == Blocking::Lanes ? GemmTile{16, 64} : GemmTile{64, 64};
 }
+
+namespace {
+// The lanes GEMM shaders' bindings: x, the weight's words, bias, y, the weight's 16-byte texels.
+constexpr std::array<Binding, kMaxBindings> kGemmLanesBindings = {
+    Binding::TexelF32, Binding::TexelU32, Binding::TexelF32, Binding::Storage, Binding::TexelU32x4};
+}  // namespace
 
 const ShaderSpec* linear(DType weight, Blocking blocking) {
 #define SD_LINEAR_CASE(name, dtype)                                                               \
     case DType::dtype: {                                                                          \
         static const ShaderSpec tiled{"linear_" #name, spirv_linear_##name(), 4,                  \
                                       sizeof(LinearParams)};                                      \
-        static const ShaderSpec lanes{"linear_" #name "_lanes", spirv_linear_##name##_lanes(), 4, \
-                                      sizeof(LinearParams)};                                      \
+        static const ShaderSpec lanes{"linear_" #name "_lanes", spirv_linear_##name##_lanes(), 5, \
+                                      sizeof(LinearParams), kGemmLanesBindings};                  \
         return blocking == Blocking::Lanes ? &lanes : &tiled;                                     \
     }
     switch (weight) {
@@ -63,8 +69,8 @@ const ShaderSpec* conv2d(DType weight, Blocking blocking) {
     case DType::dtype: {                                                                          \
         static const ShaderSpec tiled{"conv2d_" #name, spirv_conv2d_##name(), 4,                  \
                                       sizeof(Conv2dParams)};                                      \
-        static const ShaderSpec lanes{"conv2d_" #name "_lanes", spirv_conv2d_##name##_lanes(), 4, \
-                                      sizeof(Conv2dParams)};                                      \
+        static const ShaderSpec lanes{"conv2d_" #name "_lanes", spirv_conv2d_##name##_lanes(), 5, \
+                                      sizeof(Conv2dParams), kGemmLanesBindings};                  \
         return blocking == Blocking::Lanes ? &lanes : &tiled;                                     \
     }
     switch (weight) {

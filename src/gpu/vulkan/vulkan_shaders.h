@@ -12,7 +12,7 @@ enum class Blocking {
     Tiled,  // operands staged in shared memory by the workgroup (GPUs)
     Lanes,  // read in place, no shared memory, no barrier (CPU-class devices: SD_LANES)
 };
-// The outputs of y a GEMM workgroup computes: 64 x 64 tiled (gemm_tiled.glsl), 1024 rows x 32
+// The outputs of y a GEMM workgroup computes: 64 x 64 tiled (gemm_tiled.glsl), 16 rows x 64
 // columns in lanes (gemm_lanes.glsl).
 struct GemmTile {
     uint32_t rows, cols;
@@ -21,7 +21,8 @@ GemmTile gemm_tile(Blocking blocking);
 
 // shaders/linear_DTYPE.comp (linear_op.glsl over gemm_common.glsl): x [M, K] f32 (row
 // stride), w [N, K] of the dtype (rows of w_row_bytes), bias [N] f32, y [M, N] f32 (row
-// stride).
+// stride); the lanes shaders bind the weight a fifth time, as 16-byte texels (x, w, bias, y,
+// w). The grid: column blocks in x, row blocks in y and, past the device's limit, in z.
 struct LinearParams {
     uint32_t M, N, K, x_stride, y_stride, has_bias, w_row_bytes;
 };

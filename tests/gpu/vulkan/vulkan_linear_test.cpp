@@ -6,6 +6,7 @@
 // values in [-1, 1] keep the difference within 2e-6 * K absolute plus 1e-5 relative.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -36,7 +37,8 @@ TEST(VulkanLinear, MatchesRefOnOddSizes) {
     for (Blocking kernel : test::device_blockings()) {
         for (int64_t m : sizes) {
             for (int64_t n : sizes) {
-                for (int64_t k : {int64_t(1), int64_t(15), int64_t(17), int64_t(130)}) {
+                for (int64_t k : {int64_t(1), int64_t(15), int64_t(17), int64_t(64), int64_t(130),
+                                  int64_t(136)}) {
                     const bool with_bias = seed % 2;
                     const Tensor x = test::random_tensor({m, k}, seed++);
                     const Tensor w = test::random_tensor({n, k}, seed++);
@@ -75,7 +77,11 @@ TEST(VulkanLinear, EveryWeightDtypeIsDequantisedInTheShader) {
     uint32_t seed = 300;
     for (Blocking kernel : test::device_blockings()) {
         for (DType dtype : dtypes) {
-            for (int64_t k : {int64_t(256), int64_t(512)}) {
+            // f16 and bf16 also on rows of part texels (K = 36: value by value, a part chunk
+            // at the end) and on a K of whole chunks but not of 256 (40).
+            std::vector<int64_t> ks = {256, 512};
+            if (block_size(dtype) == 1) ks.insert(ks.end(), {36, 40});
+            for (int64_t k : ks) {
                 const int64_t m = 19, n = 67;
                 const Tensor x = test::random_tensor({m, k}, seed++);
                 const Tensor w = test::random_weight(n, k, dtype, seed++);
@@ -188,6 +194,28 @@ TEST(CommandRecorder, AChainOfOpsIsOneSubmission) {
     EXPECT_EQ(rec.stats().bytes_downloaded, int64_t(m * d * sizeof(float)));
     rec.submit();  // nothing recorded: no submission
     EXPECT_EQ(rec.stats().submissions, 1);
+}
+
+TEST(CommandRecorder, SdVulkanProfileTimesEachShader) {
+    // With SD_VULKAN_PROFILE set, every step of a submission is timed and summed by name.
+    auto device = test::first_vulkan_device();
+    if (device->timestamp_ns() <= 0) GTEST_SKIP() << "no timestamps on " << device->name();
+    ::setenv("SD_VULKAN_PROFILE", "1", 1);
+    CommandRecorder rec(device);
+    ::unsetenv("SD_VULKAN_PROFILE");
+    ASSERT_NE(rec.profile(), nullptr);
+    const Tensor x = test::random_tensor({64, 64}, 3);
+    VulkanBuffer a = test::device_buffer_of(rec, x.to_vector());
+    VulkanBuffer b(device, a.size(), VulkanBuffer::Memory::Device);
+    for (int i = 0; i < 3; ++i) linear(rec, a, a, nullptr, b, {64, 64, 64});
+    rec.submit();
+    const std::string table = rec.profile()->table();
+    const std::string name =
+        device_blocking(*device) == Blocking::Lanes ? "linear_f32_lanes" : "linear_f32";
+    EXPECT_NE(table.find(name), std::string::npos) << table;
+    EXPECT_NE(table.find(" 3 calls"), std::string::npos) << table;
+    EXPECT_NE(table.find("upload"), std::string::npos) << table;
+    EXPECT_EQ(CommandRecorder(device).profile(), nullptr);  // unset: no profile
 }
 
 TEST(VulkanLinear, BuffersTooSmallAreNamedAndTheRecorderGoesOn) {

@@ -1,6 +1,7 @@
 // A GEMM with f32 accumulation for GPUs: out[m, n] = sum_k x(m, k) * w(n, k) (+ bias[n]), the body of
 // the linear and conv2d shaders. The including file first declares the push constants `p`
 // (with M, N, K, has_bias), the x, bias (binding 2) and output bindings and
+//   float bias_at(uint n);               bias[n]
 //   float load_x(uint m, uint k);        x as an [M, K] matrix (conv2d: im2col on the fly)
 //   void store_y(uint m, uint n, float);  where out[m, n] goes (conv2d: NCHW, activation)
 // then includes a weight_DTYPE.glsl (binding 1, load_weight(n, k): w[n, k] as f32,
@@ -59,7 +60,7 @@ void main() {
         for (uint j = 0; j < 4; ++j) {
             const uint n = n0 + tx + 16 * j;
             if (n >= p.N) continue;
-            store_y(m, n, acc[i][j] + (p.has_bias != 0 ? bias[n] : 0.0));
+            store_y(m, n, acc[i][j] + (p.has_bias != 0 ? bias_at(n) : 0.0));
         }
     }
 }

@@ -1,5 +1,4 @@
 // The q5_K weight of a GEMM shader (gemm_common.glsl): binding 1 and load_weight(n, k).
-layout(std430, binding = 1) readonly buffer W { uint w[]; };
 #include "weight_bytes.glsl"
 #include "k_quant_scales.glsl"
 

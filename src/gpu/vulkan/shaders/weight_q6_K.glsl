@@ -1,5 +1,4 @@
 // The q6_K weight of a GEMM shader (gemm_common.glsl): binding 1 and load_weight(n, k).
-layout(std430, binding = 1) readonly buffer W { uint w[]; };
 #include "weight_bytes.glsl"
 
 // q6_K (210 bytes a super-block of 256: ql[128], qh[64], scales[16] signed, d):

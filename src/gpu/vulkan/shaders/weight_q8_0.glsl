@@ -1,5 +1,4 @@
 // The q8_0 weight of a GEMM shader (gemm_common.glsl): binding 1 and load_weight(n, k).
-layout(std430, binding = 1) readonly buffer W { uint w[]; };
 #include "weight_bytes.glsl"
 
 // q8_0 (34 bytes a block of 32): value = d * q, d an f16, q signed bytes.
