@@ -200,7 +200,7 @@ void CommandRecorder::dispatch(const VulkanKernel& kernel,
         vk.vkCmdPushConstants(commands_, kernel.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0,
                               static_cast<uint32_t>(push_bytes), push);
     vk.vkCmdDispatch(commands_, groups_x, groups_y, groups_z);
-    if (profile_) profile_->step(commands_, spec.name);
+    if (profile_) profile_->dispatch(commands_, spec.name, groups_x, groups_y, groups_z);
     ++stats_.dispatches;
 }
 

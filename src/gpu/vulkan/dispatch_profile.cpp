@@ -16,7 +16,9 @@ std::unique_ptr<DispatchProfile> DispatchProfile::from_env(std::shared_ptr<Vulka
                     device->label().c_str());
         return nullptr;
     }
-    return std::make_unique<DispatchProfile>(std::move(device));
+    auto profile = std::make_unique<DispatchProfile>(std::move(device));
+    profile->by_grid_ = std::string(env) == "grid";
+    return profile;
 }
 
 DispatchProfile::DispatchProfile(std::shared_ptr<VulkanDevice> device)
@@ -50,6 +52,12 @@ void DispatchProfile::step(VkCommandBuffer commands, const char* name) {
                                       static_cast<uint32_t>(names_.size()));
 }
 
+void DispatchProfile::dispatch(VkCommandBuffer commands, const char* shader, uint32_t gx,
+                               uint32_t gy, uint32_t gz) {
+    if (!by_grid_) return step(commands, shader);
+    step(commands, strfmt("%s [%u x %u x %u]", shader, gx, gy, gz).c_str());
+}
+
 void DispatchProfile::collect() {
     if (names_.empty()) return;
     std::vector<uint64_t> ticks(names_.size() + 1);
@@ -76,7 +84,7 @@ std::string DispatchProfile::table() const {
     std::string out = strfmt("device time on %s by shader (SD_VULKAN_PROFILE): %.1f ms in all\n",
                              device_->label().c_str(), all * 1e-6);
     for (const auto& [name, t] : rows)
-        out += strfmt("  %-28s %8lld calls %11.1f ms %5.1f%%\n", name.c_str(),
+        out += strfmt("  %-40s %8lld calls %11.1f ms %5.1f%%\n", name.c_str(),
                       static_cast<long long>(t.calls), t.ns * 1e-6,
                       all > 0 ? 100.0 * t.ns / all : 0.0);
     if (untimed_ > 0)

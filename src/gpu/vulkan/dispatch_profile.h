@@ -1,6 +1,7 @@
 // Device time per shader, for SD_VULKAN_PROFILE=1 runs: a timestamp after every recorded step
 // (the recorder puts a barrier between steps, so a step's time is the gap to the one before),
-// summed by shader name and printed as a table when the recorder goes. Where the device has no
+// summed by shader name (SD_VULKAN_PROFILE=grid: by shader and workgroup grid, which tells the
+// shapes apart) and printed as a table when the recorder goes. Where the device has no
 // timestamps, profiling says so once and stays off.
 #pragma once
 
@@ -28,6 +29,9 @@ class DispatchProfile {
     // After a step named `name` (a shader's name, "upload", "download"); steps past the pool's
     // capacity in one recording are counted untimed.
     void step(VkCommandBuffer commands, const char* name);
+    // A dispatch's step: its shader's name, with the grid where the profile is by grid.
+    void dispatch(VkCommandBuffer commands, const char* shader, uint32_t gx, uint32_t gy,
+                  uint32_t gz);
     // After the recording's submission completed: its steps' times added to the totals.
     void collect();
     // The table: shader, calls, total ms, share of the device time.
@@ -37,7 +41,8 @@ class DispatchProfile {
     static constexpr uint32_t kQueries = 8192;
     std::shared_ptr<VulkanDevice> device_;
     VkQueryPool pool_ = VK_NULL_HANDLE;
-    std::vector<const char*> names_;  // the step after timestamp i is names_[i]
+    bool by_grid_ = false;
+    std::vector<std::string> names_;  // the step after timestamp i is names_[i]
     struct Total {
         int64_t calls = 0;
         double ns = 0;

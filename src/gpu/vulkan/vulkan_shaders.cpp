@@ -110,12 +110,16 @@ const ShaderSpec* attention(uint32_t d, uint32_t dv, Blocking blocking) {
     const bool lanes = blocking == Blocking::Lanes;
     static const ShaderSpec d128{"attention_d128", spirv_attention_d128(), 5,
                                  sizeof(AttentionParams)};
+    // The lanes shaders read q, k, v and the mask as texel buffers.
+    static constexpr std::array<Binding, kMaxBindings> lanes_bindings = {
+        Binding::TexelF32, Binding::TexelF32, Binding::TexelF32, Binding::TexelF32,
+        Binding::Storage};
     static const ShaderSpec d128_lanes{"attention_d128_lanes", spirv_attention_d128_lanes(), 5,
-                                       sizeof(AttentionParams)};
+                                       sizeof(AttentionParams), lanes_bindings};
     static const ShaderSpec d512{"attention_d512", spirv_attention_d512(), 5,
                                  sizeof(AttentionParams)};
     static const ShaderSpec d512_lanes{"attention_d512_lanes", spirv_attention_d512_lanes(), 5,
-                                       sizeof(AttentionParams)};
+                                       sizeof(AttentionParams), lanes_bindings};
     if (d <= 128 && dv <= 128) return lanes ? &d128_lanes : &d128;
     if (d <= 512) return lanes ? &d512_lanes : &d512;
     return nullptr;

@@ -9,10 +9,27 @@
 // (-inf) gets zeros.
 layout(local_size_x = 64) in;
 
+// q, k, v and the mask are read by q_at(i) .. mask_at(i): storage buffers for the tiled
+// shaders, uniform texel buffers (one gather for all lanes) for the lanes shaders.
+#ifdef SD_LANES
+layout(binding = 0) uniform samplerBuffer q_t;
+layout(binding = 1) uniform samplerBuffer k_t;
+layout(binding = 2) uniform samplerBuffer v_t;
+layout(binding = 3) uniform samplerBuffer mask_t;
+#define q_at(i) texelFetch(q_t, int(i)).x
+#define k_at(i) texelFetch(k_t, int(i)).x
+#define v_at(i) texelFetch(v_t, int(i)).x
+#define mask_at(i) texelFetch(mask_t, int(i)).x
+#else
 layout(std430, binding = 0) readonly buffer Q { float q[]; };
 layout(std430, binding = 1) readonly buffer K { float k[]; };
 layout(std430, binding = 2) readonly buffer V { float v[]; };
 layout(std430, binding = 3) readonly buffer Mask { float mask[]; };
+#define q_at(i) q[i]
+#define k_at(i) k[i]
+#define v_at(i) v[i]
+#define mask_at(i) mask[i]
+#endif
 layout(std430, binding = 4) writeonly buffer O { float o[]; };
 
 layout(push_constant) uniform Params {

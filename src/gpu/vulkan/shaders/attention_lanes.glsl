@@ -1,5 +1,5 @@
 // The body of attention_common.glsl for CPU-class devices (SD_LANES): no shared memory, no
-// barrier, and the fewest loads (a CPU device reads memory lane by lane; see gemm_lanes.glsl).
+// barrier, operands through texel buffers and the fewest fetches (see gemm_lanes.glsl).
 //
 // Blocking: each invocation holds its output columns (and for d128 its q row) in registers.
 // The keys are walked in tiles of 8: each lane of a subgroup loads key k0 + (its index mod 8)
@@ -24,7 +24,7 @@ void main() {
     const uint qbase = p.q_offset + b * p.q_strides.x + h * p.q_strides.y + iq * p.q_strides.z;
 #ifdef Q_IN_REGISTERS
     float qrow[MAX_D];
-    for (uint c = 0; c < p.d; ++c) qrow[c] = q[qbase + c * p.q_strides.w] * p.scale;
+    for (uint c = 0; c < p.d; ++c) qrow[c] = q_at(qbase + c * p.q_strides.w) * p.scale;
 #endif
     float running_max = -1.0 / 0.0;
     float running_sum = 0.0;
@@ -42,11 +42,11 @@ void main() {
         float s[8];
         for (uint kk = 0; kk < 8; ++kk) s[kk] = 0.0;
         for (uint c = 0; c < p.d; ++c) {
-            const float kc = k[krow + c * p.k_strides.w];
+            const float kc = k_at(krow + c * p.k_strides.w);
 #ifdef Q_IN_REGISTERS
             const float qc = qrow[c];
 #else
-            const float qc = q[qbase + c * p.q_strides.w] * p.scale;
+            const float qc = q_at(qbase + c * p.q_strides.w) * p.scale;
 #endif
             for (uint kk = 0; kk < 8; ++kk) s[kk] = fma(qc, subgroupShuffle(kc, kk), s[kk]);
         }
@@ -54,7 +54,7 @@ void main() {
         for (uint kk = 0; kk < 8; ++kk) {
             const uint j = j0 + kk;
             float score = s[kk];
-            if (p.has_mask != 0) score += mask[mbase + min(j, p.lk - 1) * p.mask_strides.w];
+            if (p.has_mask != 0) score += mask_at(mbase + min(j, p.lk - 1) * p.mask_strides.w);
             s[kk] = j < last_key ? score : -1.0 / 0.0;  // last_key <= lk
             tile_max = max(tile_max, s[kk]);
         }
@@ -70,7 +70,7 @@ void main() {
         }
         const uint vrow = vbase + mine * p.v_strides.z;
         for (uint c = 0; c < cols; ++c) {
-            const float vc = v[vrow + (p.v_col0 + c) * p.v_strides.w];
+            const float vc = v_at(vrow + (p.v_col0 + c) * p.v_strides.w);
             float a = acc[c] * correction;
             for (uint kk = 0; kk < 8; ++kk) a = fma(w[kk], subgroupShuffle(vc, kk), a);
             acc[c] = a;
