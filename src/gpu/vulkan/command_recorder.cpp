@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "gpu/vulkan/vulkan_fault.h"
 
 namespace sd::gpu {
 namespace {
@@ -215,11 +216,14 @@ void CommandRecorder::submit() {
         submit.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
         submit.commandBufferCount = 1;
         submit.pCommandBuffers = &commands_;
-        vk_check(vk.vkQueueSubmit(device_->queue(), 1, &submit, fence_), "vkQueueSubmit",
-                 device_->label());
+        VkResult r = injected_submit_fault();
+        if (r == VK_SUCCESS) r = vk.vkQueueSubmit(device_->queue(), 1, &submit, fence_);
+        if (r == VK_ERROR_DEVICE_LOST) device_->mark_lost();
+        vk_check(r, "vkQueueSubmit", device_->label());
         ++stats_.submissions;
-        vk_check(vk.vkWaitForFences(dev, 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences",
-                 device_->label());
+        r = vk.vkWaitForFences(dev, 1, &fence_, VK_TRUE, UINT64_MAX);
+        if (r == VK_ERROR_DEVICE_LOST) device_->mark_lost();
+        vk_check(r, "vkWaitForFences", device_->label());
         vk_check(vk.vkResetFences(dev, 1, &fence_), "vkResetFences", device_->label());
     } catch (...) {
         reset();  // the error names the device and the call

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -43,6 +44,10 @@ class VulkanDevice {
     bool cpu() const { return cpu_; }
     // Lanes of a compute subgroup with shuffles (basic and shuffle operations); 0 without.
     uint32_t subgroup_size() const { return subgroup_size_; }
+    // Whether a submission or wait has reported VK_ERROR_DEVICE_LOST: nothing more runs on
+    // this logical device (a stream opens the device anew, gpu::settle).
+    bool lost() const { return lost_.load(); }
+    void mark_lost() { lost_.store(true); }
     // Nanoseconds a timestamp tick; 0 where the compute queue has no timestamps.
     double timestamp_ns() const { return timestamp_ns_; }
 
@@ -64,6 +69,7 @@ class VulkanDevice {
     bool cpu_ = false;
     uint32_t subgroup_size_ = 0;
     double timestamp_ns_ = 0;
+    std::atomic<bool> lost_{false};
     VkDevice device_ = VK_NULL_HANDLE;
     VulkanDeviceFunctions vk_;
     VkQueue queue_ = VK_NULL_HANDLE;

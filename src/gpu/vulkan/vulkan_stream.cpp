@@ -48,7 +48,9 @@ size_t Stream::ConstantHash::operator()(const ConstantKey& k) const {
 }
 
 Stream::Stream(std::shared_ptr<VulkanDevice> device, const StreamOptions& options)
-    : device_(std::move(device)), options_(options), recorder_(device_) {}
+    : device_(std::move(device)),
+      options_(options),
+      recorder_(std::make_unique<CommandRecorder>(device_)) {}
 
 Stream::~Stream() {
     alive_.reset();  // buffers released from here on are freed, not pooled
@@ -70,7 +72,7 @@ std::shared_ptr<VulkanBuffer> Stream::allocate(size_t bytes) {
     } catch (const Error&) {
         if (pool_.empty()) throw;  // out of device memory with nothing to give back
         // The pool's buffers may still be named by the recording: submit it first.
-        recorder_.submit();
+        recorder_->submit();
         release_pool();
         made = std::make_unique<VulkanBuffer>(device_, size, VulkanBuffer::Memory::Device);
     }
@@ -80,6 +82,11 @@ std::shared_ptr<VulkanBuffer> Stream::allocate(size_t bytes) {
 }
 
 void Stream::recycle(VulkanBuffer* buffer) noexcept {
+    if (&buffer->device() != device_.get()) {  // a buffer of the device before a reopen
+        device_bytes_ -= static_cast<int64_t>(buffer->size());
+        delete buffer;
+        return;
+    }
     try {
         pool_.emplace(buffer->size(), std::unique_ptr<VulkanBuffer>(buffer));
     } catch (...) {
@@ -113,7 +120,7 @@ VulkanBuffer& Stream::buffer(const Tensor& t, const char* op) const {
 void Stream::begin_op() {
     ++op_;
     op_buffers_.clear();
-    if (recorder_.staged_bytes() > kStagingLimit) recorder_.submit();
+    if (recorder_->staged_bytes() > kStagingLimit) recorder_->submit();
 }
 
 void Stream::keep_for_op(const Tensor& t) {
@@ -167,9 +174,9 @@ const VulkanBuffer& Stream::constant(const Tensor& host, bool as_f32) {
     Constant c{host.storage(), allocate(bytes), op_};
     if (convert) {
         const std::vector<float> values = host.to_vector();
-        recorder_.upload(*c.buffer, values.data(), bytes);
+        recorder_->upload(*c.buffer, values.data(), bytes);
     } else {
-        recorder_.upload(*c.buffer, host.data_ptr(), bytes);
+        recorder_->upload(*c.buffer, host.data_ptr(), bytes);
     }
     weight_bytes_uploaded_ += static_cast<int64_t>(bytes);
     constant_bytes_ += static_cast<int64_t>(bytes);
@@ -177,25 +184,52 @@ const VulkanBuffer& Stream::constant(const Tensor& host, bool as_f32) {
 }
 
 void Stream::submit() {
-    recorder_.submit();
+    recorder_->submit();
 }
 
 void Stream::settle() noexcept {
     try {
-        recorder_.submit();
+        recorder_->submit();
     } catch (...) {  // the recording is dropped: the weights uploaded in it never arrived
         constants_.clear();
         constant_bytes_ = 0;
     }
+    if (!device_->lost()) return;
+    try {
+        reopen();
+        SD_LOG_WARN("%s was lost; opened it anew (its weights upload again)",
+                    device_->label().c_str());
+    } catch (const std::exception& e) {  // still gone: the next use says so
+        SD_LOG_ERROR("%s was lost and cannot be opened again: %s", device_->label().c_str(),
+                     e.what());
+    }
+}
+
+// A new logical device in place of a lost one: nothing of the old is used again (its pooled
+// buffers and weights are freed; a buffer a tensor still holds is freed when it is let go).
+void Stream::reopen() {
+    std::shared_ptr<VulkanDevice> device = VulkanDevice::open(device_->name());
+    auto recorder = std::make_unique<CommandRecorder>(device);
+    const RecorderStats& old = recorder_->stats();
+    retired_.submissions += old.submissions;
+    retired_.dispatches += old.dispatches;
+    retired_.bytes_uploaded += old.bytes_uploaded;
+    retired_.bytes_downloaded += old.bytes_downloaded;
+    op_buffers_.clear();
+    constants_.clear();
+    constant_bytes_ = 0;
+    release_pool();
+    recorder_ = std::move(recorder);
+    device_ = std::move(device);
 }
 
 StreamStats Stream::stats() const {
-    const RecorderStats& r = recorder_.stats();
+    const RecorderStats& r = recorder_->stats();
     StreamStats s;
-    s.submissions = r.submissions;
-    s.dispatches = r.dispatches;
-    s.bytes_uploaded = r.bytes_uploaded;
-    s.bytes_downloaded = r.bytes_downloaded;
+    s.submissions = retired_.submissions + r.submissions;
+    s.dispatches = retired_.dispatches + r.dispatches;
+    s.bytes_uploaded = retired_.bytes_uploaded + r.bytes_uploaded;
+    s.bytes_downloaded = retired_.bytes_downloaded + r.bytes_downloaded;
     s.weight_bytes_uploaded = weight_bytes_uploaded_;
     s.weight_bytes_resident = constant_bytes_;
     s.device_bytes = device_bytes_;

@@ -44,7 +44,7 @@ class Stream : public std::enable_shared_from_this<Stream> {
 
     const std::string& name() const { return device_->name(); }
     VulkanDevice& device() const { return *device_; }
-    CommandRecorder& recorder() { return recorder_; }
+    CommandRecorder& recorder() { return *recorder_; }
 
     // An uninitialised device tensor, contiguous.
     Tensor empty(const Shape& shape, DType dtype = DType::F32);
@@ -64,7 +64,8 @@ class Stream : public std::enable_shared_from_this<Stream> {
     const VulkanBuffer& constant(const Tensor& host, bool as_f32);
 
     void submit();
-    // gpu::settle: submits what was recorded; on failure forgets the weights.
+    // gpu::settle: submits what was recorded; on failure forgets the weights; after a lost
+    // device opens it anew (a new logical device, an empty pool: the weights upload again).
     void settle() noexcept;
     StreamStats stats() const;
     void count_fallback() { ++fallbacks_; }
@@ -75,10 +76,12 @@ class Stream : public std::enable_shared_from_this<Stream> {
     void recycle(VulkanBuffer* buffer) noexcept;
     void release_pool() noexcept;
     void evict_for(uint64_t bytes);
+    void reopen();
 
     std::shared_ptr<VulkanDevice> device_;
     StreamOptions options_;
-    CommandRecorder recorder_;
+    std::unique_ptr<CommandRecorder> recorder_;
+    RecorderStats retired_;  // the counts of the recorders of a lost device
     std::multimap<size_t, std::unique_ptr<VulkanBuffer>> pool_;  // free buffers by size
     int64_t device_bytes_ = 0, device_bytes_peak_ = 0;
     std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // seen by the recyclers

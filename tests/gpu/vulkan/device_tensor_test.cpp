@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "gpu/devices.h"
+#include "gpu/vulkan/vulkan_fault.h"
 #include "nn/layers.h"
 #include "ops/ops.h"
 #include "test_util.h"
@@ -68,6 +69,33 @@ TEST(DeviceTensor, OutOfDeviceMemoryIsAnErrorAndTheStreamGoesOn) {
     }
     gpu::settle(*stream);
     EXPECT_EQ(gpu::to_host(x * 2.0f).to_vector(), (std::vector<float>{2, 4, 6, 8}));
+}
+
+TEST(DeviceTensor, ALostDeviceIsAnErrorNamingItAndTheStreamOpensItAnew) {
+    auto stream = test::first_vulkan_stream();
+    const Tensor w = test::random_tensor({8, 16}, 21);
+    const Tensor x = test::random_tensor({4, 16}, 22);
+    const Tensor want = linear(x, w);
+    test::expect_close(gpu::to_host(linear(gpu::to_device(x, *stream), w)), want, 1e-5, 1e-5,
+                       "before");
+    // The next submission fails as a lost device's does (SD_VULKAN_FAULT=device_lost@1).
+    gpu::set_submit_fault(VK_ERROR_DEVICE_LOST, 1);
+    try {
+        (void)gpu::to_host(linear(gpu::to_device(x, *stream), w));
+        FAIL() << "a lost device's submission went through";
+    } catch (const Error& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find(gpu::stream_device_name(*stream)), std::string::npos) << what;
+        EXPECT_NE(what.find("VK_ERROR_DEVICE_LOST"), std::string::npos) << what;
+    }
+    gpu::settle(*stream);  // as the pipeline does after a failed call: the device opens anew
+    const gpu::StreamStats before = gpu::stream_stats(*stream);
+    test::expect_close(gpu::to_host(linear(gpu::to_device(x, *stream), w)), want, 1e-5, 1e-5,
+                       "after");
+    const gpu::StreamStats after = gpu::stream_stats(*stream);
+    EXPECT_EQ(after.submissions, before.submissions + 1);
+    EXPECT_GE(after.weight_bytes_uploaded - before.weight_bytes_uploaded, int64_t(w.nbytes()))
+        << "the weight is uploaded again to the new device";
 }
 
 // One op on host inputs and on the same inputs moved to the device.

@@ -44,13 +44,15 @@ function check(ok, what, detail) {
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // Starts sd-server on 127.0.0.1 with a free port; resolves once it listens (or, with
-// `ready`, once its log matches that pattern: a --role worker has no port).
-async function startServer(extraArgs = [], ready = null) {
+// `ready`, once its log matches that pattern: a --role worker has no port). `env` adds to the
+// environment the server runs with.
+async function startServer(extraArgs = [], ready = null, env = {}) {
   const threads = String(Math.max(1, Math.min(4, require("node:os").availableParallelism())));
   const args = ["-m", fixturePath(), "--tokenizer-dir", path.join(fixturesDir, "tokenizers"),
                 "-l", "127.0.0.1", "--listen-port", "0", "-t", threads,
                 "-W", "64", "-H", "64", "--steps", "2", ...extraArgs];
-  const child = spawn(serverProgram, args, { stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(serverProgram, args, { stdio: ["ignore", "pipe", "pipe"],
+                                             env: { ...process.env, ...env } });
   let log = "";
   const onData = (d) => { log += d.toString(); };
   child.stdout.on("data", onData);
