@@ -318,6 +318,13 @@ Placement read_placement(const sd_ctx_params_t& p) {
         SD_LOG_INFO("params_backend %s=disk: this build streams every network from disk",
                     on_disk.front().c_str());
     out.devices.weight_budget = read_max_vram(p.max_vram);
+    // --auto-fit places the models once their sizes are known, unless a device (or the CPU)
+    // was named for them.
+    bool named = false;
+    for (const SpecEntry& e : parse_spec(p.backend, "backend"))
+        named = named || e.component == "*" || e.component == "diffusion";
+    out.devices.auto_fit = p.auto_fit && !named;
+    out.devices.vae_on_cpu = out.keep_vae;
     read_model_args(p.model_args, out);
     return out;
 }

@@ -12,6 +12,7 @@ struct DeviceInfo {
     std::string name;         // "vulkan0"
     std::string description;  // "llvmpipe (LLVM 15.0.6, 256 bits), cpu, Vulkan 1.3.230, 23.4 GiB"
     uint64_t device_local_bytes = 0;
+    bool cpu = false;  // a CPU-class device (lavapipe): slower than the engine's own CPU kernels
 };
 
 // The Vulkan devices, probed once per process and named vulkan0, vulkan1, ... in the loader's

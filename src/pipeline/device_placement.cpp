@@ -1,9 +1,11 @@
 #include "pipeline/device_placement.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 
 #include "base/log.h"
+#include "base/strfmt.h"
 #include "gpu/device_tensor.h"
 
 namespace sd {
@@ -117,7 +119,60 @@ class DeviceLatentCodec final : public LatentCodec {
 
 }  // namespace
 
-void place_on_devices(ModelComponents& m, const DevicePlacement& placement) {
+DevicePlacement fit_to_devices(const std::vector<gpu::DeviceInfo>& devices,
+                               const DevicePlacement& asked, uint64_t diffusion_bytes,
+                               uint64_t vae_bytes, std::string& why) {
+    constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+    DevicePlacement out = asked;
+    out.auto_fit = false;
+    const gpu::DeviceInfo* best = nullptr;
+    for (const gpu::DeviceInfo& d : devices)
+        if (!d.cpu && (!best || d.device_local_bytes > best->device_local_bytes)) best = &d;
+    if (!best) {
+        why = devices.empty() ? "auto-fit: no Vulkan device; the models run on the CPU"
+                              : "auto-fit: no GPU (" + devices.front().name +
+                                    " is a CPU device); the models run on the CPU";
+        return out;
+    }
+    const uint64_t memory = best->device_local_bytes;
+    const uint64_t reserve = std::max<uint64_t>(uint64_t{1} << 30, memory / 10);
+    uint64_t usable = memory > reserve ? memory - reserve : 0;
+    if (asked.weight_budget > 0) usable = std::min(usable, asked.weight_budget);
+    const std::string sizes =
+        strfmt("diffusion model %.1f GiB, VAE %.1f GiB; %s has %.1f GiB", diffusion_bytes / kGiB,
+               vae_bytes / kGiB, best->name.c_str(), memory / kGiB);
+    if (usable < (uint64_t{256} << 20)) {
+        why = "auto-fit: " + sizes + ", too little to spare; the models run on the CPU";
+        return out;
+    }
+    out.diffusion = best->name;
+    if (!asked.vae_on_cpu && diffusion_bytes + vae_bytes <= usable) {
+        out.vae = best->name;
+        why = "auto-fit: diffusion model and VAE on " + best->name + " (" + sizes + ")";
+    } else if (diffusion_bytes <= usable) {
+        why = "auto-fit: diffusion model on " + best->name + ", VAE on the CPU (" + sizes + ")";
+    } else {
+        out.weight_budget = usable;
+        why = strfmt(
+            "auto-fit: diffusion model on %s with %.1f GiB of its weights kept there "
+            "and the rest uploaded per use, VAE on the CPU (%s)",
+            best->name.c_str(), usable / kGiB, sizes.c_str());
+    }
+    return out;
+}
+
+void place_on_devices(ModelComponents& m, const DevicePlacement& asked) {
+    DevicePlacement placement = asked;
+    if (asked.auto_fit && asked.diffusion.empty() && asked.vae.empty() && m.diffusion) {
+        std::string why;
+        placement =
+            fit_to_devices(gpu::vulkan_devices().devices, asked, m.diffusion->weight_bytes(),
+                           m.codec ? m.codec->weight_bytes() : 0, why);
+        if (placement.diffusion.empty())
+            SD_LOG_DEBUG("%s", why.c_str());
+        else
+            SD_LOG_INFO("%s", why.c_str());
+    }
     std::map<std::string, std::shared_ptr<gpu::Stream>> streams;  // one a device
     auto stream = [&](const std::string& device) {
         auto& s = streams[device];

@@ -6,13 +6,29 @@
 // (up to the placement's weight budget, --max-vram).
 #pragma once
 
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gpu/devices.h"
 #include "pipeline/components.h"
 #include "pipeline/load_options.h"
 
 namespace sd {
 
-// Wraps m's diffusion models and codec per `placement`; logs where each runs. Throws
-// sd::Error naming a device that cannot be opened.
+// Wraps m's diffusion models and codec per `placement` (fit_to_devices first where it asks
+// for auto-fit); logs where each runs. Throws sd::Error naming a device that cannot be opened.
 void place_on_devices(ModelComponents& m, const DevicePlacement& placement);
+
+// --auto-fit: the diffusion model and the VAE placed by their weights' sizes on the GPU with
+// the most memory (CPU-class devices such as lavapipe are never chosen: the engine's own CPU
+// kernels are faster), keeping a reserve for activations (a tenth of the memory, at least
+// 1 GiB): both where they fit, else the diffusion model alone, else the diffusion model with
+// its weights streamed per use under the memory left (as --max-vram); nothing where no GPU
+// has 256 MiB to spare. `asked` keeps its weight budget (an explicit --max-vram caps what is
+// used) and vae_on_cpu; `why` says what was chosen, in one line.
+DevicePlacement fit_to_devices(const std::vector<gpu::DeviceInfo>& devices,
+                               const DevicePlacement& asked, uint64_t diffusion_bytes,
+                               uint64_t vae_bytes, std::string& why);
 
 }  // namespace sd

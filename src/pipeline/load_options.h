@@ -30,6 +30,10 @@ struct DevicePlacement {
     std::string diffusion;       // "vulkan0": the diffusion model (and a ControlNet's residuals)
     std::string vae;             // the latent codec
     uint64_t weight_budget = 0;  // 0: no limit
+    // --auto-fit with no device named: place the diffusion model and the VAE on the GPU by
+    // their sizes once they are known (pipeline/device_placement.h: fit_to_devices).
+    bool auto_fit = false;
+    bool vae_on_cpu = false;  // --vae-on-cpu: auto-fit leaves the VAE on the CPU
 };
 
 // How the program was asked to load a model.

@@ -438,8 +438,8 @@ std::vector<OptionSpec> runtime_options() {
         flag("", "--stream-layers", G, &CliParams::stream_layers, true,
              "stream weights layer by layer (on the CPU: as --params-backend disk)"),
         flag("", "--auto-fit", G, &CliParams::auto_fit, true,
-             "place the models on devices by their size and each device's budget",
-             "automatic device placement"),
+             "with no --backend: place the diffusion model and the VAE on the GPU with the most "
+             "memory, by their sizes (streaming the diffusion weights where they do not fit)"),
         flag("", "--eager-load", G, &CliParams::eager_load, true,
              "load every weight when the model loads instead of on first use", "eager loading"),
         flag("", "--mmap", G, &CliParams::enable_mmap, true,

@@ -125,6 +125,7 @@ DeviceList probe() {
         DeviceInfo info;
         info.name = strfmt("vulkan%d", index++);
         info.device_local_bytes = device_local_bytes(m);
+        info.cpu = p.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
         info.description =
             strfmt("%s, %s, Vulkan %u.%u.%u, %.1f GiB", p.deviceName, type_name(p.deviceType),
                    VK_API_VERSION_MAJOR(p.apiVersion), VK_API_VERSION_MINOR(p.apiVersion),

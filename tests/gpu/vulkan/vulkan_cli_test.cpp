@@ -99,5 +99,17 @@ TEST_F(VulkanCli, WithoutVulkanTheBackendIsOneLineAndTheCpu) {
     EXPECT_EQ(pixels("no_vulkan.png"), pixels("cpu_only.png"));
 }
 
+TEST_F(VulkanCli, AutoFitLeavesACpuDeviceAlone) {
+    // lavapipe is a CPU device: --auto-fit keeps the models on the CPU, and says why with -v.
+    generate("auto_fit_cpu.png", {});
+    const cli::RunResult r = generate("auto_fit.png", {"--auto-fit"});
+    EXPECT_NE(r.output.find("auto-fit: no GPU (vulkan0 is a CPU device); the models run on the "
+                            "CPU"),
+              std::string::npos)
+        << r.output;
+    EXPECT_EQ(r.output.find("diffusion model on vulkan0"), std::string::npos) << r.output;
+    EXPECT_EQ(pixels("auto_fit.png"), pixels("auto_fit_cpu.png"));
+}
+
 }  // namespace
 }  // namespace sd
