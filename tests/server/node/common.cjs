@@ -230,12 +230,13 @@ function vmRssKiB(pid, detail = false) {
   return detail ? { rss: read("VmRSS"), anon: read("RssAnon"), file: read("RssFile") } : read("VmRSS");
 }
 
-// Runs `body(server)` on a fresh server, stops it, and exits 1 when a check failed.
-async function runWithServer(name, body, serverArgs = []) {
-  const t0 = Date.now();
+// Runs `body(server)` on a fresh server (with `serverArgs`, and `env` added to its
+// environment) and stops it; a throw is a failed check, and the server's log is printed
+// when a check has failed.
+async function withServer(name, body, serverArgs = [], env = {}) {
   let server;
   try {
-    server = await startServer(serverArgs);
+    server = await startServer(serverArgs, null, env);
     console.log(`${name}: sd-server pid ${server.pid} at ${server.base}`);
     await body(server);
   } catch (e) {
@@ -245,6 +246,12 @@ async function runWithServer(name, body, serverArgs = []) {
     if (server.child.exitCode === null) await stopServer(server);
     if (failures) console.log("--- server log (last 4000 chars) ---\n" + server.log().slice(-4000));
   }
+}
+
+// Runs `body(server)` on a fresh server, stops it, and exits 1 when a check failed.
+async function runWithServer(name, body, serverArgs = []) {
+  const t0 = Date.now();
+  await withServer(name, body, serverArgs);
   console.log(`${name}: ${failures ? failures + " check(s) failed" : "all checks passed"} ` +
               `in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   process.exit(failures ? 1 : 0);
@@ -253,5 +260,5 @@ async function runWithServer(name, body, serverArgs = []) {
 module.exports = {
   failureCount: () => failures,
   buildDir, clientsDir, fixturesDir, fixturePath, requireClient, check, sleep, startServer, stopServer,
-  request, waitJob, decodePng, psnr, seedOf, vmRssKiB, runWithServer,
+  request, waitJob, decodePng, psnr, seedOf, vmRssKiB, runWithServer, withServer,
 };
