@@ -31,7 +31,7 @@
 #include "ops/compute_type.h"
 #include "pipeline/decode_tiling.h"
 #include "pipeline/generate.h"
-#include "pipeline/taesd_codec.h"
+#include "pipeline/taehv_codec.h"
 #include "stable-diffusion-ext.h"
 
 struct sd_ctx_t {
@@ -93,11 +93,11 @@ void reject_unbuilt(const sd_ctx_params_t& p) {
             "--type for image generation is not supported yet; convert the model with -M convert");
 }
 
-// --taesd: TAESD decodes (and encodes) in place of the VAE, or with tae_preview_only serves
-// the previews alone, as the reference.
+// --taesd: TAESD (TAEHV for a video model) decodes (and encodes) in place of the VAE, or with
+// tae_preview_only serves the previews alone, as the reference.
 void attach_taesd(sd_ctx_t& ctx, const char* path, bool preview_only, sd::Residency residency) {
     sd::ModelComponents& m = ctx.model.components;
-    std::unique_ptr<sd::LatentCodec> tae = sd::load_taesd_codec(path, m.latent, residency);
+    std::unique_ptr<sd::LatentCodec> tae = sd::load_tiny_codec(path, m.latent, m.video, residency);
     ctx.tae = tae.get();
     if (preview_only) {
         ctx.spare_codec = std::move(tae);

@@ -39,8 +39,9 @@ std::string LatentPreviewer::unavailable_reason() const {
         case PREVIEW_PROJ:
             return format_.rgb.weights ? "" : "no latent to RGB projection is known for this model";
         case PREVIEW_TAE:
-            if (video_) return "a video's tae preview needs a video TAE (TAEHV), not built yet";
-            return tae_ ? "" : "the tae preview needs TAESD (--taesd)";
+            if (tae_) return "";
+            return video_ ? "the tae preview of a video needs TAEHV (--taesd taew2_1.safetensors)"
+                          : "the tae preview needs TAESD (--taesd)";
         case PREVIEW_VAE:
             return vae_ ? "" : "the vae preview needs the model's VAE";
         default:
@@ -65,8 +66,9 @@ std::vector<image::Image> LatentPreviewer::render_frames(const Tensor& latent) c
                 latent.narrow(2, t, 1).contiguous().view({1, C, h, w}), format_.rgb));
         return frames;
     }
-    SD_CHECK(mode_ == PREVIEW_VAE && vae_ != nullptr, "%s", unavailable_reason().c_str());
-    return decoded_frames(vae_->decode(to_codec_latent(format_, latent), tiling_), true);
+    const LatentCodec* codec = mode_ == PREVIEW_TAE ? tae_ : mode_ == PREVIEW_VAE ? vae_ : nullptr;
+    SD_CHECK(codec != nullptr, "%s", unavailable_reason().c_str());
+    return decoded_frames(codec->decode(to_codec_latent(format_, latent), tiling_), true);
 }
 
 }  // namespace sd

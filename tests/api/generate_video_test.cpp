@@ -16,6 +16,7 @@
 #include "image_compare.h"
 #include "io/io_test_util.h"
 #include "models/tiny_clip_vision.h"
+#include "models/tiny_taehv.h"
 #include "models/tiny_wan_vae.h"
 #include "stable-diffusion-ext.h"
 #include "stable-diffusion.h"
@@ -45,7 +46,8 @@ const std::string& wan22_vae() {
 
 // A context of these files; `high_noise` (when not empty) the high-noise expert.
 Ctx open_files(const std::string& dit, const std::string& t5, const std::string& vae,
-               const std::string& high_noise = "") {
+               const std::string& high_noise = "", const std::string& taesd = "",
+               bool tae_preview_only = false) {
     const std::string tokenizers = test::fixtures_dir() + "/tokenizers";
     sd_ctx_params_t cp;
     sd_ctx_params_init(&cp);
@@ -53,6 +55,8 @@ Ctx open_files(const std::string& dit, const std::string& t5, const std::string&
     if (!high_noise.empty()) cp.high_noise_diffusion_model_path = high_noise.c_str();
     cp.t5xxl_path = t5.c_str();
     cp.vae_path = vae.c_str();
+    if (!taesd.empty()) cp.taesd_path = taesd.c_str();
+    cp.tae_preview_only = tae_preview_only;
     cp.n_threads = 2;
     sd_ctx_ext_params_t ext;
     sd_ctx_ext_params_init(&ext);
@@ -210,6 +214,51 @@ TEST(GenerateVideo, PreviewsShowEveryFrame) {
     EXPECT_EQ(log.calls, 2);
     EXPECT_EQ(log.frames, 5);
     EXPECT_EQ(log.width, 32u);
+}
+
+// --taesd with a TAEHV (taew2_1): the tae previews decode every frame; with
+// tae_preview_only the clip is the VAE's still, else TAEHV decodes it too. A TAESD (image)
+// file is refused by name.
+TEST(GenerateVideo, TaehvPreviewsAndDecodesTheClip) {
+    static const std::string dit = test::tiny_wan_dit();
+    const std::string t5 = test::tiny_t5(true, kVocab);
+    const std::string taehv = test::tiny_taehv(16, false, "video_taehv");
+    sd_vid_gen_params_t v = video_params(32, 32, 5);
+    v.sample_params.sample_steps = 2;
+    Ctx vae_only = open_files(dit, t5, wan21_vae());
+    ASSERT_NE(vae_only, nullptr);
+    const auto by_vae = video_frames(vae_only.get(), v);
+    ASSERT_EQ(by_vae.size(), 5u);
+
+    Ctx previews = open_files(dit, t5, wan21_vae(), "", taehv, /*tae_preview_only=*/true);
+    ASSERT_NE(previews, nullptr);
+    PreviewLog log;
+    auto cb = [](int, int count, sd_image_t* frames, bool, void* data) {
+        auto* l = static_cast<PreviewLog*>(data);
+        ++l->calls;
+        l->frames = count;
+        l->width = count > 0 ? frames[0].width : 0;
+    };
+    sd_set_preview_callback(cb, PREVIEW_TAE, 1, true, false, &log);
+    const auto with_previews = video_frames(previews.get(), v);
+    sd_set_preview_callback(nullptr, PREVIEW_NONE, 1, false, false, nullptr);
+    EXPECT_EQ(log.calls, 2);
+    EXPECT_EQ(log.frames, 5);  // 1 + 4 (2 - 1) frames, as the VAE's
+    EXPECT_EQ(log.width, 32u);
+    EXPECT_EQ(with_previews, by_vae) << "previews only: the VAE still decodes the clip";
+
+    Ctx tae_decodes = open_files(dit, t5, wan21_vae(), "", taehv);
+    ASSERT_NE(tae_decodes, nullptr);
+    const auto by_tae = video_frames(tae_decodes.get(), v);
+    ASSERT_EQ(by_tae.size(), 5u);
+    EXPECT_EQ(by_tae[0].size(), by_vae[0].size());
+    EXPECT_NE(by_tae, by_vae) << "TAEHV decodes the clip";
+
+    LogText errors;
+    const std::string taesd = test::fixture_file("taesd_f32_seed5.safetensors");
+    EXPECT_EQ(open_files(dit, t5, wan21_vae(), "", taesd), nullptr);
+    errors.stop();
+    EXPECT_NE(errors.text.find("need a TAEHV video autoencoder"), std::string::npos) << errors.text;
 }
 
 TEST(GenerateVideo, AnImageIsAOneFrameVideo) {

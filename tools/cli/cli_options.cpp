@@ -332,7 +332,8 @@ std::vector<OptionSpec> model_file_options() {
     const Group G = Group::Context;
     return {
         text("", "--taesd", G, &CliParams::taesd_path, "none",
-             "path to TAESD, the tiny autoencoder for fast decoding (lower quality)"),
+             "path to TAESD, the tiny autoencoder for fast decoding and previews (lower quality); "
+             "TAEHV (taew2_1, taew2_2) for a Wan video model"),
         text("", "--tae", G, &CliParams::taesd_path, "none", "alias of --taesd"),
         text("", "--control-net", G, &CliParams::control_net_path, "none",
              "path to a ControlNet model"),
