@@ -30,6 +30,7 @@
 #include "families/registry.h"
 #include "ops/compute_type.h"
 #include "pipeline/decode_tiling.h"
+#include "pipeline/device_placement.h"
 #include "pipeline/generate.h"
 #include "pipeline/taehv_codec.h"
 #include "stable-diffusion-ext.h"
@@ -97,7 +98,9 @@ void reject_unbuilt(const sd_ctx_params_t& p) {
 // tae_preview_only serves the previews alone, as the reference.
 void attach_taesd(sd_ctx_t& ctx, const char* path, bool preview_only, sd::Residency residency) {
     sd::ModelComponents& m = ctx.model.components;
-    std::unique_ptr<sd::LatentCodec> tae = sd::load_tiny_codec(path, m.latent, m.video, residency);
+    // On the VAE's device where the VAE runs on one.
+    std::unique_ptr<sd::LatentCodec> tae =
+        sd::placed_like_the_codec(m, sd::load_tiny_codec(path, m.latent, m.video, residency));
     ctx.tae = tae.get();
     if (preview_only) {
         ctx.spare_codec = std::move(tae);

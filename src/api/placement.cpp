@@ -329,18 +329,18 @@ Placement read_placement(const sd_ctx_params_t& p) {
     return out;
 }
 
-Residency read_upscaler_placement(const char* backend, const char* params_backend) {
-    for (const SpecEntry& e : parse_spec(backend, "backend"))
-        if (const std::string device = device_of(e.value, "backend"); !device.empty())
-            SD_LOG_WARN("backend: the upscaler runs on the CPU in this version, not on %s",
-                        device.c_str());
-    Residency residency = Residency::Resident;
+UpscalerPlacement read_upscaler_placement(const char* backend, const char* params_backend) {
+    UpscalerPlacement out;
+    for (const SpecEntry& e : parse_spec(backend, "backend")) {
+        const std::string device = device_of(e.value, "backend");
+        if (e.component == "*" || e.component == "upscaler") out.device = device;
+    }
     for (const SpecEntry& e : parse_spec(params_backend, "params_backend")) {
         const bool disk = is_disk(e.value, "params_backend");
         if (disk && (e.component == "*" || e.component == "upscaler"))
-            residency = Residency::Streamed;
+            out.residency = Residency::Streamed;
     }
-    return residency;
+    return out;
 }
 
 }  // namespace sd::api

@@ -71,8 +71,14 @@ struct EngineOptions {
 };
 EngineOptions engine_options(const Placement& placement, const sd_ctx_ext_params_t& ext);
 
-// new_upscaler_ctx's backend / params_backend: every device named must exist; the weights
-// stream from disk when params_backend places the upscaler ("*" or "upscaler") on "disk".
-Residency read_upscaler_placement(const char* backend, const char* params_backend);
+// new_upscaler_ctx's backend / params_backend: the device backend names for the upscaler ("*"
+// or "upscaler": a Vulkan device, or the CPU where there is no Vulkan, said in one line;
+// other components' entries are ignored); the weights stream from disk when params_backend
+// places the upscaler on "disk". Every device named must exist.
+struct UpscalerPlacement {
+    Residency residency = Residency::Resident;
+    std::string device;  // empty: the CPU
+};
+UpscalerPlacement read_upscaler_placement(const char* backend, const char* params_backend);
 
 }  // namespace sd::api

@@ -24,11 +24,13 @@ upscaler_ctx_t* new_upscaler_ctx(const char* esrgan_path, bool direct, int n_thr
     (void)direct;  // ggml's direct convolution switch: convolutions here are always direct
     try {
         SD_CHECK(esrgan_path && *esrgan_path, "new_upscaler_ctx: no ESRGAN model path given");
-        const sd::Residency residency = sd::api::read_upscaler_placement(backend, params_backend);
+        const sd::api::UpscalerPlacement placement =
+            sd::api::read_upscaler_placement(backend, params_backend);
         const int threads = n_threads > 0 ? sd::threads_that_help(n_threads) : 0;  // runscope
         auto ctx = std::make_unique<upscaler_ctx_t>();
         ctx->threads = threads;
-        ctx->upscaler = std::make_unique<sd::Upscaler>(esrgan_path, tile_size, residency);
+        ctx->upscaler = std::make_unique<sd::Upscaler>(esrgan_path, tile_size, placement.residency,
+                                                       placement.device);
         return ctx.release();
     } catch (const std::exception& e) {
         SD_LOG_ERROR("%s", e.what());

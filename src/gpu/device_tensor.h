@@ -61,6 +61,12 @@ Tensor to_device(const Tensor& t, Stream& stream);
 Tensor to_host(const Tensor& t);
 // The stream holding a device tensor (null for a host tensor).
 std::shared_ptr<Stream> stream_of(const Tensor& t);
+// An uninitialised contiguous tensor where `like` lives: on its stream's device, or in host
+// memory (a model's scratch buffer for results written into views, as ESRGAN's dense blocks).
+Tensor empty_like_place(const Tensor& like, const Shape& shape, DType dtype = DType::F32);
+// A host tensor moved where `like` lives (uploaded to its stream; as it is for a host `like`):
+// a constant a model builds beside its activations (TAEHV's zero frame before the first).
+Tensor placed_like(const Tensor& host, const Tensor& like);
 
 inline bool on_device(const Tensor& t) {
     return t.defined() && t.device() != Device::CPU;

@@ -36,6 +36,12 @@ Tensor to_device(const Tensor&, Stream&) {
 Tensor to_host(const Tensor& t) {
     return t;
 }
+Tensor empty_like_place(const Tensor&, const Shape& shape, DType dtype) {
+    return Tensor::empty(shape, dtype);
+}
+Tensor placed_like(const Tensor& host, const Tensor&) {
+    return host;
+}
 std::shared_ptr<Stream> stream_of(const Tensor&) {
     return nullptr;
 }

@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "gpu/device_tensor.h"
 #include "ops/ops.h"
 
 namespace sd {
@@ -225,7 +226,10 @@ Tensor Esrgan::forward(const Tensor& x) const {
     Tensor feat = conv_first.forward(unshuffled_input(x));
     {
         const Shape shape{1, l.num_feat + 4 * l.num_grow, feat.size(2), feat.size(3)};
-        const Tensor bufs[3] = {Tensor::empty(shape), Tensor::empty(shape), Tensor::empty(shape)};
+        // Where feat is: on the device of a placed upscaler.
+        const Tensor bufs[3] = {gpu::empty_like_place(feat, shape),
+                                gpu::empty_like_place(feat, shape),
+                                gpu::empty_like_place(feat, shape)};
         copy_into(feat, bufs[0].narrow(1, 0, l.num_feat));
         for (const Rrdb& block : body) block.forward(bufs);
         feat = feat + conv_body.forward(bufs[0].narrow(1, 0, l.num_feat));

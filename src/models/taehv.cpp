@@ -4,6 +4,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "gpu/device_tensor.h"
 #include "ops/ops.h"
 
 namespace sd {
@@ -60,11 +61,9 @@ TaehvMemBlock TaehvMemBlock::load(const Weights& w, int64_t in, int64_t out) {
 
 Tensor TaehvMemBlock::forward(const Tensor& x) const {
     const int64_t T = x.size(0);
-    // The previous frame's input beside each frame's: zeros before the first.
-    const Tensor past =
-        T > 1 ? concat({Tensor::zeros({1, x.size(1), x.size(2), x.size(3)}), x.narrow(0, 0, T - 1)},
-                       0)
-              : Tensor::zeros(x.shape());
+    // The previous frame's input beside each frame's: zeros (where x is) before the first.
+    const Tensor zero = gpu::placed_like(Tensor::zeros({1, x.size(1), x.size(2), x.size(3)}), x);
+    const Tensor past = T > 1 ? concat({zero, x.narrow(0, 0, T - 1)}, 0) : zero;
     const Tensor h = conv2.forward(conv0.forward(concat({x, past}, 1)));
     return conv4.forward_add(h, skip ? skip->forward(x) : x);
 }

@@ -237,6 +237,7 @@ struct ModelComponents {
     // The devices the diffusion model and codec run on (pipeline/device_placement.h), for
     // their figures (gpu::stream_stats); empty on the CPU.
     std::vector<std::shared_ptr<gpu::Stream>> device_streams;
+    std::shared_ptr<gpu::Stream> codec_stream;  // the codec's, where it runs on a device
 };
 
 }  // namespace sd

@@ -119,6 +119,17 @@ class DeviceLatentCodec final : public LatentCodec {
 
 }  // namespace
 
+std::unique_ptr<LatentCodec> placed_like_the_codec(const ModelComponents& m,
+                                                   std::unique_ptr<LatentCodec> codec) {
+    if (!m.codec_stream || !codec) return codec;
+    return std::make_unique<DeviceLatentCodec>(std::move(codec), m.codec_stream);
+}
+
+Tensor run_on_stream(gpu::Stream& s, const char* what, const Tensor& input,
+                     const std::function<Tensor(const Tensor&)>& network) {
+    return on_stream(s, what, [&] { return gpu::to_host(network(moved(input, s))); });
+}
+
 DevicePlacement fit_to_devices(const std::vector<gpu::DeviceInfo>& devices,
                                const DevicePlacement& asked, uint64_t diffusion_bytes,
                                uint64_t vae_bytes, std::string& why) {
@@ -192,7 +203,8 @@ void place_on_devices(ModelComponents& m, const DevicePlacement& asked) {
         SD_LOG_INFO("diffusion model on %s", placement.diffusion.c_str());
     }
     if (!placement.vae.empty() && m.codec) {
-        m.codec = std::make_unique<DeviceLatentCodec>(std::move(m.codec), stream(placement.vae));
+        m.codec_stream = stream(placement.vae);
+        m.codec = std::make_unique<DeviceLatentCodec>(std::move(m.codec), m.codec_stream);
         SD_LOG_INFO("VAE on %s", placement.vae.c_str());
     }
     for (const auto& [name, s] : streams) m.device_streams.push_back(s);

@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,6 +21,16 @@ namespace sd {
 // Wraps m's diffusion models and codec per `placement` (fit_to_devices first where it asks
 // for auto-fit); logs where each runs. Throws sd::Error naming a device that cannot be opened.
 void place_on_devices(ModelComponents& m, const DevicePlacement& placement);
+
+// A codec that replaces or joins the model's (--taesd) placed as the model's codec is: on
+// m.codec_stream's device when the codec runs on one, else as it is.
+std::unique_ptr<LatentCodec> placed_like_the_codec(const ModelComponents& m,
+                                                   std::unique_ptr<LatentCodec> codec);
+
+// A network's call on a stream: its input moved to the device, its result brought back (one
+// submission); after an error part way the stream is settled and the error propagates.
+Tensor run_on_stream(gpu::Stream& s, const char* what, const Tensor& input,
+                     const std::function<Tensor(const Tensor&)>& network);
 
 // --auto-fit: the diffusion model and the VAE placed by their weights' sizes on the GPU with
 // the most memory (CPU-class devices such as lavapipe are never chosen: the engine's own CPU

@@ -16,23 +16,26 @@ Tensor TaehvCodec::encode(const Tensor& image01, Rng&) const {
     SD_CHECK(image01.dim() == 5 && image01.size(0) == 1,
              "TAEHV encode of %s: expected an image [1, 3, H, W] or a clip [1, 3, F, H, W]",
              image01.describe().c_str());
-    const Tensor frames = image01.squeeze(0).permute({1, 0, 2, 3});           // [F, 3, H, W]
-    const Tensor z = tae_.encode(frames).permute({1, 0, 2, 3}).unsqueeze(0);  // [1, z, T, h, w]
-    return to_codec_latent(format_, z.contiguous());
+    // Frames first throughout, [F, 3, H, W] -> [T, z, h, w]: the latent's per-channel form
+    // applies to it as to a batch of images (and stays within 4-d ops on a device).
+    const Tensor frames = image01.squeeze(0).permute({1, 0, 2, 3});
+    const Tensor z = to_codec_latent(format_, tae_.encode(frames));
+    return z.permute({1, 0, 2, 3}).unsqueeze(0).contiguous();  // [1, z, T, h, w]
 }
 
 Tensor TaehvCodec::decode(const Tensor& latent, const VaeTiling& tiling) const {
-    const Tensor z = to_model_latent(format_, latent);
-    if (z.dim() == 4) {
+    if (latent.dim() == 4) {
+        const Tensor z = to_model_latent(format_, latent);
         auto decode01 = [this](const Tensor& part) { return tae_.decode(part); };
         const Tensor image01 = tiling.enabled ? decode_tiled(decode01, z, 64, 0.5f) : decode01(z);
         return image01 * 2.0f + -1.0f;  // the loop's decoded range, [-1, 1]
     }
-    SD_CHECK(z.dim() == 5 && z.size(0) == 1,
+    SD_CHECK(latent.dim() == 5 && latent.size(0) == 1,
              "TAEHV decode of %s: expected [1, z, h, w] or [1, z, T, h, w]",
              latent.describe().c_str());
-    const Tensor frames01 = tae_.decode(z.squeeze(0).permute({1, 0, 2, 3}));  // [F, 3, H, W]
-    return frames01 * 2.0f + -1.0f;
+    // Frames first, [T, z, h, w], as encode: the per-channel form applies as to images.
+    const Tensor z = to_model_latent(format_, latent.squeeze(0).permute({1, 0, 2, 3}));
+    return tae_.decode(z) * 2.0f + -1.0f;  // [F, 3, H, W]
 }
 
 std::unique_ptr<LatentCodec> load_tiny_codec(const std::string& path, const LatentFormat& format,

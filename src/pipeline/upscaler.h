@@ -4,9 +4,11 @@
 // and back to bytes as round(clamp(x, 0, 1) * 255).
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "base/cancel.h"
+#include "gpu/device_tensor.h"
 #include "image/image_io.h"
 #include "io/model_files.h"
 #include "models/esrgan.h"
@@ -16,8 +18,10 @@ namespace sd {
 class Upscaler {
   public:
     // Opens and checks `path`; an sd::Error naming it when it is not an ESRGAN model.
-    // tile_size <= 0: the whole image at once.
-    Upscaler(const std::string& path, int tile_size, Residency residency = Residency::Resident);
+    // tile_size <= 0: the whole image at once. `device` ("vulkan0"): each tile runs there
+    // (moved in, the result back); empty: on the CPU.
+    Upscaler(const std::string& path, int tile_size, Residency residency = Residency::Resident,
+             const std::string& device = "");
     Upscaler(const Upscaler&) = delete;
     Upscaler& operator=(const Upscaler&) = delete;
 
@@ -31,9 +35,12 @@ class Upscaler {
     Tensor upscale_tensor(const Tensor& image01) const;
 
   private:
+    Tensor forward(const Tensor& tile) const;
+
     ModelFiles files_;  // the mapped file the weights view
     Esrgan model_;
     int tile_size_;
+    std::shared_ptr<gpu::Stream> stream_;  // where the network runs; null: the CPU
 };
 
 }  // namespace sd

@@ -30,6 +30,16 @@ std::shared_ptr<Stream> stream_of(const Tensor& t) {
     return t.storage()->allocation()->shared_stream();
 }
 
+Tensor empty_like_place(const Tensor& like, const Shape& shape, DType dtype) {
+    if (!on_device(like)) return Tensor::empty(shape, dtype);
+    return like.storage()->allocation()->stream().empty(shape, dtype);
+}
+
+Tensor placed_like(const Tensor& host, const Tensor& like) {
+    if (!on_device(like)) return host;
+    return to_device(host, like.storage()->allocation()->stream());
+}
+
 Tensor to_device(const Tensor& t, Stream& stream) {
     SD_CHECK(t.defined(), "to_device of an undefined tensor");
     if (on_device(t)) {
