@@ -190,17 +190,19 @@ struct PreviewLog {
     uint32_t width = 0;
 };
 
+// The preview callback counting into a PreviewLog.
+void record_preview(int, int count, sd_image_t* frames, bool, void* data) {
+    auto* l = static_cast<PreviewLog*>(data);
+    ++l->calls;
+    l->frames = count;
+    l->width = count > 0 ? frames[0].width : 0;
+}
+
 TEST(GenerateVideo, PreviewsShowEveryFrame) {
     Ctx ctx = open_wan();
     ASSERT_NE(ctx, nullptr);
     PreviewLog log;
-    auto cb = [](int, int count, sd_image_t* frames, bool, void* data) {
-        auto* l = static_cast<PreviewLog*>(data);
-        ++l->calls;
-        l->frames = count;
-        l->width = count > 0 ? frames[0].width : 0;
-    };
-    sd_set_preview_callback(cb, PREVIEW_PROJ, 1, true, false, &log);
+    sd_set_preview_callback(record_preview, PREVIEW_PROJ, 1, true, false, &log);
     sd_vid_gen_params_t v = video_params(32, 32, 5);
     v.sample_params.sample_steps = 2;
     EXPECT_EQ(video_frames(ctx.get(), v).size(), 5u);
@@ -208,7 +210,7 @@ TEST(GenerateVideo, PreviewsShowEveryFrame) {
     EXPECT_EQ(log.frames, 2);  // two latent frames
     EXPECT_EQ(log.width, 4u);  // the latent's width
     log = {};
-    sd_set_preview_callback(cb, PREVIEW_VAE, 1, true, false, &log);
+    sd_set_preview_callback(record_preview, PREVIEW_VAE, 1, true, false, &log);
     EXPECT_EQ(video_frames(ctx.get(), v).size(), 5u);
     sd_set_preview_callback(nullptr, PREVIEW_NONE, 1, false, false, nullptr);
     EXPECT_EQ(log.calls, 2);
@@ -233,13 +235,7 @@ TEST(GenerateVideo, TaehvPreviewsAndDecodesTheClip) {
     Ctx previews = open_files(dit, t5, wan21_vae(), "", taehv, /*tae_preview_only=*/true);
     ASSERT_NE(previews, nullptr);
     PreviewLog log;
-    auto cb = [](int, int count, sd_image_t* frames, bool, void* data) {
-        auto* l = static_cast<PreviewLog*>(data);
-        ++l->calls;
-        l->frames = count;
-        l->width = count > 0 ? frames[0].width : 0;
-    };
-    sd_set_preview_callback(cb, PREVIEW_TAE, 1, true, false, &log);
+    sd_set_preview_callback(record_preview, PREVIEW_TAE, 1, true, false, &log);
     const auto with_previews = video_frames(previews.get(), v);
     sd_set_preview_callback(nullptr, PREVIEW_NONE, 1, false, false, nullptr);
     EXPECT_EQ(log.calls, 2);

@@ -7,10 +7,10 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "api/c_api_test_util.h"
 #include "gpu/vulkan/vulkan_fault.h"
 #include "stable-diffusion.h"
 #include "test_util.h"
@@ -18,23 +18,6 @@
 
 namespace sd {
 namespace {
-
-struct Log {
-    std::mutex mutex;
-    std::string text;
-    static void callback(sd_log_level_t, const char* line, void* data) {
-        auto* log = static_cast<Log*>(data);
-        std::lock_guard<std::mutex> lock(log->mutex);
-        log->text += line;
-    }
-    int count(const std::string& what) {
-        std::lock_guard<std::mutex> lock(mutex);
-        int n = 0;
-        for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
-            ++n;
-        return n;
-    }
-};
 
 sd_ctx_t* open_tiny_sd15(const std::string& model) {
     sd_ctx_params_t cp;
@@ -53,13 +36,7 @@ std::vector<uint8_t> generate(sd_ctx_t* ctx) {
     p.width = p.height = 64;
     p.seed = 42;
     p.sample_params.sample_steps = 2;
-    sd_image_t* images = nullptr;
-    int count = 0;
-    if (!generate_image(ctx, &p, &images, &count) || count != 1) return {};
-    std::vector<uint8_t> pixels(
-        images[0].data, images[0].data + images[0].width * images[0].height * images[0].channel);
-    free_sd_images(images, count);
-    return pixels;
+    return test::generate_one(ctx, p);
 }
 
 class VulkanCApi : public ::testing::Test {
@@ -74,8 +51,7 @@ class VulkanCApi : public ::testing::Test {
 std::string* VulkanCApi::model_ = nullptr;
 
 TEST_F(VulkanCApi, ALostDeviceFailsOneCallAndTheContextGoesOn) {
-    Log log;
-    sd_set_log_callback(&Log::callback, &log);
+    test::CapturedLog log;
     sd_ctx_t* ctx = open_tiny_sd15(*model_);
     ASSERT_NE(ctx, nullptr) << log.text;
     EXPECT_GE(log.count("diffusion model on vulkan0"), 1) << log.text;
@@ -88,15 +64,13 @@ TEST_F(VulkanCApi, ALostDeviceFailsOneCallAndTheContextGoesOn) {
     EXPECT_EQ(log.count("vulkan0 was lost; opened it anew"), 1) << log.text;
     EXPECT_EQ(generate(ctx), first) << "the device opened anew gives the same image";
     free_sd_ctx(ctx);
-    sd_set_log_callback(nullptr, nullptr);
 }
 
 // In a child process whose loader finds no driver: one line, the CPU, an image. Returns what
 // went wrong, empty when nothing did.
 std::string without_vulkan(const std::string& model) {
     ::setenv("VK_ICD_FILENAMES", "/nonexistent/icd.json", 1);
-    Log log;
-    sd_set_log_callback(&Log::callback, &log);
+    test::CapturedLog log;
     sd_ctx_t* ctx = open_tiny_sd15(model);
     if (!ctx) return "new_sd_ctx failed: " + log.text;
     const bool image = !generate(ctx).empty();

@@ -4,10 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "api/c_api_test_util.h"
 #include "api/tiny_wan.h"
 #include "esrgan_files.h"
 #include "fixture_files.h"
@@ -19,29 +19,6 @@
 
 namespace sd {
 namespace {
-
-struct Log {
-    std::mutex mutex;
-    std::string text;
-    Log() {
-        sd_set_log_callback(
-            [](sd_log_level_t, const char* line, void* data) {
-                auto* log = static_cast<Log*>(data);
-                std::lock_guard<std::mutex> lock(log->mutex);
-                log->text += line;
-            },
-            this);
-    }
-    ~Log() { sd_set_log_callback(nullptr, nullptr); }
-    bool has(const std::string& s) {
-        std::lock_guard<std::mutex> lock(mutex);
-        return text.find(s) != std::string::npos;
-    }
-};
-
-std::vector<uint8_t> bytes(const sd_image_t& i) {
-    return std::vector<uint8_t>(i.data, i.data + size_t(i.width) * i.height * i.channel);
-}
 
 // A 64x64 two-step image of the tiny SD 1.5 with `taesd` decoding, on `backend`.
 std::vector<uint8_t> sd15_with_taesd(const std::string& model, const std::string& taesd,
@@ -60,11 +37,7 @@ std::vector<uint8_t> sd15_with_taesd(const std::string& model, const std::string
     p.width = p.height = 64;
     p.seed = 42;
     p.sample_params.sample_steps = 2;
-    sd_image_t* images = nullptr;
-    int count = 0;
-    std::vector<uint8_t> out;
-    if (generate_image(ctx, &p, &images, &count) && count == 1) out = bytes(images[0]);
-    free_sd_images(images, count);
+    std::vector<uint8_t> out = test::generate_one(ctx, p);
     free_sd_ctx(ctx);
     return out;
 }
@@ -74,11 +47,11 @@ TEST(VulkanCodecs, TaesdDecodesOnTheVaesDevice) {
     const std::string model = test::tiny_sd15_checkpoint(false);
     const std::string taesd = test::fixture_file("taesd_f32_seed5.safetensors");
     const std::vector<uint8_t> cpu = sd15_with_taesd(model, taesd, nullptr);
-    Log log;
+    test::CapturedLog log;
     const std::vector<uint8_t> device = sd15_with_taesd(model, taesd, "vae=vulkan0");
     ASSERT_FALSE(cpu.empty());
     ASSERT_EQ(device.size(), cpu.size()) << log.text;
-    EXPECT_TRUE(log.has("VAE decode on vulkan0")) << log.text;  // the -v cost line
+    EXPECT_GE(log.count("VAE decode on vulkan0"), 1) << log.text;  // the -v cost line
     const double psnr = test::psnr(device, cpu);
     std::printf("TAESD on vulkan0 against the CPU: %.2f dB\n", psnr);
     EXPECT_GE(psnr, 40.0);
@@ -112,7 +85,7 @@ std::vector<std::vector<uint8_t>> wan_with_taehv(const std::string& taehv, const
     sd_image_t* frames = nullptr;
     int count = 0;
     if (generate_video(ctx, &v, &frames, &count, nullptr))
-        for (int i = 0; i < count; ++i) out.push_back(bytes(frames[i]));
+        for (int i = 0; i < count; ++i) out.push_back(test::image_bytes(frames[i]));
     free_sd_images(frames, count);
     free_sd_ctx(ctx);
     return out;
@@ -121,11 +94,11 @@ std::vector<std::vector<uint8_t>> wan_with_taehv(const std::string& taehv, const
 TEST(VulkanCodecs, TaehvDecodesAClipOnTheVaesDevice) {
     const std::string taehv = test::tiny_taehv(16, false, "vulkan_taehv");
     const auto cpu = wan_with_taehv(taehv, nullptr);
-    Log log;
+    test::CapturedLog log;
     const auto device = wan_with_taehv(taehv, "vae=vulkan0");
     ASSERT_EQ(cpu.size(), 5u);
     ASSERT_EQ(device.size(), 5u) << log.text;
-    EXPECT_TRUE(log.has("VAE decode on vulkan0")) << log.text;
+    EXPECT_GE(log.count("VAE decode on vulkan0"), 1) << log.text;
     for (size_t f = 0; f < cpu.size(); ++f) {
         const double psnr = test::psnr(device[f], cpu[f]);
         std::printf("TAEHV frame %zu on vulkan0 against the CPU: %.2f dB\n", f, psnr);
@@ -149,18 +122,19 @@ TEST(VulkanCodecs, TheUpscalerRunsOnTheDevice) {
         if (!ctx) return out;
         sd_image_t* images = nullptr;
         int count = 0;
-        if (upscale(ctx, input, 4, &images, &count) && count == 1) out = bytes(images[0]);
+        if (upscale(ctx, input, 4, &images, &count) && count == 1)
+            out = test::image_bytes(images[0]);
         free_sd_images(images, count);
         free_upscaler_ctx(ctx);
         return out;
     };
     const std::vector<uint8_t> cpu = run(nullptr, 0);
-    Log log;
+    test::CapturedLog log;
     const std::vector<uint8_t> device = run("vulkan0", 0);
     const std::vector<uint8_t> tiled = run("vulkan0", 16);  // three tiles, each a device call
     ASSERT_EQ(cpu.size(), size_t(160 * 96 * 3));
     ASSERT_EQ(device.size(), cpu.size()) << log.text;
-    EXPECT_TRUE(log.has("upscaler on vulkan0")) << log.text;
+    EXPECT_GE(log.count("upscaler on vulkan0"), 1) << log.text;
     EXPECT_GE(test::psnr(device, cpu), 40.0);
     ASSERT_EQ(tiled.size(), cpu.size());
     EXPECT_GE(test::psnr(tiled, run(nullptr, 16)), 40.0);
