@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
+#include <mutex>
 #include <random>
 #include <string>
 #include <vector>
@@ -18,10 +20,41 @@
 
 namespace sd::test {
 
+// The paths temp_path handed out, removed (files and folders alike) when the test process that
+// asked for them exits: the suite writes gigabytes of temporary checkpoints, and a test that
+// forgets one must not fill the disk run after run. A forked child exiting leaves them alone.
+class TempPaths {
+  public:
+    void add(const std::string& path) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        paths_.push_back(path);
+    }
+    ~TempPaths() {
+        if (::getpid() != owner_) return;
+        for (const std::string& p : paths_) {
+            std::error_code ec;
+            std::filesystem::remove_all(p, ec);
+        }
+    }
+
+  private:
+    pid_t owner_ = ::getpid();
+    std::mutex mutex_;
+    std::vector<std::string> paths_;
+};
+
+inline TempPaths& temp_paths() {
+    static TempPaths paths;
+    return paths;
+}
+
 // A temp file's path named after the process and NAME: ctest runs each test of a suite as its
-// own process, in parallel, so a fixed name would be written by two tests at once.
+// own process, in parallel, so a fixed name would be written by two tests at once. Whatever is
+// at the path when the process exits is removed.
 inline std::string temp_path(const std::string& name) {
-    return testing::TempDir() + "/sd_" + std::to_string(::getpid()) + "_" + name;
+    std::string path = testing::TempDir() + "/sd_" + std::to_string(::getpid()) + "_" + name;
+    temp_paths().add(path);
+    return path;
 }
 
 // Uniform values in [lo, hi), the same for the same seed on every machine.

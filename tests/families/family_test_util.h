@@ -30,6 +30,7 @@ inline std::string sparse(const std::string& manifest, const std::string& name,
     // must not be rewritten while another reads it.
     std::string path =
         testing::TempDir() + "/" + name + "_" + std::to_string(::getpid()) + ".safetensors";
+    temp_paths().add(path);  // removed when the process exits
     run_or_fail("/usr/bin/python3 " + std::string(SD_TESTS_SOURCE_DIR) +
                 "/tools/write_sparse_checkpoint.py " + tsv + " " + path + " " + options);
     return path;

@@ -46,14 +46,17 @@ inline std::shared_ptr<gpu::Stream> first_vulkan_stream(const gpu::StreamOptions
 
 // A UNet family's fixture manifest (sd15, sdxl) with the UNet's widths divided by `divisor`
 // (every width that is a multiple of 320; the text widths kept), written by mkckpt.py in f16
-// to a temporary file; the UNet alone with unet_only.
+// into the fixture cache once for every test process (hundreds of MB each); the UNet alone with
+// unet_only.
 inline std::string scaled_unet_checkpoint(const std::string& manifest, int divisor,
                                           bool unet_only) {
     const std::string name =
         manifest + "_unet_div" + std::to_string(divisor) + (unet_only ? "_only" : "");
-    const std::string path = temp_path(name + ".tsv"), out = temp_path(name + ".safetensors");
+    const std::string tsv = temp_path(name + ".tsv");
+    const std::string out = fixture_cache_dir() + "/" + name + "_f16_seed5.safetensors";
     std::ifstream in(fixtures_dir() + "/manifests/" + manifest + ".tsv");
-    std::ofstream m(path);
+    std::ofstream m(tsv);
+    uint64_t bytes = 0;
     std::string line;
     while (std::getline(in, line)) {
         if (line.empty() || line[0] == '#') continue;
@@ -63,15 +66,24 @@ inline std::string scaled_unet_checkpoint(const std::string& manifest, int divis
         std::string tensor, dtype, dim;
         fields >> tensor >> dtype;
         m << tensor << '\t' << dtype;
+        uint64_t numel = 1;
         while (fields >> dim) {
             const long v = std::stol(dim);
-            m << '\t' << (unet && v % 320 == 0 ? v / divisor : v);
+            const long scaled = unet && v % 320 == 0 ? v / divisor : v;
+            m << '\t' << scaled;
+            numel *= static_cast<uint64_t>(scaled);
         }
         m << '\n';
+        bytes += numel * 2;
     }
     m.close();
-    run_or_fail("/usr/bin/python3 " + fixtures_dir() + "/mkckpt.py " + path + " " + out +
-                " --dtype f16 --seed 5 > /dev/null");
+    make_once(
+        out,
+        [&](const std::string& tmp) {
+            return "/usr/bin/python3 " + fixtures_dir() + "/mkckpt.py " + tsv + " " + tmp +
+                   " --dtype f16 --seed 5 > /dev/null";
+        },
+        bytes);
     return out;
 }
 
