@@ -68,6 +68,10 @@ inline constexpr float kWan22LatentRgb[48][3] = {
 // SD 1.x / 2.x, SDXL and FLUX with their biases.
 inline constexpr LatentRgbProjection kSdRgb{kSdLatentRgb, {}};
 inline constexpr LatentRgbProjection kSdxlRgb{kSdxlLatentRgb, {0.1084f, -0.0175f, -0.0011f}};
+// A pixel-space model's latent (Chroma-Radiance): the picture itself.
+inline constexpr float kPixelLatentRgb[3][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+inline constexpr LatentRgbProjection kPixelRgb{kPixelLatentRgb, {0.0f, 0.0f, 0.0f}};
+
 inline constexpr LatentRgbProjection kFluxRgb{kFluxLatentRgb, {0.024600f, -0.006937f, -0.008089f}};
 inline constexpr LatentRgbProjection kWan21Rgb{kWan21LatentRgb,
                                                {-0.270270f, -0.234976f, -0.456853f}};

@@ -1,7 +1,6 @@
 // Families this build recognises but cannot run yet: detected from their block names so a
-// user is told what the file holds (the SDXL refiner: an SDXL UNet of context 1280;
-// Chroma-Radiance: Chroma's pixel-space variant). Each moves to
-// a file of its own when it is built.
+// user is told what the file holds (the SDXL refiner: an SDXL UNet of context 1280; Lumina 2).
+// Each moves to a file of its own when it is built.
 #include "families/family.h"
 #include "families/parts/unet.h"
 
@@ -13,13 +12,6 @@ const std::string kDm = "model.diffusion_model.";
 std::string detect_sdxl_refiner(const ModelFiles& f) {
     return unet_has_label_emb(f) && unet_context_dim(f) == 1280 ? "SDXL refiner" : "";
 }
-// Chroma-Radiance: Chroma's DiT on pixel patches (img_in_patch) with a NeRF-style decoder.
-std::string detect_chroma_radiance(const ModelFiles& f) {
-    return f.has_prefix(kDm + "double_blocks.") && (f.has_prefix(kDm + "nerf_final_layer_conv.") ||
-                                                    f.find(kDm + "img_in_patch.weight"))
-               ? "Chroma-Radiance"
-               : "";
-}
 std::string detect_lumina2(const ModelFiles& f) {
     return f.has_prefix(kDm + "layers.0.attention.") ? "Lumina 2" : "";
 }
@@ -28,9 +20,6 @@ std::string detect_lumina2(const ModelFiles& f) {
 // (and a part no family takes is refused before loading).
 constexpr RoleUse kSdxlRefinerRoles[] = {
     {ModelRole::DiffusionModel, true}, {ModelRole::TextEncoder2, true}, {ModelRole::Vae, true}};
-// Chroma-Radiance works in pixels: its VAE is optional.
-constexpr RoleUse kChromaRadianceRoles[] = {
-    {ModelRole::DiffusionModel, true}, {ModelRole::T5, true}, {ModelRole::Vae}};
 // Lumina 2: Gemma 2 as the LLM.
 constexpr RoleUse kLumina2Roles[] = {
     {ModelRole::DiffusionModel, true}, {ModelRole::Llm, true}, {ModelRole::Vae, true}};
@@ -40,9 +29,6 @@ constexpr RoleUse kLumina2Roles[] = {
 extern const Family kSdxlRefinerFamily{
     "SDXL refiner",    detect_sdxl_refiner, {}, {4, 8, 0.13025f, 0.0f, {}}, nullptr, {}, {},
     kSdxlRefinerRoles, "SDXL refiner 1.0"};
-extern const Family kChromaRadianceFamily{
-    "Chroma-Radiance",    detect_chroma_radiance, {}, {3, 1, 1.0f, 0.0f, {}}, nullptr, {}, {},
-    kChromaRadianceRoles, "Chroma1-Radiance"};
 extern const Family kLumina2Family{
     "Lumina 2",    detect_lumina2,    {}, {16, 8, 0.3611f, 0.1159f, {}}, nullptr, {}, {},
     kLumina2Roles, "Lumina Image 2.0"};

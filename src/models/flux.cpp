@@ -29,16 +29,21 @@ int64_t dim_of(const Weights& w, const std::string& name, int d) {
     return (*s)[d];
 }
 
-FluxConfig read_config(const Weights& w) {
-    SD_CHECK(w.has("img_in.weight"), "no FLUX model under '%s' (no img_in.weight)",
+FluxConfig read_config(const Weights& w, FluxHeads heads) {
+    const bool latent = heads == FluxHeads::LatentPatches;
+    SD_CHECK(!latent || w.has("img_in.weight"), "no FLUX model under '%s' (no img_in.weight)",
+             w.prefix().c_str());
+    SD_CHECK(w.has("txt_in.weight"), "no FLUX model under '%s' (no txt_in.weight)",
              w.prefix().c_str());
     FluxConfig c;
-    c.hidden = dim_of(w, "img_in.weight", 0);
-    c.in_channels = dim_of(w, "img_in.weight", 1);
+    c.hidden = dim_of(w, "txt_in.weight", 0);
     c.context_dim = dim_of(w, "txt_in.weight", 1);
     c.chroma = w.has("distilled_guidance_layer.in_proj.weight");
     c.vec_dim = c.chroma ? 0 : dim_of(w, "vector_in.in_layer.weight", 1);
-    c.out_channels = dim_of(w, "final_layer.linear.weight", 0);
+    if (latent) {
+        c.in_channels = dim_of(w, "img_in.weight", 1);
+        c.out_channels = dim_of(w, "final_layer.linear.weight", 0);
+    }
     c.guidance_embed = w.has("guidance_in.in_layer.weight");
     c.depth = count_blocks(w, "double_blocks", "img_attn.qkv.weight");
     c.depth_single = count_blocks(w, "single_blocks", "linear1.weight");
@@ -57,11 +62,12 @@ FluxConfig read_config(const Weights& w) {
     SD_CHECK(axes == c.head_dim, "FLUX: heads of %lld channels, but RoPE axes cover %d",
              (long long)c.head_dim, axes);
     // Fill and Canny / Depth take extra channels beside the latent's (in > out).
-    SD_CHECK(c.in_channels % (c.patch * c.patch) == 0 &&
-                 c.out_channels % (c.patch * c.patch) == 0 && c.in_channels >= c.out_channels,
-             "FLUX: img_in takes %lld values and final_layer.linear gives %lld; want multiples "
-             "of %lld, no fewer in than out",
-             (long long)c.in_channels, (long long)c.out_channels, (long long)(c.patch * c.patch));
+    SD_CHECK(
+        !latent || (c.in_channels % (c.patch * c.patch) == 0 &&
+                    c.out_channels % (c.patch * c.patch) == 0 && c.in_channels >= c.out_channels),
+        "FLUX: img_in takes %lld values and final_layer.linear gives %lld; want multiples "
+        "of %lld, no fewer in than out",
+        (long long)c.in_channels, (long long)c.out_channels, (long long)(c.patch * c.patch));
     SD_CHECK(!c.chroma || (c.depth <= kChromaDoubleBlocks && c.depth_single <= kChromaSingleBlocks),
              "Chroma: %d double and %d single blocks; its modulation table holds %d and %d",
              c.depth, c.depth_single, kChromaDoubleBlocks, kChromaSingleBlocks);
@@ -118,12 +124,13 @@ FluxSelfAttention FluxSelfAttention::load(const Weights& w, int64_t hidden, int6
     return a;
 }
 
-FluxModel FluxModel::load(const Weights& w) {
+FluxModel FluxModel::load(const Weights& w, FluxHeads heads) {
     FluxModel m;
-    m.config_ = read_config(w);
+    m.config_ = read_config(w, heads);
     const FluxConfig& c = m.config_;
     const int64_t C = c.hidden;
-    m.img_in = Linear::load(w["img_in"], c.in_channels, C);
+    const bool latent = heads == FluxHeads::LatentPatches;
+    if (latent) m.img_in = Linear::load(w["img_in"], c.in_channels, C);
     m.txt_in = Linear::load(w["txt_in"], c.context_dim, C);
     if (c.chroma) {
         m.distilled_guidance_layer = ChromaApproximator::load(w["distilled_guidance_layer"], C);
@@ -159,10 +166,10 @@ FluxModel FluxModel::load(const Weights& w) {
         s.key_scale = b.get("norm.key_norm.scale", {c.head_dim});
         m.single_blocks.push_back(std::move(s));
     }
-    if (!c.chroma)
+    if (latent && !c.chroma)
         m.final_adaln = Linear::load(w["final_layer"]["adaLN_modulation"]["1"], C, 2 * C);
-    m.final_linear = Linear::load(w["final_layer"]["linear"], C, c.out_channels);
-    w.check("FLUX");
+    if (latent) m.final_linear = Linear::load(w["final_layer"]["linear"], C, c.out_channels);
+    if (latent) w.check("FLUX");  // else the caller's, after its own heads
     m.pages_ = w.pages();
     SD_LOG_INFO("FLUX: %d double + %d single blocks, width %lld (%lld heads), %s", c.depth,
                 c.depth_single, (long long)C, (long long)c.heads,
@@ -244,15 +251,7 @@ Tensor FluxModel::forward(const Tensor& x, const Tensor& timesteps, const Tensor
              "FLUX: latent %s (with any extra input channels) does not fit img_in (%lld "
              "inputs = channels * %lld)",
              x.describe().c_str(), (long long)c.in_channels, (long long)(p * p));
-    SD_CHECK(context.dim() == 3 && context.size(0) == 1 && context.size(2) == c.context_dim,
-             "FLUX: text context %s, want [1, L, %lld]", context.describe().c_str(),
-             (long long)c.context_dim);
-    SD_CHECK(c.chroma || (y.defined() && y.numel() == c.vec_dim),
-             "FLUX: pooled vector %s, want %lld values", y.describe().c_str(),
-             (long long)c.vec_dim);
-    SD_CHECK(!txt_mask.defined() || txt_mask.numel() == context.size(1),
-             "FLUX: text mask %s for %lld text tokens", txt_mask.describe().c_str(),
-             (long long)context.size(1));
+    check_inputs(context, y, txt_mask);
     // The latent's channels; an extra input's follow them and are patchified with them.
     const int64_t channels = c.out_channels / (p * p), H = x.size(2), W = x.size(3);
     // Padded to whole patches (the reference's pad_to_patch_size), cropped back at the end.
@@ -266,15 +265,54 @@ Tensor FluxModel::forward(const Tensor& x, const Tensor& timesteps, const Tensor
         image_tokens.push_back(patchify(r, p, PatchLayout::ChannelsFirst));
         refs_hw.emplace_back(r.size(2), r.size(3));
     }
-    Tensor img =
+    const Tensor img =
         img_in.forward(image_tokens.size() == 1 ? image_tokens[0] : concat(image_tokens, 1));
+    const Modulation mod = modulation(timesteps, y, guidance);
+    const Tensor states = blocks(img, h, w, mod, context, txt_mask, refs_hw, ref_index);
+    const Tensor final_mod = c.chroma ? chroma_rows(mod.table, chroma_final_row(), 2)
+                                      : final_adaln.forward(mod.svec);  // shift, scale
+    const Tensor out = final_linear.forward(modulated_norm(states, final_mod, 0, c.hidden));
+    return unpatchify(out, channels, H, W, p, PatchLayout::ChannelsFirst);
+}
+
+Tensor FluxModel::transform(const Tensor& img, int64_t h, int64_t w, const Tensor& timesteps,
+                            const Tensor& context, const Tensor& y, float guidance,
+                            const Tensor& txt_mask,
+                            const std::vector<std::pair<int64_t, int64_t>>& refs_hw,
+                            RefIndexMode ref_index) const {
+    check_inputs(context, y, txt_mask);
+    return blocks(img, h, w, modulation(timesteps, y, guidance), context, txt_mask, refs_hw,
+                  ref_index);
+}
+
+void FluxModel::check_inputs(const Tensor& context, const Tensor& y, const Tensor& txt_mask) const {
+    const FluxConfig& c = config_;
+    SD_CHECK(context.dim() == 3 && context.size(0) == 1 && context.size(2) == c.context_dim,
+             "FLUX: text context %s, want [1, L, %lld]", context.describe().c_str(),
+             (long long)c.context_dim);
+    SD_CHECK(c.chroma || (y.defined() && y.numel() == c.vec_dim),
+             "FLUX: pooled vector %s, want %lld values", y.describe().c_str(),
+             (long long)c.vec_dim);
+    SD_CHECK(!txt_mask.defined() || txt_mask.numel() == context.size(1),
+             "FLUX: text mask %s for %lld text tokens", txt_mask.describe().c_str(),
+             (long long)context.size(1));
+}
+
+Tensor FluxModel::blocks(const Tensor& img_tokens, int64_t h, int64_t w, const Modulation& mod,
+                         const Tensor& context, const Tensor& txt_mask,
+                         const std::vector<std::pair<int64_t, int64_t>>& refs_hw,
+                         RefIndexMode ref_index) const {
+    const FluxConfig& c = config_;
+    SD_CHECK(img_tokens.dim() == 3 && img_tokens.size(0) == 1 && img_tokens.size(1) >= h * w &&
+                 img_tokens.size(2) == c.hidden,
+             "FLUX: image tokens %s for %lld x %lld patches of width %lld",
+             img_tokens.describe().c_str(), (long long)h, (long long)w, (long long)c.hidden);
+    Tensor img = img_tokens;
     const KeptText text = txt_mask.defined() ? kept_text(context, txt_mask) : KeptText{context, {}};
     Tensor txt = txt_in.forward(text.context);
     const int64_t lt = txt.size(1);
-
-    const Modulation mod = modulation(timesteps, y, guidance);
     const Tensor rope =
-        rope_table(flux_positions(lt, h, w, p, refs_hw, ref_index), c.axes_dim, c.theta);
+        rope_table(flux_positions(lt, h, w, c.patch, refs_hw, ref_index), c.axes_dim, c.theta);
     // The text keys' mask, then the image tokens' zeros, over every query: [1, 1, 1, L].
     const Tensor mask = text.mask.defined() ? concat({text.mask.contiguous().view({1, 1, 1, lt}),
                                                       Tensor::zeros({1, 1, 1, img.size(1)})},
@@ -283,12 +321,7 @@ Tensor FluxModel::forward(const Tensor& x, const Tensor& timesteps, const Tensor
     for (int i = 0; i < c.depth; ++i) double_block(i, img, txt, mod, rope, mask);
     Tensor tokens = concat({txt, img}, 1);
     for (int i = 0; i < c.depth_single; ++i) tokens = single_block(i, tokens, mod, rope, mask);
-
-    const Tensor final_mod = c.chroma ? chroma_rows(mod.table, chroma_final_row(), 2)
-                                      : final_adaln.forward(mod.svec);  // shift, scale
-    const Tensor out =
-        final_linear.forward(modulated_norm(tokens.narrow(1, lt, h * w), final_mod, 0, c.hidden));
-    return unpatchify(out, channels, H, W, p, PatchLayout::ChannelsFirst);
+    return tokens.narrow(1, lt, h * w);
 }
 
 std::vector<float> flux_positions(int64_t txt, int64_t h, int64_t w, int64_t patch,

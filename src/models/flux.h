@@ -11,7 +11,8 @@
 // control latent) read their extra channels patchified beside the latent's.
 // Chroma is the schnell layout with `distilled_guidance_layer` (chroma_approximator.h) in place
 // of time_in / vector_in and every block's modulation linear, and an optional attention mask
-// over the text tokens.
+// over the text tokens. Chroma-Radiance (models/chroma_radiance.h) runs the same transformer
+// between heads of its own (FluxHeads::None, transform()).
 #pragma once
 
 #include <memory>
@@ -62,10 +63,15 @@ struct FluxSingleBlock {
     Tensor query_scale, key_scale;
 };
 
+// The input and output layers FluxModel loads around its transformer: FLUX's img_in and
+// final_layer on latent patches, or none (a model with heads of its own).
+enum class FluxHeads { LatentPatches, None };
+
 class FluxModel {
   public:
-    // w = "model.diffusion_model."; throws listing every missing or mis-shaped tensor.
-    static FluxModel load(const Weights& w);
+    // w = "model.diffusion_model."; throws listing every missing or mis-shaped tensor (with
+    // FluxHeads::None the caller checks w, after loading its heads).
+    static FluxModel load(const Weights& w, FluxHeads heads = FluxHeads::LatentPatches);
 
     // x: [1, C, H, W] latent (H, W padded to the patch size inside), with Fill's or Canny /
     // Depth's extra input channels appended (in_channels / 4 in all), timesteps: f32 [1] in
@@ -78,6 +84,16 @@ class FluxModel {
     Tensor forward(const Tensor& x, const Tensor& timesteps, const Tensor& context, const Tensor& y,
                    float guidance, const std::vector<Tensor>& refs = {},
                    RefIndexMode ref_index = RefIndexMode::Fixed, const Tensor& txt_mask = {}) const;
+
+    // The transformer between the heads: img [1, h * w (+ the references'), hidden], the image
+    // tokens already embedded (h x w patches), then the references' tokens (refs_hw: their
+    // latent sizes, as forward's); the rest as forward. Returns the image tokens' states after
+    // the last single block, [1, h * w, hidden].
+    Tensor transform(const Tensor& img, int64_t h, int64_t w, const Tensor& timesteps,
+                     const Tensor& context, const Tensor& y, float guidance,
+                     const Tensor& txt_mask = {},
+                     const std::vector<std::pair<int64_t, int64_t>>& refs_hw = {},
+                     RefIndexMode ref_index = RefIndexMode::Fixed) const;
 
     const FluxConfig& config() const { return config_; }
     void release_weights() const { pages_.release(); }
@@ -92,6 +108,12 @@ class FluxModel {
         Tensor svec, table;
     };
     Modulation modulation(const Tensor& timesteps, const Tensor& y, float guidance) const;
+    void check_inputs(const Tensor& context, const Tensor& y, const Tensor& txt_mask) const;
+    // transform() after the modulation vectors.
+    Tensor blocks(const Tensor& img, int64_t h, int64_t w, const Modulation& mod,
+                  const Tensor& context, const Tensor& txt_mask,
+                  const std::vector<std::pair<int64_t, int64_t>>& refs_hw,
+                  RefIndexMode ref_index) const;
     void double_block(int i, Tensor& img, Tensor& txt, const Modulation& mod, const Tensor& rope,
                       const Tensor& mask) const;
     Tensor single_block(int i, const Tensor& x, const Modulation& mod, const Tensor& rope,

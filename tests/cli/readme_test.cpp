@@ -20,6 +20,8 @@
 #include "api/tiny_wan.h"
 #include "families/registry.h"
 #include "fixture_files.h"
+#include "io/io_test_util.h"
+#include "models/tiny_flux.h"
 #include "models/tiny_wan_vae.h"
 #include "run_cli.h"
 #include "stable-diffusion-ext.h"
@@ -93,12 +95,20 @@ const std::map<std::string, std::string>& fixture_for_file() {
 }
 
 // Files the fixtures have no manifest for: made here at tiny widths in the real layout (a
-// one-block TI2V DiT reading UMT5's 4096-wide states, a Wan 2.2 VAE of 48 channels).
+// one-block TI2V DiT reading UMT5's 4096-wide states, a Wan 2.2 VAE of 48 channels, a
+// Chroma-Radiance DiT reading T5-XXL's).
 const std::map<std::string, std::string (*)()>& generated_for_file() {
     static const std::map<std::string, std::string (*)()> map = {
         {"wan2.2_ti2v_5B_fp16.safetensors", [] { return test::tiny_wan_dit(48, 4096); }},
         {"wan2.2_vae.safetensors",
          [] { return test::write_f32_safetensors(test::TinyWan22Vae(48).p, "readme_wan22_vae"); }},
+        {"Chroma1-Radiance-v0.4.safetensors",
+         [] {
+             test::Params named;
+             for (auto& [name, t] : test::tiny_chroma_radiance(1, 1, 2, false, false, 4096))
+                 named["model.diffusion_model." + name] = t;
+             return test::write_f32_safetensors(named, "readme_radiance");
+         }},
     };
     return map;
 }

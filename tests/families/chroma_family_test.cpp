@@ -1,7 +1,8 @@
 // The Chroma family on full-size layouts whose data is a hole (sparse files from the fixture
 // manifests): Chroma told from FLUX.1-schnell (whose blocks it shares) by its distilled
-// guidance layer, Chroma-Radiance (pixel-space) recognised and refused by name, the
-// reference's defaults, and the text encoder checks naming their option.
+// guidance layer, Chroma-Radiance (pixel-space) recognised and loaded at its released layout
+// (no VAE: its codec is the picture in [-1, 1]), the reference's defaults, and the text
+// encoder checks naming their option.
 #include <gtest/gtest.h>
 
 #include "families/family_test_util.h"
@@ -24,11 +25,24 @@ DetectedFamily detect(const std::string& path) {
     return detect_family(files);
 }
 
-// Chroma-Radiance's names over Chroma's layout: its pixel-patch input and NeRF decoder.
+// Chroma1-Radiance's layout over Chroma's blocks: the 16x16 pixel-patch input in place of
+// img_in, the NeRF head (width 64, 4 blocks, MLP ratio 4, 8 frequencies) in place of
+// final_layer, and the x0 marker.
 std::string radiance() {
-    return sparse("chroma_d2s2", "chroma_radiance",
-                  "--rename img_in.weight=img_in_patch.weight "
-                  "--rename final_layer.linear.weight=nerf_final_layer_conv.conv.weight");
+    std::string o =
+        "--drop-prefix img_in. --drop-prefix final_layer. "
+        "--add img_in_patch.weight=f32:3072,3,16,16 --add img_in_patch.bias=f32:3072 "
+        "--add nerf_image_embedder.embedder.0.weight=f32:64,67 "
+        "--add nerf_image_embedder.embedder.0.bias=f32:64 "
+        "--add nerf_final_layer_conv.norm.scale=f32:64 "
+        "--add nerf_final_layer_conv.conv.weight=f32:3,64,3,3 "
+        "--add nerf_final_layer_conv.conv.bias=f32:3 --add __x0__=f32";
+    for (int i = 0; i < 4; ++i) {
+        const std::string b = " --add nerf_blocks." + std::to_string(i) + ".";
+        o += b + "param_generator.weight=f32:49152,3072" + b + "param_generator.bias=f32:49152" +
+             b + "norm.scale=f32:64";
+    }
+    return sparse("chroma_d2s2", "chroma_radiance", o);
 }
 
 TEST(ChromaFamily, ToldFromSchnellAndRadiance) {
@@ -44,14 +58,29 @@ TEST(ChromaFamily, ToldFromSchnellAndRadiance) {
     EXPECT_EQ(std::string(pixels.family->name), "Chroma-Radiance");
 }
 
-TEST(ChromaFamily, RadianceIsRefusedByName) {
+TEST(ChromaFamily, RadianceLoadsWithoutAVae) {
     ModelFiles files;
     files.add(radiance(), ModelRole::DiffusionModel);
     files.add(sparse("t5xxl_l2", "t5_for_radiance"), ModelRole::T5);
-    const std::string error = test::error_of([&] { load_model(files, options()); });
-    EXPECT_NE(error.find("Chroma-Radiance model, which this program cannot run yet"),
-              std::string::npos)
-        << error;
+    const LoadedModel loaded = load_model(files, options());
+    const ModelComponents& m = loaded.components;
+    EXPECT_EQ(m.family_name, "Chroma-Radiance");
+    EXPECT_EQ(m.latent.channels, 3);
+    EXPECT_EQ(m.latent.factor, 1);
+    EXPECT_EQ(m.diffusion->in_channels(), 3);
+    EXPECT_FALSE(m.ref_images.supported);
+    // The codec: the picture in [-1, 1] and back.
+    const std::unique_ptr<Rng> rng = make_std_default_rng(1);
+    const Tensor image = Tensor::from_vector({1, 3, 1, 2}, {0.0f, 1.0f, 0.5f, 0.25f, 1.0f, 0.0f});
+    const std::vector<float> z = m.codec->encode(image, *rng).to_vector();
+    EXPECT_EQ(z, (std::vector<float>{-1.0f, 1.0f, 0.0f, -0.5f, 1.0f, -1.0f}));
+    EXPECT_EQ(m.codec->decode(Tensor::from_vector({1, 3, 1, 2}, z), {}).to_vector(), z);
+    // Without its T5, named by option.
+    ModelFiles no_t5;
+    no_t5.add(radiance(), ModelRole::DiffusionModel);
+    const std::string error = test::error_of([&] { load_model(no_t5, options()); });
+    EXPECT_NE(error.find("--t5xxl"), std::string::npos) << error;
+    EXPECT_NE(error.find("Chroma-Radiance"), std::string::npos) << error;
 }
 
 TEST(ChromaFamily, DefaultsAreEulerOnTheFluxSchedule) {

@@ -54,19 +54,6 @@ TEST(FamilyRegistry, UnknownLayoutNamesTheFamiliesTried) {
     for (const Family* f : families()) EXPECT_NE(error.find(f->name), std::string::npos) << error;
 }
 
-TEST(FamilyRegistry, FamilyNotBuiltIsNamed) {
-    ModelFiles files;
-    // Chroma's blocks on pixel patches with a NeRF decoder: Chroma-Radiance.
-    files.add(sparse("chroma_d2s2", "chroma_radiance_not_built",
-                     "--rename img_in.weight=img_in_patch.weight "
-                     "--rename final_layer.linear.weight=nerf_final_layer_conv.conv.weight"),
-              ModelRole::DiffusionModel);
-    std::string error = test::error_of([&] { load_model(files, options()); });
-    EXPECT_NE(error.find("Chroma-Radiance model, which this program cannot run yet"),
-              std::string::npos)
-        << error;
-}
-
 TEST(FamilyRegistry, EachFamilyDeclaresItsRolesOnce) {
     for (const Family* f : families()) {
         std::set<ModelRole> seen;

@@ -162,22 +162,35 @@ def forward(W, x, t, ctx, y, g, refs=(), mode=0, mod=None, mask=None, concat=Non
         return v @ W[name + ".weight"].T + W[name + ".bias"]
 
     mod = mod or flux_modulation(W, t, y, g)
-    hidden = W["img_in.weight"].shape[0]
-    head_dim = W["double_blocks.0.img_attn.norm.query_norm.scale"].shape[0]
-    heads = hidden // head_dim
-    depth = len({k.split(".")[1] for k in W if k.startswith("double_blocks.")})
-    single = len({k.split(".")[1] for k in W if k.startswith("single_blocks.")})
-
     C, H, Wd = x.shape[1:]
     p = 2
     tokens, h, w = patches(x[0])
     tokens = np.concatenate([tokens] + extra_patches(W, C, concat), axis=1)
     tokens = np.concatenate([tokens] + [patches(r[0])[0] for r in refs])
-    img = linear("img_in", tokens)
+    img = transformer(W, linear("img_in", tokens), ctx, h, w, mod, mask, reference_ids(refs, mode))
+    m = mod("final")  # shift, scale
+    out = linear("final_layer.linear", (1 + m[1]) * layer_norm(img) + m[0])
+    out = out.reshape(h, w, C, p, p).transpose(2, 0, 3, 1, 4).reshape(C, h * p, w * p)
+    return out[:, :H, :Wd][None]
+
+
+def transformer(W, img, ctx, h, w, mod, mask=None, ref_ids=()):
+    """The blocks between FLUX's heads: img [h * w (+ the references'), hidden] embedded image
+    tokens, ctx [1, L, D] the text; returns the image tokens' states [h * w, hidden] after the
+    last single block (Chroma-Radiance's heads are its own)."""
+    def linear(name, v):
+        return v @ W[name + ".weight"].T + W[name + ".bias"]
+
+    hidden = W["txt_in.weight"].shape[0]
+    blocks = [k for k in W if k.endswith("norm.query_norm.scale")]
+    head_dim = W[blocks[0]].shape[0]
+    heads = hidden // head_dim
+    depth = len({k.split(".")[1] for k in W if k.startswith("double_blocks.")})
+    single = len({k.split(".")[1] for k in W if k.startswith("single_blocks.")})
     txt = linear("txt_in", ctx[0])
 
     lt = txt.shape[0]
-    ids = np.concatenate([np.zeros((lt, 3)), grid_ids(h, w, 0, 0, 0)] + reference_ids(refs, mode))
+    ids = np.concatenate([np.zeros((lt, 3)), grid_ids(h, w, 0, 0, 0)] + list(ref_ids))
     pe = np.concatenate([rope(ids[:, a], d, 10000.0) for a, d in enumerate([16, 56, 56])], axis=1)
     keys = None if mask is None else np.concatenate([mask, np.zeros(len(img))])
 
@@ -204,11 +217,7 @@ def forward(W, x, t, ctx, y, g, refs=(), mode=0, mod=None, mask=None, concat=Non
         q, k, v = heads_of(h1[:, : 3 * hidden], b + "norm")
         a = attention(q, k, v, pe, keys)
         xx = xx + m[2] * linear(b + "linear2", np.concatenate([a, gelu_tanh(h1[:, 3 * hidden:])], 1))
-
-    m = mod("final")  # shift, scale
-    out = linear("final_layer.linear", (1 + m[1]) * layer_norm(xx[lt:lt + h * w]) + m[0])
-    out = out.reshape(h, w, C, p, p).transpose(2, 0, 3, 1, 4).reshape(C, h * p, w * p)
-    return out[:, :H, :Wd][None]
+    return xx[lt:lt + h * w]
 
 
 def main():

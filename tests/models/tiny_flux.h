@@ -3,7 +3,8 @@
 // prefix). tiny_flux: FLUX.1 with pooled width 16 (dev with guidance_in; img_in of 384 for
 // Fill, 128 for Canny / Depth); tiny_chroma: the
 // same blocks without their modulation linears, and Chroma's distilled guidance layer of
-// inner width 32.
+// inner width 32; tiny_chroma_radiance: tiny_chroma's transformer between Chroma-Radiance's
+// pixel heads.
 #pragma once
 
 #include <cmath>
@@ -23,6 +24,11 @@ class TinyFluxWriter {
     void linear(const std::string& name, int64_t in, int64_t out) {
         const float bound = 1.0f / std::sqrt(static_cast<float>(in));
         p[name + ".weight"] = random_tensor({out, in}, seed_++, -bound, bound);
+        p[name + ".bias"] = random_tensor({out}, seed_++, -0.1f, 0.1f);
+    }
+    void conv(const std::string& name, int64_t in, int64_t out, int64_t k) {
+        const float bound = 1.0f / std::sqrt(static_cast<float>(in * k * k));
+        p[name + ".weight"] = random_tensor({out, in, k, k}, seed_++, -bound, bound);
         p[name + ".bias"] = random_tensor({out}, seed_++, -0.1f, 0.1f);
     }
     void scale(const std::string& name, int64_t n) {
@@ -84,7 +90,7 @@ inline Params tiny_flux(int depth, int single, bool guidance, int64_t img_in = 6
     return w.p;
 }
 
-inline Params tiny_chroma(int depth, int single, int approximator_layers) {
+inline Params tiny_chroma(int depth, int single, int approximator_layers, int64_t text = 32) {
     TinyFluxWriter w(300);
     const std::string a = "distilled_guidance_layer.";
     const int64_t inner = 32;
@@ -96,8 +102,34 @@ inline Params tiny_chroma(int depth, int single, int approximator_layers) {
         w.scale(a + "norms." + n + ".scale", inner);
     }
     w.linear(a + "out_proj", inner, TinyFluxWriter::kC);
-    w.inputs();
+    w.inputs(64, text);
     w.blocks(depth, single, false);
+    return w.p;
+}
+
+// Chroma-Radiance's heads around tiny_chroma's transformer: the 16x16 pixel patch embedding and
+// a NeRF head of width 16 (MLP ratio 2, 4 frequencies per axis) with `nerf` blocks; `x0` and
+// `patch32` add the variants' (empty) marker tensors __x0__ and __32x32__.
+inline Params tiny_chroma_radiance(int depth, int single, int nerf, bool x0 = false,
+                                   bool patch32 = false, int64_t text = 32) {
+    TinyFluxWriter w(700);
+    w.p = tiny_chroma(depth, single, 2, text);
+    w.p.erase("img_in.weight");
+    w.p.erase("img_in.bias");
+    w.p.erase("final_layer.linear.weight");
+    w.p.erase("final_layer.linear.bias");
+    constexpr int64_t kNerf = 16, kRatio = 2, kFreqs = 4;
+    w.conv("img_in_patch", 3, TinyFluxWriter::kC, 16);
+    w.linear("nerf_image_embedder.embedder.0", 3 + kFreqs * kFreqs, kNerf);
+    for (int i = 0; i < nerf; ++i) {
+        const std::string b = "nerf_blocks." + std::to_string(i) + ".";
+        w.linear(b + "param_generator", TinyFluxWriter::kC, 3 * kNerf * kNerf * kRatio);
+        w.scale(b + "norm.scale", kNerf);
+    }
+    w.scale("nerf_final_layer_conv.norm.scale", kNerf);
+    w.conv("nerf_final_layer_conv.conv", kNerf, 3, 3);
+    if (x0) w.p["__x0__"] = Tensor::zeros({0});
+    if (patch32) w.p["__32x32__"] = Tensor::zeros({0});
     return w.p;
 }
 
