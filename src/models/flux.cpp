@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "gpu/device_tensor.h"
 #include "nn/dit_blocks.h"
 #include "nn/rope.h"
 
@@ -84,15 +85,17 @@ MlpEmbedder load_flux_embedder(const Weights& w, int64_t in, int64_t hidden) {
 }
 
 struct KeptText {
-    Tensor context, mask;  // mask undefined when all 0
+    Tensor context;
+    std::vector<float> mask;  // the kept tokens' mask values; empty when all 0
 };
 
 // The text tokens a mask lets through and their mask. A token every query skips (-inf)
 // reaches no other token, and the text's own outputs are dropped at the end: left out, it
 // changes nothing in the image's prediction but the work (Chroma's T5 padding: most of its 512
-// tokens). All of them masked: the text as given.
+// tokens). All of them masked: the text as given. The mask is read on the host (a device
+// context's mask too: 512 values).
 KeptText kept_text(const Tensor& context, const Tensor& txt_mask) {
-    const std::vector<float> m = txt_mask.to_vector();
+    const std::vector<float> m = gpu::to_host(txt_mask).to_vector();
     const auto n = static_cast<int64_t>(m.size());
     std::vector<Tensor> runs;
     std::vector<float> kept;
@@ -107,10 +110,9 @@ KeptText kept_text(const Tensor& context, const Tensor& txt_mask) {
         kept.insert(kept.end(), m.begin() + i, m.begin() + j);
         i = j;
     }
-    if (runs.empty()) return {context, txt_mask};
+    if (runs.empty()) return {context, m};
     const bool zeros = std::all_of(kept.begin(), kept.end(), [](float v) { return v == 0.0f; });
-    return {runs.size() == 1 ? runs[0] : concat(runs, 1),
-            zeros ? Tensor() : Tensor::from_vector({static_cast<int64_t>(kept.size())}, kept)};
+    return {runs.size() == 1 ? runs[0] : concat(runs, 1), zeros ? std::vector<float>{} : kept};
 }
 
 }  // namespace
@@ -313,11 +315,15 @@ Tensor FluxModel::blocks(const Tensor& img_tokens, int64_t h, int64_t w, const M
     const int64_t lt = txt.size(1);
     const Tensor rope =
         rope_table(flux_positions(lt, h, w, c.patch, refs_hw, ref_index), c.axes_dim, c.theta);
-    // The text keys' mask, then the image tokens' zeros, over every query: [1, 1, 1, L].
-    const Tensor mask = text.mask.defined() ? concat({text.mask.contiguous().view({1, 1, 1, lt}),
-                                                      Tensor::zeros({1, 1, 1, img.size(1)})},
-                                                     3)
-                                            : Tensor();
+    // The text keys' mask, then the image tokens' zeros, over every query: [1, 1, 1, L], where
+    // the tokens are.
+    Tensor mask;
+    if (!text.mask.empty()) {
+        std::vector<float> keys = text.mask;
+        keys.resize(static_cast<size_t>(lt + img.size(1)), 0.0f);
+        mask = gpu::placed_like(
+            Tensor::from_vector({1, 1, 1, static_cast<int64_t>(keys.size())}, keys), img);
+    }
     for (int i = 0; i < c.depth; ++i) double_block(i, img, txt, mod, rope, mask);
     Tensor tokens = concat({txt, img}, 1);
     for (int i = 0; i < c.depth_single; ++i) tokens = single_block(i, tokens, mod, rope, mask);

@@ -9,6 +9,7 @@
 #include "gpu/device_tensor.h"
 #include "gpu/devices.h"
 #include "io/io_test_util.h"
+#include "models/chroma_radiance.h"
 #include "models/flux.h"
 #include "models/tiny_flux.h"
 #include "models/unet.h"
@@ -107,6 +108,46 @@ TEST(VulkanModels, FluxMatchesTheHost) {
     std::printf("FLUX pass on %s: %lld submissions, %lld dispatches, %lld ops on the host\n",
                 gpu::stream_device_name(*stream).c_str(), (long long)s.submissions,
                 (long long)s.dispatches, (long long)s.cpu_fallbacks);
+}
+
+// Chroma's layout (no vector input, the modulation table, a T5 mask with -inf and finite
+// entries): the kept text tokens and the key mask are made where the image tokens are.
+TEST(VulkanModels, ChromaWithATextMaskMatchesTheHost) {
+    ModelFiles files;
+    files.add(test::write_f32_safetensors(test::tiny_chroma(2, 2, 2), "vulkan_chroma_tiny"),
+              ModelRole::DiffusionModel);
+    const FluxModel chroma = FluxModel::load(Weights(files, "model.diffusion_model."));
+    const Tensor x = test::random_tensor({1, 16, 6, 5}, 11);
+    const Tensor t = Tensor::from_vector({1}, {0.7f});
+    const Tensor context = test::random_tensor({1, 5, 32}, 12);
+    const Tensor mask = Tensor::from_vector({5}, {0.0f, -1.0f, -INFINITY, 0.5f, -INFINITY});
+    const Tensor want = chroma.forward(x, t, context, {}, 0.0f, {}, {}, mask);
+
+    auto stream = test::first_vulkan_stream();
+    const Tensor got =
+        gpu::to_host(chroma.forward(gpu::to_device(x, *stream), t, gpu::to_device(context, *stream),
+                                    {}, 0.0f, {}, {}, gpu::to_device(mask, *stream)));
+    EXPECT_LE(test::compare(got, want).max_abs, 2e-4 * max_abs(want));
+}
+
+// Chroma-Radiance: the pixel patches, the transformer and the NeRF head (its per-patch
+// generated weights, the position code made beside the pixels) on the device.
+TEST(VulkanModels, ChromaRadianceMatchesTheHost) {
+    ModelFiles files;
+    files.add(test::write_f32_safetensors(test::tiny_chroma_radiance(1, 1, 2), "vulkan_radiance"),
+              ModelRole::DiffusionModel);
+    const ChromaRadianceModel radiance =
+        ChromaRadianceModel::load(Weights(files, "model.diffusion_model."));
+    const Tensor x = test::random_tensor({1, 3, 40, 24}, 21);
+    const Tensor t = Tensor::from_vector({1}, {0.6f});
+    const Tensor context = test::random_tensor({1, 4, 32}, 22);
+    const Tensor mask = Tensor::from_vector({4}, {0.0f, -INFINITY, 0.0f, 0.0f});
+    const Tensor want = radiance.forward(x, t, context, mask);
+
+    auto stream = test::first_vulkan_stream();
+    const Tensor got = gpu::to_host(
+        radiance.forward(gpu::to_device(x, *stream), t, gpu::to_device(context, *stream), mask));
+    EXPECT_LE(test::compare(got, want).max_abs, 2e-4 * max_abs(want));
 }
 
 }  // namespace
