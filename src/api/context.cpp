@@ -163,8 +163,9 @@ sd_ctx_t* create(const sd_ctx_params_t& p, const sd_ctx_ext_params_t& ext) {
     if (has(p.taesd_path))
         attach_taesd(*ctx, p.taesd_path, p.tae_preview_only, placement.residency);
     if (has(p.control_net_path)) {
-        ctx->model.components.control =
-            sd::load_control_net(p.control_net_path, ctx->model.components, options.memory);
+        sd::ModelComponents& m = ctx->model.components;
+        m.control = sd::placed_control_model(
+            m, sd::load_control_net(p.control_net_path, m, options.memory));
     }
     ctx->rng_type = rng_type;
     ctx->sampler_rng_type = sampler_rng_type;
@@ -362,7 +363,7 @@ bool sd_ctx_load_control_net(sd_ctx_t* sd_ctx, const char* path) {
     std::lock_guard<std::mutex> not_while_generating(sd_ctx->generating);
     try {
         sd::ModelComponents& m = sd_ctx->model.components;
-        m.control = sd::load_control_net(path, m, m.memory);
+        m.control = sd::placed_control_model(m, sd::load_control_net(path, m, m.memory));
         return true;
     } catch (const std::exception& e) {
         SD_LOG_ERROR("%s", e.what());

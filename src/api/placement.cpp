@@ -289,13 +289,15 @@ Placement read_placement(const sd_ctx_params_t& p) {
         const bool all = e.component == "*";
         if (all || e.component == "diffusion") out.devices.diffusion = device;
         if (all || e.component == "vae") out.devices.vae = device;
+        if (all || e.component == "controlnet") out.devices.controlnet = device;
         if (device.empty()) {
             if (is_text_encoder(e.component)) out.keep_text_encoder = true;
             if (e.component == "vae") out.keep_vae = true;
-        } else if (!all && e.component != "diffusion" && e.component != "vae") {
+        } else if (!all && e.component != "diffusion" && e.component != "vae" &&
+                   e.component != "controlnet") {
             SD_LOG_WARN(
-                "backend: %s=%s: this version runs only the diffusion model and the VAE "
-                "on a device; the %s runs on the CPU",
+                "backend: %s=%s: this version runs only the diffusion model, the VAE and a "
+                "ControlNet on a device; the %s runs on the CPU",
                 e.component.c_str(), device.c_str(), e.component.c_str());
         }
     }

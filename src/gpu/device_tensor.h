@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tensor/tensor.h"
 
@@ -59,6 +60,9 @@ Tensor to_device(const Tensor& t, Stream& stream);
 // A device tensor brought to host memory (contiguous): submits what its stream recorded.
 // A host tensor is returned as it is.
 Tensor to_host(const Tensor& t);
+// Several tensors brought to host memory, with one submission a stream (a ControlNet's
+// residuals); host tensors are returned as they are.
+std::vector<Tensor> to_host(const std::vector<Tensor>& tensors);
 // The stream holding a device tensor (null for a host tensor).
 std::shared_ptr<Stream> stream_of(const Tensor& t);
 // An uninitialised contiguous tensor where `like` lives: on its stream's device, or in host

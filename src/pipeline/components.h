@@ -238,6 +238,8 @@ struct ModelComponents {
     // their figures (gpu::stream_stats); empty on the CPU.
     std::vector<std::shared_ptr<gpu::Stream>> device_streams;
     std::shared_ptr<gpu::Stream> codec_stream;  // the codec's, where it runs on a device
+    // Where a ControlNet loaded for the model runs (DevicePlacement::controlnet); null: the CPU.
+    std::shared_ptr<gpu::Stream> control_stream;
 };
 
 }  // namespace sd

@@ -38,13 +38,23 @@ Tensor moved(const Tensor& t, gpu::Stream& s) {
     return t.defined() ? gpu::to_device(t, s) : t;
 }
 
+// The conditioning's tensors on the stream's device.
+Conditioning moved(const Conditioning& c, gpu::Stream& s) {
+    Conditioning on_device = c;
+    for (Tensor* t : {&on_device.context, &on_device.vector, &on_device.context_mask,
+                      &on_device.image_states, &on_device.control_video})
+        *t = moved(*t, s);
+    for (Tensor& r : on_device.ref_latents) r = moved(r, s);
+    return on_device;
+}
+
 // compute() on the stream; after an error part way (out of device memory, a lost device, a
 // cancellation) the stream is settled (gpu::settle) and the error propagates.
 template <class F>
-Tensor on_stream(gpu::Stream& s, const char* what, F compute) {
+auto on_stream(gpu::Stream& s, const char* what, F compute) {
     const CallCost cost(s);
     try {
-        Tensor out = compute();
+        auto out = compute();
         cost.log(what);
         return out;
     } catch (...) {
@@ -62,11 +72,7 @@ class DeviceDiffusionModel final : public DiffusionModel {
                    const ControlSignal* control) const override {
         gpu::Stream& s = *stream_;
         return on_stream(s, "diffusion model call", [&] {
-            Conditioning on_device = c;
-            for (Tensor* t : {&on_device.context, &on_device.vector, &on_device.context_mask,
-                              &on_device.image_states, &on_device.control_video})
-                *t = moved(*t, s);
-            for (Tensor& r : on_device.ref_latents) r = moved(r, s);
+            const Conditioning on_device = moved(c, s);
             ControlSignal residuals;
             if (control) {
                 residuals.strength = control->strength;
@@ -117,7 +123,43 @@ class DeviceLatentCodec final : public LatentCodec {
     std::shared_ptr<gpu::Stream> stream_;
 };
 
+// A ControlNet on a device: the hint is encoded there once a generation and comes back; each
+// call's residuals come back together (one submission) for the diffusion model, which moves
+// them to its own device.
+class DeviceControlModel final : public ControlModel {
+  public:
+    DeviceControlModel(std::unique_ptr<ControlModel> model, std::shared_ptr<gpu::Stream> s)
+        : model_(std::move(model)), stream_(std::move(s)) {}
+
+    Tensor encode_hint(const Tensor& image01) const override {
+        return on_stream(*stream_, "ControlNet hint", [&] {
+            return gpu::to_host(model_->encode_hint(moved(image01, *stream_)));
+        });
+    }
+    std::vector<Tensor> forward(const Tensor& x, const Tensor& timesteps, const Conditioning& c,
+                                const Tensor& hint) const override {
+        gpu::Stream& s = *stream_;
+        return on_stream(s, "ControlNet call", [&] {
+            return gpu::to_host(
+                model_->forward(moved(x, s), timesteps, moved(c, s), moved(hint, s)));
+        });
+    }
+    void release_weights() const override { model_->release_weights(); }
+    size_t weight_bytes() const override { return model_->weight_bytes(); }
+
+  private:
+    std::unique_ptr<ControlModel> model_;
+    std::shared_ptr<gpu::Stream> stream_;
+};
+
 }  // namespace
+
+std::unique_ptr<ControlModel> placed_control_model(const ModelComponents& m,
+                                                   std::unique_ptr<ControlModel> control) {
+    if (!m.control_stream || !control) return control;
+    SD_LOG_INFO("ControlNet on %s", gpu::stream_device_name(*m.control_stream).c_str());
+    return std::make_unique<DeviceControlModel>(std::move(control), m.control_stream);
+}
 
 std::unique_ptr<LatentCodec> placed_like_the_codec(const ModelComponents& m,
                                                    std::unique_ptr<LatentCodec> codec) {
@@ -207,6 +249,7 @@ void place_on_devices(ModelComponents& m, const DevicePlacement& asked) {
         m.codec = std::make_unique<DeviceLatentCodec>(std::move(m.codec), m.codec_stream);
         SD_LOG_INFO("VAE on %s", placement.vae.c_str());
     }
+    if (!placement.controlnet.empty()) m.control_stream = stream(placement.controlnet);
     for (const auto& [name, s] : streams) m.device_streams.push_back(s);
     if (!streams.empty() && placement.weight_budget > 0)
         SD_LOG_INFO("weights kept on a device: at most %.1f MiB, the rest uploaded per use",

@@ -1,8 +1,8 @@
-// Runs a model's diffusion model and latent codec on the devices a DevicePlacement names: each
-// is wrapped so that its inputs move to the device (gpu::to_device) and its result comes back
-// (gpu::to_host, the one submission of the call); the network code in between is the family's
-// own, unchanged, its ops recorded on the device (gpu/device_ops.h). One gpu::Stream a device,
-// opened when the model loads and kept with it: weights are uploaded on first use and stay
+// Runs a model's diffusion model, latent codec and ControlNet on the devices a DevicePlacement
+// names: each is wrapped so that its inputs move to the device (gpu::to_device) and its result
+// comes back (gpu::to_host, the one submission of the call); the network code in between is the
+// family's own, unchanged, its ops recorded on the device (gpu/device_ops.h). One gpu::Stream a
+// device, opened when the model loads and kept with it: weights are uploaded on first use and stay
 // (up to the placement's weight budget, --max-vram).
 #pragma once
 
@@ -26,6 +26,11 @@ void place_on_devices(ModelComponents& m, const DevicePlacement& placement);
 // m.codec_stream's device when the codec runs on one, else as it is.
 std::unique_ptr<LatentCodec> placed_like_the_codec(const ModelComponents& m,
                                                    std::unique_ptr<LatentCodec> codec);
+
+// A ControlNet loaded for m (at load or later, sd_ctx_load_control_net) placed where the
+// placement put ControlNets (m.control_stream), else as it is.
+std::unique_ptr<ControlModel> placed_control_model(const ModelComponents& m,
+                                                   std::unique_ptr<ControlModel> control);
 
 // A network's call on a stream: its input moved to the device, its result brought back (one
 // submission); after an error part way the stream is settled and the error propagates.

@@ -29,6 +29,7 @@ struct ChromaOptions {
 struct DevicePlacement {
     std::string diffusion;       // "vulkan0": the diffusion model (and a ControlNet's residuals)
     std::string vae;             // the latent codec
+    std::string controlnet;      // a ControlNet (--control-net): where its residuals are made
     uint64_t weight_budget = 0;  // 0: no limit
     // --auto-fit with no device named: place the diffusion model and the VAE on the GPU by
     // their sizes once they are known (pipeline/device_placement.h: fit_to_devices).

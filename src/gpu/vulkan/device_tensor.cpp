@@ -1,6 +1,8 @@
 // gpu/device_tensor.h on Vulkan.
 #include "gpu/device_tensor.h"
 
+#include <algorithm>
+
 #include "base/error.h"
 #include "gpu/device_ops.h"
 #include "gpu/vulkan/vulkan_stream.h"
@@ -56,14 +58,36 @@ Tensor to_device(const Tensor& t, Stream& stream) {
     return out;
 }
 
-Tensor to_host(const Tensor& t) {
-    if (!on_device(t)) return t;
+namespace {
+
+// Records t's download into host memory (contiguous) on its stream, which it returns.
+Stream& record_download(const Tensor& t, Tensor& out) {
     Stream& stream = t.storage()->allocation()->stream();
     const Tensor packed = t.is_contiguous() ? t : on_device::contiguous(t);
-    Tensor out = Tensor::empty(t.shape(), t.dtype());
+    out = Tensor::empty(t.shape(), t.dtype());
     stream.recorder().download(stream.buffer(packed, "to_host"), out.data_ptr(), out.nbytes(),
                                row_bytes(packed.dtype(), packed.offset()));
-    stream.submit();
+    return stream;
+}
+
+}  // namespace
+
+Tensor to_host(const Tensor& t) {
+    if (!on_device(t)) return t;
+    Tensor out;
+    record_download(t, out).submit();
+    return out;
+}
+
+std::vector<Tensor> to_host(const std::vector<Tensor>& tensors) {
+    std::vector<Tensor> out = tensors;
+    std::vector<Stream*> streams;
+    for (size_t i = 0; i < tensors.size(); ++i) {
+        if (!on_device(tensors[i])) continue;
+        Stream& s = record_download(tensors[i], out[i]);
+        if (std::find(streams.begin(), streams.end(), &s) == streams.end()) streams.push_back(&s);
+    }
+    for (Stream* s : streams) s->submit();
     return out;
 }
 

@@ -2,7 +2,7 @@
 // its widths (test::tiny_sd15_checkpoint), 64x64 in 3 steps. All on the device, the diffusion
 // model alone there (mixed placement) and a weight budget far below the model's (--max-vram)
 // give the host's image; the budget's is byte for byte the all-device one. Where Vulkan is
-// missing, a Vulkan backend is one line and the CPU.
+// missing, a Vulkan backend is one line and the CPU. A ControlNet runs where --backend puts it.
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -56,10 +56,10 @@ class VulkanCli : public ::testing::Test {
 };
 std::string* VulkanCli::model_ = nullptr;
 
-// The submissions of each diffusion model call the -v log reports.
-std::vector<int> submissions_per_call(const std::string& log) {
+// The calls the -v log reports for `what` on vulkan0, by their submissions.
+std::vector<int> submissions_of(const std::string& log, const std::string& what) {
     std::vector<int> out;
-    const std::regex call(R"(diffusion model call on vulkan0: ([0-9]+) submissions)");
+    const std::regex call(what + R"( on vulkan0: ([0-9]+) submissions)");
     for (std::sregex_iterator it(log.begin(), log.end(), call), end; it != end; ++it)
         out.push_back(std::stoi((*it)[1]));
     return out;
@@ -71,7 +71,7 @@ TEST_F(VulkanCli, PlacementsGiveTheHostsImage) {
     const cli::RunResult all = generate("vulkan.png", {"--backend", "vulkan0"});
     EXPECT_NE(all.output.find("diffusion model on vulkan0, VAE on vulkan0"), std::string::npos)
         << all.output;
-    const std::vector<int> calls = submissions_per_call(all.output);
+    const std::vector<int> calls = submissions_of(all.output, "diffusion model call");
     EXPECT_EQ(calls.size(), 6u) << all.output;  // 3 steps, both sides of guidance
     for (int n : calls) EXPECT_EQ(n, 1) << "a diffusion model call's submissions";
     EXPECT_GE(test::psnr(pixels("vulkan.png"), pixels("cpu.png")), 40.0);
@@ -87,6 +87,36 @@ TEST_F(VulkanCli, PlacementsGiveTheHostsImage) {
         generate("budget.png", {"--backend", "vulkan0", "--max-vram", "0.005"});
     EXPECT_NE(budget.output.find("at most 5.1 MiB"), std::string::npos) << budget.output;
     EXPECT_EQ(pixels("budget.png"), pixels("vulkan.png"));
+}
+
+// SD 1.5's ControlNet at a tenth of its widths, its hint the reference case's edges: on the
+// device with --backend vulkan0 (each call's residuals back in one submission), on the CPU
+// with --control-net-cpu, the same image either way and the host's.
+TEST_F(VulkanCli, ControlNetRunsOnTheDevice) {
+    (void)test::first_vulkan_device();
+    const std::vector<std::string> control = {
+        "--control-net", test::tiny_sd15_control_net(), "--control-image",
+        test::fixtures_dir() + "/reference/controlnet/edges.png"};
+    auto with = [&](std::vector<std::string> extra) {
+        extra.insert(extra.begin(), control.begin(), control.end());
+        return extra;
+    };
+    generate("plain.png", {});
+    generate("cn_cpu.png", with({}));
+    EXPECT_NE(pixels("cn_cpu.png"), pixels("plain.png")) << "the ControlNet changed nothing";
+
+    const cli::RunResult device = generate("cn_vulkan.png", with({"--backend", "vulkan0"}));
+    EXPECT_NE(device.output.find("ControlNet on vulkan0"), std::string::npos) << device.output;
+    const std::vector<int> calls = submissions_of(device.output, "ControlNet call");
+    EXPECT_EQ(calls.size(), 6u) << device.output;  // 3 steps, both sides of guidance
+    for (int n : calls) EXPECT_EQ(n, 1) << "a ControlNet call's submissions";
+    EXPECT_EQ(submissions_of(device.output, "ControlNet hint").size(), 1u) << device.output;
+    EXPECT_GE(test::psnr(pixels("cn_vulkan.png"), pixels("cn_cpu.png")), 40.0);
+
+    const cli::RunResult kept =
+        generate("cn_kept.png", with({"--backend", "vulkan0", "--control-net-cpu"}));
+    EXPECT_EQ(kept.output.find("ControlNet on vulkan0"), std::string::npos) << kept.output;
+    EXPECT_GE(test::psnr(pixels("cn_kept.png"), pixels("cn_vulkan.png")), 40.0);
 }
 
 TEST_F(VulkanCli, WithoutVulkanTheBackendIsOneLineAndTheCpu) {

@@ -44,10 +44,10 @@ inline std::shared_ptr<gpu::Stream> first_vulkan_stream(const gpu::StreamOptions
     return gpu::open_stream(first_vulkan_device()->name(), options);
 }
 
-// A UNet family's fixture manifest (sd15, sdxl) with the UNet's widths divided by `divisor`
-// (every width that is a multiple of 320; the text widths kept), written by mkckpt.py in f16
-// into the fixture cache once for every test process (hundreds of MB each); the UNet alone with
-// unet_only.
+// A UNet family's fixture manifest (sd15, sdxl, controlnet_sd15) with the UNet's (or the
+// ControlNet's) widths divided by `divisor` (every width that is a multiple of 320; the text
+// widths kept), written by mkckpt.py in f16 into the fixture cache once (hundreds of MB
+// each); the UNet alone with unet_only.
 inline std::string scaled_unet_checkpoint(const std::string& manifest, int divisor,
                                           bool unet_only) {
     const std::string name =
@@ -60,7 +60,8 @@ inline std::string scaled_unet_checkpoint(const std::string& manifest, int divis
     std::string line;
     while (std::getline(in, line)) {
         if (line.empty() || line[0] == '#') continue;
-        const bool unet = line.rfind("model.diffusion_model.", 0) == 0;
+        const bool unet =
+            line.rfind("model.diffusion_model.", 0) == 0 || line.rfind("control_model.", 0) == 0;
         if (unet_only && !unet) continue;
         std::istringstream fields(line);
         std::string tensor, dtype, dim;
@@ -90,6 +91,11 @@ inline std::string scaled_unet_checkpoint(const std::string& manifest, int divis
 // SD 1.5 with its UNet at a tenth of its widths (the 768-wide context kept: 8 heads).
 inline std::string tiny_sd15_checkpoint(bool unet_only) {
     return scaled_unet_checkpoint("sd15", 10, unet_only);
+}
+
+// SD 1.5's ControlNet at a tenth of its widths: it fits tiny_sd15_checkpoint's UNet.
+inline std::string tiny_sd15_control_net() {
+    return scaled_unet_checkpoint("controlnet_sd15", 10, false);
 }
 
 // A device buffer holding `values`, uploaded by `rec` (before its next steps).
