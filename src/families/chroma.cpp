@@ -103,6 +103,7 @@ class ChromaRadianceDiffusionModel : public DiffusionModel {
     // Patches are padded inside, as FLUX's.
     int64_t down_factor() const override { return 1; }
     void release_weights() const override { model_.release_weights(); }
+    size_t weight_bytes() const override { return model_.weight_pages().bytes(); }
     CacheTarget cache_target() const override { return CacheTarget::DiT; }
 
   private:

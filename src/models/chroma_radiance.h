@@ -51,6 +51,7 @@ class ChromaRadianceModel {
     const ChromaRadianceConfig& config() const { return config_; }
     const FluxModel& transformer() const { return transformer_; }
     void release_weights() const { pages_.release(); }
+    const WeightPages& weight_pages() const { return pages_; }
 
   private:
     // The NeRF head over patches [first, first + n) of `pixels` ([np, P^2, C]) given their

@@ -20,6 +20,7 @@ class FluxDiffusionModel : public DiffusionModel {
     // The reference aligns FLUX sizes to the VAE's factor alone; patches are padded inside.
     int64_t down_factor() const override { return 1; }
     void release_weights() const override { flux_.release_weights(); }
+    size_t weight_bytes() const override { return flux_.weight_pages().bytes(); }
     CacheTarget cache_target() const override { return CacheTarget::DiT; }
     const FluxModel& flux() const { return flux_; }
 
