@@ -214,6 +214,7 @@ ImageRequest to_request(const RequestContext& ctx, const sd_img_gen_params_t& p)
         r.ref_images.push_back(std::move(*image));
     }
     r.ref_image_args = has(p.ref_image_args) ? p.ref_image_args : "";
+    r.layers = p.qwen_image_layers;  // checked against the model by the pipeline
     r.control_strength = p.control_strength;
     r.vae_tiling = to_vae_tiling(p.vae_tiling_params);
     if (p.hires.enabled) r.hires = to_hires(p.hires, r.width, r.height, m);

@@ -9,7 +9,10 @@
 //   model: the Qwen-Image dual-stream DiT (models/qwen_image.h) predicting the flow velocity
 //         (FLOW_PRED, shift 3.0); euler on the discrete schedule by default;
 //   latent: the Wan 2.1 VAE (families/parts/wan_vae_codec.h), each of its 16 channels
-//         normalised by Wan's mean and std.
+//         normalised by Wan's mean and std;
+//   Layered (addition_t_embedding in the DiT): --qwen-image-layers N gives N + 1 RGBA images
+//         (the composite, then the layers) from one latent of N + 1 frames, decomposing the
+//         reference image (-r) as the prompt describes it; its VAE is the RGBA Wan 2.1 VAE.
 // Files: --diffusion-model, --llm (Qwen2.5-VL), --vae, optionally --llm_vision.
 #include "models/qwen_image.h"
 
@@ -69,11 +72,10 @@ class QwenImageDiffusionModel : public DiffusionModel {
     Tensor forward(const Tensor& x, const Tensor& timesteps, const Conditioning& c,
                    const ControlSignal* control) const override {
         SD_CHECK(!control, "ControlNet is not supported for Qwen-Image models");
-        SD_CHECK(c.ref_latents.empty() || c.ref_index != RefIndexMode::Decrease,
-                 "--ref-image-args ref_index_mode=decrease (Qwen-Image-Layered) is not "
-                 "supported; Qwen-Image numbers references fixed or increasing");
-        return model_.forward(x, timesteps, c.context, c.ref_latents,
-                              c.ref_index == RefIndexMode::Increase);
+        // The reference numbers Layered's references down whatever --ref-image-args say.
+        const RefIndexMode ref_index =
+            model_.config().additional_t_cond ? RefIndexMode::Decrease : c.ref_index;
+        return model_.forward(x, timesteps, c.context, c.ref_latents, ref_index);
     }
     int64_t in_channels() const override { return model_.config().in_channels; }
     // The reference aligns sizes to the VAE's factor alone; patches are padded inside.
@@ -114,12 +116,31 @@ std::optional<LlmVision> load_vision(const ModelFiles& files, const LoadOptions&
     }
 }
 
+// Qwen-Image-Layered: the latent's frames are the composite and its RGBA layers, each decoded
+// by the Layered VAE to an RGBA image; the reference image (RGBA, alpha 1 where it has none) is
+// a latent numbered -1; the prompt in the text-to-image template, without the vision tower
+// (the reference's enable_vision = false).
+ModelComponents assemble_layered(const ModelFiles& files, const LoadOptions& options,
+                                 std::unique_ptr<QwenImageDiffusionModel> dit, Llm llm) {
+    ModelComponents m;
+    m.ref_images = {true, "qwen_layered", 16, false};
+    m.rgba_layers = true;
+    m.conditioner = std::make_unique<LlmTextConditioner>(find_llm_vocabulary(files, options, kLlm),
+                                                         std::move(llm), kQwenImagePrompt);
+    m.diffusion = std::move(dit);
+    m.codec = load_wan_vae(files, options, 4);
+    m.denoiser = make_denoiser(resolve_prediction(options.prediction, FLOW_PRED), 3.0f);
+    return m;
+}
+
 ModelComponents assemble(const ModelFiles& files, const LoadOptions& options) {
     auto dit = std::make_unique<QwenImageDiffusionModel>(QwenImageModel::load(
         Weights(files, kDm, options.memory.residency), options.qwen_image_zero_cond_t));
     if (!files.has_prefix(kLlm)) fail_missing_role(files, kQwenImageFamily, ModelRole::Llm);
     Llm llm = load_llm_encoder(files, options, kLlm);
     check_llm(files, llm.config(), dit->model().config().context_dim);
+    if (dit->model().config().additional_t_cond)
+        return assemble_layered(files, options, std::move(dit), std::move(llm));
     std::optional<LlmVision> vision = load_vision(files, options, llm.width());
     ModelComponents m;
     // Reference images go through the tower into the prompt and, as latents, into the DiT;
@@ -168,6 +189,6 @@ extern const Family kQwenImageFamily{
     // (FLUX's img_in. / txt_in. keep its input layers)
     {},
     kQwenImageRoles,
-    "Qwen-Image, Qwen-Image-Edit"};
+    "Qwen-Image, Qwen-Image-Edit, Qwen-Image-Layered"};
 
 }  // namespace sd

@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "ops/convert.h"
+#include "ops/ops.h"
 
 namespace sd {
 namespace {
@@ -13,6 +14,7 @@ namespace {
 constexpr int64_t kTimeEmbedding = 256;  // the sinusoid's width
 constexpr float kNormEps = 1e-6f;        // every LayerNorm and RMSNorm of the model
 constexpr const char* kZeroCondMarker = "__index_timestep_zero__";
+constexpr const char* kAdditionT = "time_text_embed.addition_t_embedding.weight";  // Layered
 
 int64_t dim_of(const Weights& w, const std::string& name, int d) {
     return w.dim_of(name, d, "Qwen-Image");
@@ -42,6 +44,7 @@ QwenImageConfig read_config(const Weights& w) {
     SD_CHECK(axes == c.head_dim, "Qwen-Image: heads of %lld channels, but RoPE axes cover %d",
              (long long)c.head_dim, axes);
     c.zero_cond_t = w.has(kZeroCondMarker);
+    c.additional_t_cond = w.has(kAdditionT);
     return c;
 }
 
@@ -85,6 +88,9 @@ QwenImageModel QwenImageModel::load(const Weights& w, bool zero_cond_t) {
     const Weights te = w["time_text_embed"]["timestep_embedder"];
     m.time_embedder = {Linear::load(te["linear_1"], kTimeEmbedding, C),
                        Linear::load(te["linear_2"], C, C)};
+    // The reference always looks up row 0 (addition_t_cond = 0); row 1 is never used.
+    if (c.additional_t_cond)
+        m.addition_t = convert(w.get(kAdditionT, {2, C}), DType::F32).narrow(0, 0, 1).contiguous();
     for (int i = 0; i < c.depth; ++i) {
         const Weights b = w["transformer_blocks"][i];
         m.blocks.push_back({load_stream(b, c, true), load_stream(b, c, false)});
@@ -94,14 +100,15 @@ QwenImageModel QwenImageModel::load(const Weights& w, bool zero_cond_t) {
     w.skip(kZeroCondMarker);
     w.check("Qwen-Image");
     m.pages_ = w.pages();
-    SD_LOG_INFO("Qwen-Image: %d blocks, width %lld (%lld heads), text width %lld%s", c.depth,
-                (long long)C, (long long)c.heads, (long long)c.context_dim,
-                c.zero_cond_t ? ", zero_cond_t" : "");
+    SD_LOG_INFO("Qwen-Image%s: %d blocks, width %lld (%lld heads), text width %lld%s",
+                c.additional_t_cond ? "-Layered" : "", c.depth, (long long)C, (long long)c.heads,
+                (long long)c.context_dim, c.zero_cond_t ? ", zero_cond_t" : "");
     return m;
 }
 
 Tensor QwenImageModel::time_embedding(const Tensor& timesteps) const {
-    return time_embedder.forward(timestep_embedding(timesteps, kTimeEmbedding));
+    const Tensor t_emb = time_embedder.forward(timestep_embedding(timesteps, kTimeEmbedding));
+    return addition_t.defined() ? add(t_emb, addition_t) : t_emb;
 }
 
 Tensor QwenImageModel::image_norm(const Tensor& img, const ImageModulation& m,
@@ -151,19 +158,27 @@ void QwenImageModel::block(const QwenImageBlock& b, Tensor& img, Tensor& txt, co
 }
 
 Tensor QwenImageModel::forward(const Tensor& x, const Tensor& timesteps, const Tensor& context,
-                               const std::vector<Tensor>& refs, bool increase_ref_index) const {
+                               const std::vector<Tensor>& refs, RefIndexMode ref_index) const {
     const QwenImageConfig& c = config_;
     const int64_t p = c.patch, C = c.hidden;
-    SD_CHECK(x.dim() == 4 && x.size(0) == 1 && x.size(1) == c.in_channels,
-             "Qwen-Image: latent %s, want [1, %lld, H, W]", x.describe().c_str(),
-             (long long)c.in_channels);
+    SD_CHECK((x.dim() == 4 || x.dim() == 5) && x.size(0) == 1 && x.size(1) == c.in_channels,
+             "Qwen-Image: latent %s, want [1, %lld, H, W] (or [1, %lld, T, H, W])",
+             x.describe().c_str(), (long long)c.in_channels, (long long)c.in_channels);
     SD_CHECK(context.dim() == 3 && context.size(0) == 1 && context.size(2) == c.context_dim,
              "Qwen-Image: text context %s, want [1, L, %lld]", context.describe().c_str(),
              (long long)c.context_dim);
-    const int64_t channels = x.size(1), H = x.size(2), W = x.size(3);
+    const bool frames_axis = x.dim() == 5;
+    const int64_t channels = x.size(1), T = frames_axis ? x.size(2) : 1;
+    const int64_t H = x.size(x.dim() - 2), W = x.size(x.dim() - 1);
     const int64_t h = (H + p - 1) / p, w = (W + p - 1) / p;
 
-    std::vector<Tensor> patches = {patchify(x, p, PatchLayout::ChannelsFirst)};
+    // A frame's patches as an image's (channels first), frame after frame.
+    std::vector<Tensor> patches;
+    for (int64_t t = 0; t < T; ++t) {
+        const Tensor frame =
+            frames_axis ? x.narrow(2, t, 1).contiguous().view({1, channels, H, W}) : x;
+        patches.push_back(patchify(frame, p, PatchLayout::ChannelsFirst));
+    }
     std::vector<std::pair<int64_t, int64_t>> refs_hw;
     for (const Tensor& r : refs) {
         SD_CHECK(r.dim() == 4 && r.size(0) == 1 && r.size(1) == c.in_channels,
@@ -174,39 +189,44 @@ Tensor QwenImageModel::forward(const Tensor& x, const Tensor& timesteps, const T
     }
     Tensor img = img_in.forward(patches.size() == 1 ? patches[0] : concat(patches, 1));
     Tensor txt = txt_in.forward(rms_norm(context, txt_norm, kNormEps));
-    const int64_t lt = txt.size(1);
+    const int64_t lt = txt.size(1), n_img = T * h * w;
 
     const Tensor t_emb = time_embedding(timesteps);
     // zero_cond_t: the reference tokens' modulation comes from the embedding of t = 0.
     const Tensor t0_emb =
         c.zero_cond_t && !refs.empty() ? time_embedding(Tensor::zeros({1})) : Tensor();
-    const Tensor rope = rope_table(qwen_image_positions(lt, h, w, p, refs_hw, increase_ref_index),
-                                   c.axes_dim, c.theta);
-    for (const QwenImageBlock& b : blocks) block(b, img, txt, t_emb, t0_emb, h * w, rope);
+    const Tensor rope =
+        rope_table(qwen_image_positions(lt, T, h, w, p, refs_hw, ref_index), c.axes_dim, c.theta);
+    for (const QwenImageBlock& b : blocks) block(b, img, txt, t_emb, t0_emb, n_img, rope);
 
     const Tensor mod = norm_out.forward(silu(t_emb));  // scale, then shift
     const Tensor scale = add_scalar(mod.narrow(1, 0, C), 1.0f).view({C});
     const Tensor out = proj_out.forward(
-        layer_norm(img.narrow(1, 0, h * w), scale, mod.narrow(1, C, C).view({C}), kNormEps));
-    return unpatchify(out, channels, H, W, p, PatchLayout::ChannelsFirst);
+        layer_norm(img.narrow(1, 0, n_img), scale, mod.narrow(1, C, C).view({C}), kNormEps));
+    if (!frames_axis) return unpatchify(out, channels, H, W, p, PatchLayout::ChannelsFirst);
+    std::vector<Tensor> frames;
+    for (int64_t t = 0; t < T; ++t)
+        frames.push_back(unpatchify(out.narrow(1, t * h * w, h * w), channels, H, W, p,
+                                    PatchLayout::ChannelsFirst)
+                             .view({1, channels, 1, H, W}));
+    return T == 1 ? frames[0] : concat(frames, 2);
 }
 
-std::vector<float> qwen_image_positions(int64_t txt, int64_t h, int64_t w, int64_t patch,
+std::vector<float> qwen_image_positions(int64_t txt, int64_t frames, int64_t h, int64_t w,
+                                        int64_t patch,
                                         const std::vector<std::pair<int64_t, int64_t>>& refs_hw,
-                                        bool increase_ref_index) {
+                                        RefIndexMode ref_index) {
     std::vector<float> ids;
-    // linspace(m, m + txt, txt) in float as the reference: a step of txt / (txt - 1), not 1.
-    const float start = static_cast<float>(std::max(h, w));
-    const float end = static_cast<float>(std::max(h, w) + txt);
-    const float step = txt > 1 ? (end - start) / static_cast<float>(txt - 1) : 0.0f;
+    const int64_t start = std::max(h, w) / 2;
     for (int64_t i = 0; i < txt; ++i) {
-        const float s = start + static_cast<float>(i) * step;
+        const float s = static_cast<float>(start + i);
         ids.insert(ids.end(), {s, s, s});
     }
-    append_grid_positions(ids, h, w, 0.0f, -(h / 2), -(w / 2));
-    append_reference_positions(ids, refs_hw, patch,
-                               increase_ref_index ? RefIndexMode::Increase : RefIndexMode::Fixed,
-                               true);
+    for (int64_t t = 0; t < frames; ++t)
+        append_grid_positions(ids, h, w, static_cast<float>(t), -(h / 2), -(w / 2));
+    // The reference numbers Qwen-Image's references down from 0 (-1, -2, ...), up from 1.
+    append_reference_positions(ids, refs_hw, patch, ref_index, true,
+                               ref_index == RefIndexMode::Decrease ? 0 : 1);
     return ids;
 }
 

@@ -16,6 +16,10 @@
 // zero_cond_t (Edit-2511, marked by a `__index_timestep_zero__` tensor): the reference
 // latents' tokens are modulated by the image weights applied to the embedding of t = 0, the
 // noised image's and the text's by that of t (the reference's modulate_index).
+// Qwen-Image-Layered (marked by time_text_embed.addition_t_embedding, an nn.Embedding(2, C)):
+// the latent has a time axis, one frame per RGBA layer (and the composite first), each frame's
+// patches numbered with its frame index; t_emb gains the embedding's row 0 (the reference's
+// addition_t_cond, always 0 there); its reference latents are numbered -1, -2, ...
 // Widths and depth are read from the weights.
 #pragma once
 
@@ -38,7 +42,8 @@ struct QwenImageConfig {
     int64_t context_dim = 3584;  // txt_in's input (Qwen2.5-VL-7B)
     int64_t mlp_hidden = 12288;
     int depth = 60;
-    bool zero_cond_t = false;  // Edit-2511: reference tokens modulated at t = 0
+    bool zero_cond_t = false;        // Edit-2511: reference tokens modulated at t = 0
+    bool additional_t_cond = false;  // Layered: addition_t_embedding's row 0 added to t_emb
     float theta = 10000.0f;
     std::vector<int> axes_dim = {16, 56, 56};
 };
@@ -64,13 +69,15 @@ class QwenImageModel {
     // qwen_image_zero_cond_t=true); the marker tensor turns it on too.
     static QwenImageModel load(const Weights& w, bool zero_cond_t = false);
 
-    // x: [1, C, H, W] latent (padded to whole patches inside), timesteps: f32 [1], the flow
-    // denoiser's t = sigma * 1000 (the network embeds it as given), context: the text
-    // encoder's states [1, L, context_dim], refs: reference latents [1, C, h, w] (Edit), their
-    // tokens after the image's; increase_ref_index numbers them 1, 2, ... with centred grids
-    // (else all at index 1 side by side). Returns the velocity [1, C, H, W].
+    // x: [1, C, H, W] latent (padded to whole patches inside) or [1, C, T, H, W] (Layered: T
+    // frames, the tokens frame by frame), timesteps: f32 [1], the flow denoiser's
+    // t = sigma * 1000 (the network embeds it as given), context: the text encoder's states
+    // [1, L, context_dim], refs: reference latents [1, C, h, w] (Edit, Layered), their tokens
+    // after the image's, numbered by ref_index: Increase 1, 2, ..., Decrease -1, -2, ... with
+    // centred grids, Fixed all at index 1 side by side. Returns the velocity, shaped as x.
     Tensor forward(const Tensor& x, const Tensor& timesteps, const Tensor& context,
-                   const std::vector<Tensor>& refs = {}, bool increase_ref_index = false) const;
+                   const std::vector<Tensor>& refs = {},
+                   RefIndexMode ref_index = RefIndexMode::Fixed) const;
 
     const QwenImageConfig& config() const { return config_; }
     void release_weights() const { pages_.release(); }
@@ -96,21 +103,23 @@ class QwenImageModel {
     Linear img_in, txt_in;
     Tensor txt_norm;            // RMS scale [context_dim], f32
     MlpEmbedder time_embedder;  // time_text_embed.timestep_embedder.linear_1, linear_2
+    Tensor addition_t;          // Layered: addition_t_embedding's row 0 [1, hidden], f32
     std::vector<QwenImageBlock> blocks;
     Linear norm_out, proj_out;  // norm_out.linear: scale, shift
     WeightPages pages_;
 };
 
 // The positions of Qwen-Image's tokens (rows of 3 values), as the reference's
-// gen_qwen_image_ids: `txt` text tokens at (s, s, s) for s = linspace(m, m + txt, txt) (in
-// float; m = max(h, w)), the h x w image patches at (0, row - h / 2, col - w / 2) (centred,
-// "scale_rope"), then the reference latents' patches (append_reference_positions, centred when
-// increase_ref_index). This is the newest rope.hpp; older versions built the image's and the
-// references' grids with gen_img_ids, from (0, 0) without centring. The text's fractional
-// step and its start at max(h, w) are the reference program's own: diffusers' QwenEmbedRope
-// numbers the text max(h / 2, w / 2), + 1, + 2, ...; we follow the reference program.
-std::vector<float> qwen_image_positions(int64_t txt, int64_t h, int64_t w, int64_t patch,
+// gen_qwen_image_ids: `txt` text tokens at (s, s, s) for s = m, m + 1, ... (m = max(h, w) / 2,
+// diffusers' QwenEmbedRope too), each of the `frames` frames' h x w image patches at
+// (frame, row - h / 2, col - w / 2) (centred, "scale_rope"; an image is frame 0), then the
+// reference latents' patches (append_reference_positions; Increase from 1, Decrease from -1,
+// centred unless Fixed). Older reference versions started the text at max(h, w) with a step of
+// txt / (txt - 1); the version with Qwen-Image-Layered (the pinned one) numbers it as here, and
+// the reference cases agree (63.1 / 63.3 dB against 62.7 / 63.2 dB the older way).
+std::vector<float> qwen_image_positions(int64_t txt, int64_t frames, int64_t h, int64_t w,
+                                        int64_t patch,
                                         const std::vector<std::pair<int64_t, int64_t>>& refs_hw,
-                                        bool increase_ref_index);
+                                        RefIndexMode ref_index);
 
 }  // namespace sd

@@ -29,12 +29,15 @@ WanVaeConfig read_config(const Weights& w, bool with_encoder) {
     c.z = (*conv2)[0];
     c.dec_dim = (*head)[1];
     c.dim = c.dec_dim;
-    // Wan 2.2's decoder ends in 2x2 pixels of RGB, 12 channels, where 2.1's ends in 3.
+    // Wan 2.2's decoder ends in 2x2 pixels of RGB, 12 channels, where 2.1's ends in 3 (4:
+    // Qwen-Image-Layered's RGBA VAE).
     const int64_t out = (*head)[0];
-    SD_CHECK(out == 3 || out == 12, "'%sdecoder.head.2.weight' makes %lld channels, not 3 or 12",
-             w.prefix().c_str(), static_cast<long long>(out));
+    SD_CHECK(out == 3 || out == 4 || out == 12,
+             "'%sdecoder.head.2.weight' makes %lld channels, not 3, 4 or 12", w.prefix().c_str(),
+             static_cast<long long>(out));
     c.wan22 = out == 12;
     c.patch = c.wan22 ? 2 : 1;
+    c.colors = c.wan22 ? 3 : out;
     if (with_encoder) {
         auto conv1 = w.shape_of("encoder.conv1.weight");
         SD_CHECK(conv1 && conv1->size() == 5, "the Wan VAE under '%s' has no encoder",
@@ -296,9 +299,9 @@ WanVae WanVae::load(const Weights& w, bool with_encoder) {
     }
     w.check(with_encoder ? "Wan VAE" : "Wan VAE decoder");
     vae.pages_ = w.pages();
-    SD_LOG_INFO("Wan %s VAE: %lld latent channels, widths %lld / %lld%s", c.wan22 ? "2.2" : "2.1",
-                (long long)c.z, (long long)c.dim, (long long)c.dec_dim,
-                with_encoder ? ", with encoder" : "");
+    SD_LOG_INFO("Wan %s VAE%s: %lld latent channels, widths %lld / %lld%s", c.wan22 ? "2.2" : "2.1",
+                c.colors == 4 ? " (RGBA)" : "", (long long)c.z, (long long)c.dim,
+                (long long)c.dec_dim, with_encoder ? ", with encoder" : "");
     return vae;
 }
 
@@ -307,6 +310,9 @@ Tensor WanVae::encode(const Tensor& video) const {
     const int64_t T = video.size(0);
     SD_CHECK(T >= 1 && (T - 1) % 4 == 0, "the Wan VAE encodes 1 + 4k frames, not %lld",
              static_cast<long long>(T));
+    SD_CHECK(video.size(1) == config_.colors,
+             "the Wan VAE encodes frames of %lld channels, not %lld",
+             static_cast<long long>(config_.colors), static_cast<long long>(video.size(1)));
     const int64_t p = config_.patch;
     // 2.2's level shortcuts fold 2x2 pixels at each of three levels, after the patchify.
     SD_CHECK(p == 1 || (video.size(2) % 16 == 0 && video.size(3) % 16 == 0),

@@ -26,10 +26,12 @@ struct WanVaeConfig {
     // Wan 2.2's layout: level shortcuts, upsamplers that keep their width, patch = 2.
     bool wan22 = false;
     int64_t patch = 1;  // pixels a side folded into channels around the encoder / decoder
+    // A frame's channels: 3 (RGB), or 4 for Qwen-Image-Layered's RGBA VAE (a Wan 2.1 VAE).
+    int64_t colors = 3;
 
     // How much smaller a latent is than its frames, a side: 8 (2.1) or 16 (2.2).
     int64_t scale() const { return 8 * patch; }
-    int64_t video_channels() const { return 3 * patch * patch; }  // the encoder's input
+    int64_t video_channels() const { return colors * patch * patch; }  // the encoder's input
 };
 
 // F.normalize over channels times sqrt(C) and gamma: an RMS norm of each pixel's channels.
@@ -134,10 +136,10 @@ class WanVae {
     // w = the VAE's prefix ("first_stage_model."); the encoder is built only when asked.
     static WanVae load(const Weights& w, bool with_encoder);
 
-    // Video [T, 3, H, W] in [-1, 1] (T = 1 + 4k; an image is T = 1) -> the posterior's mean
-    // [1 + k, z, H/s, W/s], s = config().scale() (2.2: H and W multiples of 16).
+    // Video [T, colors, H, W] in [-1, 1] (T = 1 + 4k; an image is T = 1) -> the posterior's
+    // mean [1 + k, z, H/s, W/s], s = config().scale() (2.2: H and W multiples of 16).
     Tensor encode(const Tensor& video) const;
-    // Latents [T, z, h, w] -> frames [1 + 4 (T - 1), 3, s h, s w].
+    // Latents [T, z, h, w] -> frames [1 + 4 (T - 1), colors, s h, s w].
     Tensor decode(const Tensor& latent) const;
 
     bool has_encoder() const { return encoder_.has_value(); }

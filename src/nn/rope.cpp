@@ -54,8 +54,9 @@ void append_grid_positions(std::vector<float>& ids, int64_t rows, int64_t cols, 
 
 void append_reference_positions(std::vector<float>& ids,
                                 const std::vector<std::pair<int64_t, int64_t>>& refs_hw,
-                                int64_t patch, RefIndexMode mode, bool centred) {
-    int64_t cur_h = 0, cur_w = 0, index = 1;
+                                int64_t patch, RefIndexMode mode, bool centred,
+                                int64_t first_index) {
+    int64_t cur_h = 0, cur_w = 0, index = first_index;
     for (const auto& [rh, rw] : refs_hw) {
         const int64_t rows = (rh + patch / 2) / patch, cols = (rw + patch / 2) / patch;
         int64_t dy = 0, dx = 0;

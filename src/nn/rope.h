@@ -30,10 +30,12 @@ void append_grid_positions(std::vector<float>& ids, int64_t rows, int64_t cols, 
 // Appends the positions of reference images' patches (refs_hw: each latent's height and width,
 // patched by `patch`), as the reference's gen_refs_ids: Fixed puts all at index 1, each beside
 // the ones before it along the side that keeps the layout squarer (offsets in latent pixels);
-// Increase numbers them 1, 2, ..., Decrease 0, -1, ..., each at the origin, or with its grid
-// centred on it when `centred` (Qwen-Image's scale_rope; never in Fixed mode).
+// Increase numbers them first_index, + 1, ..., Decrease first_index - 1, - 2, ... (FLUX's start
+// at 1, Qwen-Image's Decrease at 0), each at the origin, or with its grid centred on it when
+// `centred` (Qwen-Image's scale_rope; never in Fixed mode).
 void append_reference_positions(std::vector<float>& ids,
                                 const std::vector<std::pair<int64_t, int64_t>>& refs_hw,
-                                int64_t patch, RefIndexMode mode, bool centred);
+                                int64_t patch, RefIndexMode mode, bool centred,
+                                int64_t first_index = 1);
 
 }  // namespace sd

@@ -154,6 +154,9 @@ class LatentCodec {
     virtual bool has_encoder() const = 0;
     virtual void release_weights() const = 0;
     virtual size_t weight_bytes() const { return 0; }
+    // The channels of the images it encodes and decodes: 3 (RGB; where the comments above say
+    // 3), or 4 (RGBA: Qwen-Image-Layered's VAE).
+    virtual int64_t image_channels() const { return 3; }
 };
 
 // A family's activation memory per generated image pixel, for the memory estimate
@@ -228,6 +231,10 @@ struct ModelComponents {
     // from the request's control frames and its init image as the reference frame).
     bool control_video = false;
     std::unique_ptr<ImageEncoder> image_encoder;  // VideoInit::Condition's
+    // Qwen-Image-Layered: an image is a latent of ImageRequest::layers + 1 frames [1, C, T, h,
+    // w] (the composite, then the layers), each frame decoded alone to an RGBA image; the
+    // reference images are encoded as RGBA (the codec's image_channels() is 4).
+    bool rgba_layers = false;
     // The flow shift follows the request (FLUX.2's Flux2FlowDenoiser): every scheduler reads a
     // FluxFlowSchedule shifted by flux2_empirical_mu(image tokens, steps).
     bool shift_from_tokens = false;

@@ -72,7 +72,9 @@ void check_ref_images(const ModelComponents& m, const ImageRequest& r) {
              "Kontext do)",
              m.family_name.c_str());
     const RefImageParams p = parse_ref_image_args(r.ref_image_args, m.ref_images.preset);
-    if (p.pass_to_vlm && !m.ref_images.vlm)
+    // A preset that passes them to a model without a vision tower (Qwen-Image-Layered's, as
+    // the reference's) is not the user's doing.
+    if (p.pass_to_vlm && !m.ref_images.vlm && !ref_image_preset(m.ref_images.preset).pass_to_vlm)
         SD_LOG_WARN("--ref-image-args pass_to_vlm: %s has no vision-language text encoder",
                     m.family_name.c_str());
     if (p.force_ref_timestep_zero)
@@ -156,6 +158,22 @@ void check_video_request(const ModelComponents& m, const ImageRequest& r) {
              "build yet");
     SD_CHECK(!r.hires.enabled, "the hires fix is for images, not videos");
     SD_CHECK(r.batch_count == 1, "a video request makes one video (batch count %d)", r.batch_count);
+}
+
+// Qwen-Image-Layered decomposes: text (and a reference image) to layers + 1 RGBA images.
+void check_layers_request(const ModelComponents& m, const ImageRequest& r) {
+    if (!m.rgba_layers) return;
+    constexpr int kMaxLayers = 64;  // the paper's are 2 to 10; each adds the image's tokens
+    SD_CHECK(r.layers >= 0 && r.layers <= kMaxLayers,
+             "qwen_image_layers (--qwen-image-layers) %d: %s makes 0 to %d layers (and the "
+             "composite)",
+             r.layers, m.family_name.c_str(), kMaxLayers);
+    SD_CHECK(!r.init_image,
+             "%s decomposes a reference image (--ref-image) into layers; an init image (img2img, "
+             "-i) is not supported",
+             m.family_name.c_str());
+    SD_CHECK(!r.hires.enabled, "the hires fix does not work with %s's layers",
+             m.family_name.c_str());
 }
 
 // The allocator's cache (see CachingAllocator, CacheBudget) sized to each phase. Streaming:
@@ -391,6 +409,8 @@ Conditions prepare(const ModelComponents& m, const Denoiser& d, const ImageReque
     attach_ref_latents(m, r, rngs.noise(), c);
     if (r.init_image && r.frames == 0) {
         attach_inpaint(m, r, image, rngs.noise(), c);
+    } else if (r.frames == 0 && m.rgba_layers) {
+        c.init_latent = Tensor::zeros({1, f.channels, r.layers + 1, lh, lw});
     } else if (r.frames == 0) {
         c.init_latent = Tensor::zeros({1, f.channels, lh, lw});
         if (m.extra_input == ExtraInput::MaskAndMaskedLatent) {
@@ -596,12 +616,23 @@ std::vector<image::Image> generate_one(const ModelComponents& m, const Denoiser&
     cache.set(cache_bytes_for(m, /*decoding=*/true));
     CachingAllocator::instance().trim();
     const double decode_start = now_seconds();
-    Tensor image = m.codec->decode(
-        z, decode_tiling(m, r.vae_tiling, z.size(z.dim() - 2), z.size(z.dim() - 1)));
+    const VaeTiling tiling =
+        decode_tiling(m, r.vae_tiling, z.size(z.dim() - 2), z.size(z.dim() - 1));
+    std::vector<image::Image> images;
+    if (m.rgba_layers) {  // each frame an image of its own, as the reference decodes them
+        const int64_t C = z.size(1), T = z.size(2), h = z.size(3), w = z.size(4);
+        for (int64_t t = 0; t < T; ++t) {
+            cancellation_point();
+            const Tensor frame = z.narrow(2, t, 1).contiguous().view({1, C, h, w});
+            images.push_back(decoded_to_image(m.codec->decode(frame, tiling)));
+        }
+    } else {
+        images = decoded_frames(m.codec->decode(z, tiling), r.frames > 0);
+    }
     if (!m.memory.keep_vae) m.codec->release_weights();
     CachingAllocator::instance().trim();
     SD_LOG_INFO("latent decoded in %.2f s", now_seconds() - decode_start);
-    return decoded_frames(image, r.frames > 0);
+    return images;
 }
 
 // The denoiser of one generation: the model's own, or for a flow model asked for another
@@ -656,6 +687,7 @@ ImageRequest settle_request(const ModelComponents& m, const ImageRequest& reques
              "pipeline/image_size.h)",
              r.width, r.height, m.family_name.c_str(), (long long)multiple);
     check_video_request(m, r);
+    check_layers_request(m, r);
     check_ref_images(m, r);
     check_step_cache(r.cache, m.diffusion->cache_target(), m.family_name);
     const std::string what =

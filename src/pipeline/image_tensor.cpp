@@ -29,6 +29,16 @@ Tensor rgb_image_to_tensor(const image::Image& image) {
     return image.channels == 1 ? concat({t, t, t}, 1) : t.narrow(1, 0, 3).contiguous();
 }
 
+Tensor color_image_to_tensor(const image::Image& image, int64_t channels) {
+    SD_CHECK(channels == 3 || channels == 4, "images of %lld channels: want 3 (RGB) or 4 (RGBA)",
+             static_cast<long long>(channels));
+    if (channels == 3) return rgb_image_to_tensor(image);
+    if (image.channels == 4) return image_to_tensor(image);
+    // As the reference's ensure_image_tensor_channels: an opaque alpha after the colours.
+    return concat(
+        {rgb_image_to_tensor(image), Tensor::full({1, 1, image.height, image.width}, 1.0f)}, 1);
+}
+
 namespace {
 
 // Bytes from [1, C, H, W]: round(clamp(to_unit(x), 0, 1) * 255).

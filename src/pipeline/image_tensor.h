@@ -14,6 +14,9 @@ namespace sd {
 Tensor image_to_tensor(const image::Image& image);
 // [1, 3, H, W] in [0, 1]: grey replicated to RGB, alpha dropped.
 Tensor rgb_image_to_tensor(const image::Image& image);
+// [1, channels, H, W] in [0, 1] for a codec of `channels` (LatentCodec::image_channels): 3 as
+// rgb_image_to_tensor; 4 keeps an image's alpha, or adds an opaque one.
+Tensor color_image_to_tensor(const image::Image& image, int64_t channels);
 // From [1, C, H, W] in [-1, 1] (a VAE's output) to bytes.
 image::Image decoded_to_image(const Tensor& x);
 // A decoded image [1, 3, H, W] as one image, a video's frames [F, 3, H, W] as F.

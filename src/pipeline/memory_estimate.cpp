@@ -111,6 +111,10 @@ MemoryInputs memory_inputs(const ModelComponents& m, const ImageRequest& r) {
             in.ref_pixels += static_cast<double>(w) * static_cast<double>(h);
         }
     }
+    // Qwen-Image-Layered's layers are frames of the image's size in every model call.
+    if (m.rgba_layers)
+        in.ref_pixels += static_cast<double>(r.layers) * static_cast<double>(r.width) *
+                         static_cast<double>(r.height);
     const VaeTiling tiling =
         decode_tiling(m, r.vae_tiling, in.height / in.latent_factor, in.width / in.latent_factor);
     in.tiled_decode = tiling.enabled;

@@ -198,8 +198,8 @@ std::vector<Tensor> encode_ref_latents(const ModelComponents& m,
                         img.width, img.height, (long long)w, (long long)h);
             img = resize_nearest(img, static_cast<uint32_t>(w), static_cast<uint32_t>(h));
         }
-        latents.push_back(
-            to_model_latent(m.latent, m.codec->encode(rgb_image_to_tensor(img), rng)));
+        latents.push_back(to_model_latent(
+            m.latent, m.codec->encode(color_image_to_tensor(img, m.codec->image_channels()), rng)));
         cancellation_point();
     }
     return latents;

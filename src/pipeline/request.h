@@ -32,6 +32,9 @@ struct ImageRequest {
     std::vector<float> custom_sigmas;
     int64_t seed = 42;  // image i of the batch uses seed + i
     int batch_count = 1;
+    // Qwen-Image-Layered's RGBA layers (qwen_image_layers, ModelComponents::rgba_layers): the
+    // model makes layers + 1 images a seed, the composite first; other models ignore it.
+    int layers = 3;
     // A video of this many frames (1 + 4k, the video VAEs' grid; settled), made by a video
     // model (ModelComponents::video) and returned frame by frame; 0: an image.
     int frames = 0;

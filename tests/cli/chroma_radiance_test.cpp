@@ -28,17 +28,6 @@ std::string tiny_dit() {
     return sd::test::write_f32_safetensors(named, "radiance_cli");
 }
 
-std::string gradient(const std::string& name) {
-    sd::image::Image img{kSide, kSide, 3, {}};
-    for (uint32_t y = 0; y < kSide; ++y)
-        for (uint32_t x = 0; x < kSide; ++x)
-            for (uint32_t c = 0; c < 3; ++c)
-                img.pixels.push_back(static_cast<uint8_t>((x * 3 + c * 70 + y * 2) % 256));
-    const std::string path = sd::test::temp_path(name);
-    sd::image::write_image(path, img);
-    return path;
-}
-
 RunResult run(const std::string& dit, const std::string& out, std::vector<std::string> extra,
               const std::string& steps = "2") {
     std::vector<std::string> args = {"--diffusion-model",
@@ -67,7 +56,7 @@ RunResult run(const std::string& dit, const std::string& out, std::vector<std::s
 
 TEST(CliChromaRadiance, DrawsAndRedrawsPicturesWithoutAVae) {
     const std::string dit = tiny_dit();
-    const std::string init = gradient("radiance_init.png");
+    const std::string init = cli::gradient_png("radiance_init.png", kSide);
     const sd::image::Image before = sd::image::read_image(init, 3);
 
     const std::string drawn = sd::test::temp_path("radiance_txt2img.png");

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "fixture_files.h"
+#include "image/image_io.h"
+#include "test_util.h"
 
 namespace cli {
 
@@ -107,6 +109,18 @@ inline std::string converted_q8_0(const std::string& source, const std::string& 
                    quote(sd::test::fixtures_dir() + "/tokenizers") + " -t 2 >/dev/null 2>&1";
         },
         sd::test::file_bytes(in) * 17 / 32);  // q8_0: 34 bytes a 32 weights, from 16-bit ones
+    return path;
+}
+
+// A side x side RGB gradient written as a PNG to a temp path: an init or reference image.
+inline std::string gradient_png(const std::string& name, uint32_t side) {
+    sd::image::Image img{side, side, 3, {}};
+    for (uint32_t y = 0; y < side; ++y)
+        for (uint32_t x = 0; x < side; ++x)
+            for (uint32_t c = 0; c < 3; ++c)
+                img.pixels.push_back(static_cast<uint8_t>((x * 3 + c * 70 + y * 2) % 256));
+    const std::string path = sd::test::temp_path(name);
+    sd::image::write_image(path, img);
     return path;
 }
 

@@ -5,15 +5,17 @@ positions (rope.hpp gen_qwen_image_ids), for tests/models/qwen_image_test.cpp.
 
 Usage: qwen_image_reference.py MODEL.safetensors INPUTS.safetensors OUT.f32
 MODEL holds the DiT's weights (f32, diffusers names; a `__index_timestep_zero__` tensor marks
-Edit-2511's zero_cond_t); INPUTS holds x [1, C, H, W], t [1] (sigma * 1000, embedded as given),
-context [1, L, D], optionally reference latents ref0, ref1, ... [1, C, h, w] and increase [1]
-(1: references numbered 1, 2, ... with centred grids; 0: all at index 1 side by side). OUT
-receives the prediction [1, C, H, W] as raw little-endian f32.
+Edit-2511's zero_cond_t; a `time_text_embed.addition_t_embedding.weight` marks Qwen-Image-Layered,
+whose row 0 is added to the time embedding); INPUTS holds x [1, C, H, W] or [1, C, T, H, W]
+(Layered: T frames), t [1] (sigma * 1000, embedded as given), context [1, L, D], optionally
+reference latents ref0, ref1, ... [1, C, h, w] and ref_mode [1] (0: all at index 1 side by
+side; 1: numbered 1, 2, ... with centred grids; 2: numbered -1, -2, ... centred). OUT receives
+the prediction, shaped as x, as raw little-endian f32.
 
-Positions (index, row, col): text token i at s_i on all three axes with s = linspace(m, m + L,
-L) in float32 (m = max(h, w) in patches); image patches at (0, r - h // 2, c - w // 2);
-references as described above. With zero_cond_t the reference tokens take the image
-modulation of t = 0."""
+Positions (index, row, col): text token i at m + i on all three axes (m = max(h, w) // 2 in
+patches); frame f's image patches at (f, r - h // 2,
+c - w // 2); references as described above. With zero_cond_t the reference tokens take the
+image modulation of t = 0."""
 import os
 import sys
 
@@ -49,18 +51,17 @@ def grid(h, w, index, r0, c0):
     return np.stack([np.full(h * w, float(index)), rows.ravel(), cols.ravel()], 1)
 
 
-def positions(lt, h, w, refs, increase):
-    m = max(h, w)
-    start, end = np.float32(m), np.float32(m + lt)
-    step = (end - start) / np.float32(lt - 1) if lt > 1 else np.float32(0)
-    s = np.array([np.float32(start + np.float32(i) * step) for i in range(lt)], dtype=np.float64)
-    out = [np.stack([s, s, s], 1), grid(h, w, 0, -(h // 2), -(w // 2))]
+def positions(lt, frames, h, w, refs, mode):
+    s = max(h, w) // 2 + np.arange(lt, dtype=np.float64)
+    out = [np.stack([s, s, s], 1)]
+    out += [grid(h, w, f, -(h // 2), -(w // 2)) for f in range(frames)]
     cur_h = cur_w = 0
     for k, r in enumerate(refs):
         rh, rw = r.shape[2], r.shape[3]
         gh, gw = (rh + 1) // 2, (rw + 1) // 2
-        if increase:
-            out.append(grid(gh, gw, k + 1, -(gh // 2), -(gw // 2)))
+        if mode != 0:
+            index = k + 1 if mode == 1 else -(k + 1)
+            out.append(grid(gh, gw, index, -(gh // 2), -(gw // 2)))
             dy = dx = 0
         else:
             dy, dx = (0, cur_w) if rh + cur_h > rw + cur_w else (cur_h, 0)
@@ -76,7 +77,7 @@ def to_patches(v):  # [C, H, W] -> [h * w, C * 4] (c, py, px), padded to whole p
     return v.reshape(C, h, 2, w, 2).transpose(1, 3, 0, 2, 4).reshape(h * w, C * 4), h, w
 
 
-def forward(W, x, t, ctx, refs, increase):
+def forward(W, x, t, ctx, refs, mode):
     def lin(name, v):
         return v @ W[name + ".weight"].T + W[name + ".bias"]
 
@@ -88,15 +89,19 @@ def forward(W, x, t, ctx, refs, increase):
 
     def temb(tv):
         e = "time_text_embed.timestep_embedder."
-        return lin(e + "linear_2", silu(lin(e + "linear_1", sinusoid(tv))))
+        out = lin(e + "linear_2", silu(lin(e + "linear_1", sinusoid(tv))))
+        extra = W.get("time_text_embed.addition_t_embedding.weight")
+        return out if extra is None else out + extra[0]
 
     emb, emb0 = temb(t[0]), temb(0.0)
-    tok, h, w = to_patches(x[0])
-    n_img = tok.shape[0]
-    img = lin("img_in", np.concatenate([tok] + [to_patches(r[0])[0] for r in refs]))
+    frames = x[0] if x.ndim == 5 else x[0][:, None]  # [C, T, H, W]
+    toks = [to_patches(frames[:, f]) for f in range(frames.shape[1])]
+    h, w = toks[0][1], toks[0][2]
+    n_img = sum(tk[0].shape[0] for tk in toks)
+    img = lin("img_in", np.concatenate([tk[0] for tk in toks] + [to_patches(r[0])[0] for r in refs]))
     txt = lin("txt_in", rms_norm(ctx[0], W["txt_norm.weight"]))
     lt = txt.shape[0]
-    pos = positions(lt, h, w, refs, increase)
+    pos = positions(lt, frames.shape[1], h, w, refs, mode)
     is_ref = (np.arange(img.shape[0]) >= n_img)[:, None]
 
     def split(v):  # [L, H * D] -> [H, L, D]
@@ -132,17 +137,21 @@ def forward(W, x, t, ctx, refs, increase):
 
     scale, shift = lin("norm_out.linear", silu(emb)).reshape(2, hidden)
     out = lin("proj_out", layer_norm(img[:n_img]) * (1 + scale) + shift)
-    C, H, Wd = x.shape[1:]
-    out = out.reshape(h, w, C, 2, 2).transpose(2, 0, 3, 1, 4).reshape(C, 2 * h, 2 * w)
-    return out[:, :H, :Wd][None]
+    C, H, Wd = x.shape[1], x.shape[-2], x.shape[-1]
+    per_frame = []
+    for f in range(frames.shape[1]):
+        o = out[f * h * w:(f + 1) * h * w]
+        o = o.reshape(h, w, C, 2, 2).transpose(2, 0, 3, 1, 4).reshape(C, 2 * h, 2 * w)
+        per_frame.append(o[:, :H, :Wd])
+    return np.stack(per_frame, 1)[None] if x.ndim == 5 else per_frame[0][None]
 
 
 def main():
     W = load(sys.argv[1])
     inp = load(sys.argv[2])
     refs = [inp["ref%d" % i] for i in range(8) if "ref%d" % i in inp]
-    increase = bool(inp["increase"][0]) if "increase" in inp else False
-    out = forward(W, inp["x"], inp["t"], inp["context"], refs, increase)
+    mode = int(inp["ref_mode"][0]) if "ref_mode" in inp else 0
+    out = forward(W, inp["x"], inp["t"], inp["context"], refs, mode)
     out.astype("<f4").tofile(sys.argv[3])
 
 

@@ -1,8 +1,9 @@
 // Qwen-Image's DiT: token positions against values worked out by hand, a tiny random model
 // (width 128 = one head of 128, 2 blocks, text width 32) against an independent float64 numpy
-// forward (qwen_image_reference.py) with and without reference latents and with Edit-2511's
-// zero_cond_t, its configuration read from the weights, a mis-shaped tensor named, and the
-// real layout's fixture loaded and run.
+// forward (qwen_image_reference.py) with and without reference latents (fixed, increasing,
+// decreasing), with Edit-2511's zero_cond_t and as Qwen-Image-Layered (frames, its
+// addition_t_embedding), its configuration read from the weights, a mis-shaped tensor named,
+// and the real layout's fixture loaded and run.
 #include "models/qwen_image.h"
 
 #include <gtest/gtest.h>
@@ -15,6 +16,7 @@
 #include "fixture_files.h"
 #include "io/io_test_util.h"
 #include "models/numpy_reference.h"
+#include "models/tiny_qwen_image.h"
 #include "test_util.h"
 
 namespace sd {
@@ -24,16 +26,15 @@ using Params = std::map<std::string, Tensor>;
 constexpr int64_t kWidth = 128, kContext = 32, kChannels = 16;
 
 TEST(QwenImagePositions, TextAfterTheCentredImage) {
-    // 3 text tokens, a 2x3 patch grid: text at linspace(3, 6, 3) = 3, 4.5, 6 on every axis;
+    // 3 text tokens, a 2x3 patch grid: text at 1, 2, 3 (from max(h, w) / 2) on every axis;
     // rows -1, 0 and columns -1, 0, 1 (centred).
-    const std::vector<float> ids = qwen_image_positions(3, 2, 3, 2, {}, false);
-    const std::vector<float> want = {3, 3,  3,  4.5f, 4.5f, 4.5f, 6, 6,  6,  // text
-                                     0, -1, -1, 0,    -1,   0,    0, -1, 1,
-                                     0, 0,  -1, 0,    0,    0,    0, 0,  1};
+    const std::vector<float> ids = qwen_image_positions(3, 1, 2, 3, 2, {}, RefIndexMode::Fixed);
+    const std::vector<float> want = {1, 1,  1,  2, 2,  2, 3, 3,  3,  // text
+                                     0, -1, -1, 0, -1, 0, 0, -1, 1, 0, 0, -1, 0, 0, 0, 0, 0, 1};
     EXPECT_EQ(ids, want);
-    // One text token sits at max(h, w); an odd grid centres at h / 2 rounded down.
-    EXPECT_EQ(qwen_image_positions(1, 3, 1, 2, {}, false),
-              (std::vector<float>{3, 3, 3, 0, -1, 0, 0, 0, 0, 0, 1, 0}));
+    // One text token sits at max(h, w) / 2 = 1; an odd grid centres at h / 2 rounded down.
+    EXPECT_EQ(qwen_image_positions(1, 1, 3, 1, 2, {}, RefIndexMode::Fixed),
+              (std::vector<float>{1, 1, 1, 0, -1, 0, 0, 0, 0, 0, 1, 0}));
 }
 
 TEST(QwenImagePositions, ReferencesFixedOrIncreasing) {
@@ -41,48 +42,27 @@ TEST(QwenImagePositions, ReferencesFixedOrIncreasing) {
     // 2x2 latent) goes beside the first (a 4x2 latent: 2 rows, 1 column) as 2 + 4 > 2 + 2,
     // at dx = 2 (latent pixels).
     const std::vector<std::pair<int64_t, int64_t>> refs = {{4, 2}, {2, 2}};
-    EXPECT_EQ(qwen_image_positions(0, 1, 1, 2, refs, false),
+    EXPECT_EQ(qwen_image_positions(0, 1, 1, 1, 2, refs, RefIndexMode::Fixed),
               (std::vector<float>{0, 0, 0, 1, 0, 0, 1, 1, 0, 1, 0, 2}));
     // Increase: indices 1, 2, each grid centred on the origin.
-    EXPECT_EQ(qwen_image_positions(0, 1, 1, 2, refs, true),
+    EXPECT_EQ(qwen_image_positions(0, 1, 1, 1, 2, refs, RefIndexMode::Increase),
               (std::vector<float>{0, 0, 0, 1, -1, 0, 1, 0, 0, 2, 0, 0}));
 }
 
-// A Qwen-Image of width 128 (one head of 128), MLP 512, text width 32, 16 latent channels.
-Params tiny_qwen_image(int depth, bool zero_cond_t) {
-    Params p;
-    uint32_t seed = 500;
-    const int64_t C = kWidth;
-    auto linear = [&](const std::string& name, int64_t in, int64_t out) {
-        const float bound = 1.0f / std::sqrt(static_cast<float>(in));
-        p[name + ".weight"] = test::random_tensor({out, in}, seed++, -bound, bound);
-        p[name + ".bias"] = test::random_tensor({out}, seed++, -0.1f, 0.1f);
-    };
-    auto scale = [&](const std::string& name, int64_t n) {
-        p[name + ".weight"] = test::random_tensor({n}, seed++, 0.5f, 1.5f);
-    };
-    linear("img_in", 4 * kChannels, C);
-    linear("txt_in", kContext, C);
-    scale("txt_norm", kContext);
-    linear("time_text_embed.timestep_embedder.linear_1", 256, C);
-    linear("time_text_embed.timestep_embedder.linear_2", C, C);
-    for (int i = 0; i < depth; ++i) {
-        const std::string b = "transformer_blocks." + std::to_string(i) + ".";
-        for (const char* n : {"to_q", "to_k", "to_v", "add_q_proj", "add_k_proj", "add_v_proj",
-                              "to_out.0", "to_add_out"})
-            linear(b + "attn." + n, C, C);
-        for (const char* n : {"norm_q", "norm_k", "norm_added_q", "norm_added_k"})
-            scale(b + "attn." + n, C);
-        for (const std::string s : {"img", "txt"}) {
-            linear(b + s + "_mod.1", C, 6 * C);
-            linear(b + s + "_mlp.net.0.proj", C, 4 * C);
-            linear(b + s + "_mlp.net.2", 4 * C, C);
-        }
-    }
-    linear("norm_out.linear", C, 2 * C);
-    linear("proj_out", C, 4 * kChannels);
-    if (zero_cond_t) p["__index_timestep_zero__"] = Tensor::zeros({1});
-    return p;
+TEST(QwenImagePositions, LayeredFramesThenReferencesCountingDown) {
+    // Qwen-Image-Layered: 3 frames of a 1x2 grid, each frame its own index 0, 1, 2 (centred
+    // columns -1, 0); Decrease numbers the references -1, -2, centred too.
+    const std::vector<std::pair<int64_t, int64_t>> refs = {{2, 2}, {2, 4}};
+    EXPECT_EQ(qwen_image_positions(0, 3, 1, 2, 2, refs, RefIndexMode::Decrease),
+              (std::vector<float>{0,  0, -1, 0,  0, 0,     // frame 0
+                                  1,  0, -1, 1,  0, 0,     // frame 1
+                                  2,  0, -1, 2,  0, 0,     // frame 2
+                                  -1, 0, 0,                // reference 1: one patch
+                                  -2, 0, -1, -2, 0, 0}));  // reference 2: 1x2 patches
+}
+
+Params tiny_qwen_image(int depth, bool zero_cond_t, bool layered = false) {
+    return test::tiny_qwen_image(depth, zero_cond_t, layered, kContext);
 }
 
 QwenImageModel load_model(const std::string& path, bool zero_cond_t = false) {
@@ -106,8 +86,10 @@ float max_error(const Params& weights, Params in, const std::string& name) {
     std::vector<Tensor> refs;
     for (int i = 0; in.count("ref" + std::to_string(i)); ++i)
         refs.push_back(in.at("ref" + std::to_string(i)));
-    const bool increase = in.count("increase") && in.at("increase").to_vector()[0] != 0.0f;
-    const Tensor got = m.forward(in.at("x"), in.at("t"), in.at("context"), refs, increase);
+    const int mode = in.count("ref_mode") ? static_cast<int>(in.at("ref_mode").to_vector()[0]) : 0;
+    const RefIndexMode modes[] = {RefIndexMode::Fixed, RefIndexMode::Increase,
+                                  RefIndexMode::Decrease};
+    const Tensor got = m.forward(in.at("x"), in.at("t"), in.at("context"), refs, modes[mode]);
     const Tensor want =
         test::numpy_reference("qwen_image_reference.py", path, in, in.at("x").shape(), name);
     EXPECT_EQ(got.shape(), in.at("x").shape());
@@ -124,15 +106,31 @@ TEST(QwenImageModel, MatchesNumpy) {
 }
 
 TEST(QwenImageModel, MatchesNumpyWithReferences) {
-    for (int increase = 0; increase < 2; ++increase) {
+    for (int mode = 0; mode < 3; ++mode) {  // fixed, increase, decrease
         Params in = tiny_inputs();
         in["ref0"] = test::random_tensor({1, kChannels, 4, 4}, 33);
         in["ref1"] = test::random_tensor({1, kChannels, 2, 6}, 34);
-        in["increase"] = Tensor::from_vector({1}, {static_cast<float>(increase)});
+        in["ref_mode"] = Tensor::from_vector({1}, {static_cast<float>(mode)});
         const float err = max_error(tiny_qwen_image(2, false), in, "qwen_image_refs");
-        std::printf("max abs error vs numpy (references, increase %d): %g\n", increase, err);
-        EXPECT_LT(err, 1e-4f) << "increase " << increase;
+        std::printf("max abs error vs numpy (references, index mode %d): %g\n", mode, err);
+        EXPECT_LT(err, 1e-4f) << "index mode " << mode;
     }
+}
+
+TEST(QwenImageModel, LayeredMatchesNumpy) {
+    // Qwen-Image-Layered: 3 frames of an odd-sized latent, its addition_t_embedding, one
+    // reference numbered -1 (the reference program's Decrease for this model).
+    Params in = tiny_inputs();
+    in["x"] = test::random_tensor({1, kChannels, 3, 5, 4}, 39);
+    in["ref0"] = test::random_tensor({1, kChannels, 4, 6}, 40);
+    in["ref_mode"] = Tensor::from_vector({1}, {2.0f});
+    const Params weights = tiny_qwen_image(2, false, /*layered=*/true);
+    const float err = max_error(weights, in, "qwen_image_layered");
+    std::printf("max abs error vs numpy (layered): %g\n", err);
+    EXPECT_LT(err, 1e-4f);
+    const QwenImageModel m =
+        load_model(test::write_f32_safetensors(weights, "qwen_image_layered_cfg"));
+    EXPECT_TRUE(m.config().additional_t_cond);
 }
 
 TEST(QwenImageModel, MatchesNumpyWithZeroCondT) {

@@ -49,10 +49,11 @@ struct TinyVaeParams {
     }
 };
 
+// colors = 4: Qwen-Image-Layered's RGBA VAE (frames of 4 channels in and out).
 struct TinyWanVae : TinyVaeParams {
-    explicit TinyWanVae(int64_t kZ = 4) {
+    explicit TinyWanVae(int64_t kZ = 4, int64_t colors = 3) {
         // Encoder: widths 4, 4, 8, 16, 16; downsamples 2, 5 (time too), 8 (time too).
-        conv("encoder.conv1", 3, kTinyVaeDim, {3, 3, 3});
+        conv("encoder.conv1", colors, kTinyVaeDim, {3, 3, 3});
         const int64_t enc[] = {kTinyVaeDim, kTinyVaeDim, 2 * kTinyVaeDim, 4 * kTinyVaeDim,
                                4 * kTinyVaeDim};
         int index = 0;
@@ -86,7 +87,7 @@ struct TinyWanVae : TinyVaeParams {
             if (i < 2) conv(r + ".time_conv", dec[i + 1], 2 * dec[i + 1], {3, 1, 1});
         }
         norm("decoder.head.0", kTinyVaeDim);
-        conv("decoder.head.2", kTinyVaeDim, 3, {3, 3, 3});
+        conv("decoder.head.2", kTinyVaeDim, colors, {3, 3, 3});
     }
 };
 

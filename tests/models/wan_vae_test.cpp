@@ -118,6 +118,28 @@ TEST_F(WanVaeTest, AnImageIsAOneFrameClip) {
                        "Wan VAE image decode");
 }
 
+// Qwen-Image-Layered's VAE: a Wan 2.1 VAE whose frames are RGBA, 4 channels in and out.
+TEST(WanVaeRgba, EncodesAndDecodesFourChannelsAsNumpy) {
+    const std::string model = test::write_f32_safetensors(TinyWanVae(kZ, 4).p, "wan_vae_rgba_tiny");
+    const WanVae vae = load_vae(model, true);
+    EXPECT_EQ(vae.config().colors, 4);
+    EXPECT_EQ(vae.config().video_channels(), 4);
+    const Tensor image = test::random_tensor({1, 4, 16, 24}, 44);
+    const Tensor z = vae.encode(image);
+    ASSERT_EQ(z.shape(), (Shape{1, kZ, 2, 3}));
+    test::expect_close(z, numpy_run(model, "video", image, z.shape(), "wan_rgba_enc"), 1e-4, 1e-4,
+                       "RGBA Wan VAE encode");
+    const Tensor x = vae.decode(z);
+    ASSERT_EQ(x.shape(), (Shape{1, 4, 16, 24}));
+    test::expect_close(x, numpy_run(model, "latent", z, x.shape(), "wan_rgba_dec"), 1e-4, 1e-4,
+                       "RGBA Wan VAE decode");
+    // An RGB image is refused by name, not read past its end.
+    const std::string error = test::error_of([&] {
+        vae.encode(test::random_tensor({1, 3, 16, 24}, 45));
+    });
+    EXPECT_NE(error.find("frames of 4 channels, not 3"), std::string::npos) << error;
+}
+
 TEST_F(WanVaeTest, RefusesAClipOfTheWrongLength) {
     const WanVae vae = load_vae(*model_, true);
     EXPECT_THROW(vae.encode(test::random_tensor({4, 3, 16, 16}, 44)), Error);

@@ -523,7 +523,8 @@ std::vector<OptionSpec> input_options() {
         number("", "--pulid-id-weight", G, &CliParams::pulid_id_weight, "1.0",
                "weight of the PuLID identity", "PuLID"),
         integer("", "--qwen-image-layers", G, &CliParams::qwen_image_layers, "3",
-                "layers of Qwen-Image-Layered output", "Qwen-Image layered output"),
+                "RGBA layers a Qwen-Image-Layered model makes of the reference image (-r): "
+                "N + 1 images, the composite first"),
         text("", "--ad-model", G, &CliParams::ad_model, "none",
              "detector model of the ADetailer pass", "ADetailer"),
         text("", "--ad-prompt", G, &CliParams::ad_prompt, "the prompt",

@@ -438,6 +438,7 @@ sd_img_gen_params_t make_img_gen_params(const CliParams& p, GenerationRequest& r
     g.batch_count = p.batch_count;
     g.control_image = image_view(r.control_image);
     g.control_strength = p.control_strength;
+    g.qwen_image_layers = p.qwen_image_layers;
     g.ip_adapter_strength = p.ip_adapter_strength;
     g.circular_x = p.circular || p.circular_x;
     g.circular_y = p.circular || p.circular_y;

@@ -135,6 +135,7 @@ const std::vector<KnownKeys>& native_schema() {
           "ref_image_args",
           "control_strength",
           "ip_adapter_strength",
+          "qwen_image_layers",
           "embed_image_metadata",
           "init_image",
           "mask_image",
@@ -242,6 +243,7 @@ void apply_native_fields(const FieldReader& f, const ParseContext& ctx, cli::Cli
     if (auto v = f.string("ref_image_args")) p.ref_image_args = *v;
     if (auto v = f.number("control_strength", 0, 10)) p.control_strength = to_float(*v);
     if (auto v = f.number("ip_adapter_strength", 0, 10)) p.ip_adapter_strength = to_float(*v);
+    if (auto v = f.integer("qwen_image_layers", 0, 64)) p.qwen_image_layers = *v;
     if (auto v = f.boolean("embed_image_metadata")) out.embed_metadata = *v;
     read_images(f, in);
     if (auto h = f.object("hires")) read_hires(*h, limits, p);

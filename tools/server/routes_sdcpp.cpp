@@ -94,6 +94,7 @@ json image_defaults_json(const cli::CliParams& p) {
                 {"ref_image_args", p.ref_image_args},
                 {"control_strength", p.control_strength},
                 {"ip_adapter_strength", p.ip_adapter_strength},
+                {"qwen_image_layers", p.qwen_image_layers},
                 {"embed_image_metadata", p.embed_image_metadata},
                 {"hires",
                  {{"enabled", p.hires},

@@ -43,12 +43,14 @@ inline constexpr double kWanDecodeBytesPerPixel = 30000;
 class WanVaeCodec : public LatentCodec {
   public:
     explicit WanVaeCodec(WanVae vae) : vae_(std::move(vae)) {}
-    // An image [1, 3, H, W] -> [1, z, h, w]; a clip [1, 3, 1 + 4k, H, W] -> [1, z, 1 + k, h, w].
+    // An image [1, c, H, W] -> [1, z, h, w]; a clip [1, c, 1 + 4k, H, W] -> [1, z, 1 + k, h, w]
+    // (c = image_channels()).
     Tensor encode(const Tensor& image01, Rng& rng) const override;
-    // An image's latent [1, z, h, w] -> [1, 3, H, W]; a video's [1, z, T, h, w] -> its frames
-    // [F, 3, H, W]; tiled, every frame in the same spatial tiles.
+    // An image's latent [1, z, h, w] -> [1, c, H, W]; a video's [1, z, T, h, w] -> its frames
+    // [F, c, H, W]; tiled, every frame in the same spatial tiles.
     Tensor decode(const Tensor& latent, const VaeTiling& tiling) const override;
     bool has_encoder() const override { return vae_.has_encoder(); }
+    int64_t image_channels() const override { return vae_.config().colors; }
     void release_weights() const override { vae_.release_weights(); }
     size_t weight_bytes() const override { return vae_.weight_pages().bytes(); }
     const WanVae& vae() const { return vae_; }
@@ -57,7 +59,9 @@ class WanVaeCodec : public LatentCodec {
     WanVae vae_;
 };
 
-// The Wan VAE under first_stage_model. (its encoder when options.with_vae_encoder).
-std::unique_ptr<WanVaeCodec> load_wan_vae(const ModelFiles& files, const LoadOptions& options);
+// The Wan VAE under first_stage_model. (its encoder when options.with_vae_encoder), refused by
+// name unless its frames have `colors` channels (3: RGB; 4: Qwen-Image-Layered's RGBA VAE).
+std::unique_ptr<WanVaeCodec> load_wan_vae(const ModelFiles& files, const LoadOptions& options,
+                                          int64_t colors = 3);
 
 }  // namespace sd

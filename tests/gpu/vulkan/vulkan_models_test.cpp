@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <string>
 
 #include "gpu/device_tensor.h"
@@ -12,7 +13,9 @@
 #include "models/chroma_radiance.h"
 #include "models/controlnet.h"
 #include "models/flux.h"
+#include "models/qwen_image.h"
 #include "models/tiny_flux.h"
+#include "models/tiny_qwen_image.h"
 #include "models/unet.h"
 #include "nn/weights.h"
 #include "test_util.h"
@@ -177,6 +180,34 @@ TEST(VulkanModels, ChromaRadianceMatchesTheHost) {
     const Tensor got = gpu::to_host(
         radiance.forward(gpu::to_device(x, *stream), t, gpu::to_device(context, *stream), mask));
     EXPECT_LE(test::compare(got, want).max_abs, 2e-4 * max_abs(want));
+}
+
+// Qwen-Image on the device: plain with an Edit reference, and Layered (3 latent frames, its
+// addition_t_embedding, a reference numbered -1).
+TEST(VulkanModels, QwenImageAndLayeredMatchTheHost) {
+    for (bool layered : {false, true}) {
+        std::map<std::string, Tensor> named;
+        for (auto& [name, t] : test::tiny_qwen_image(2, false, layered, 32))
+            named["model.diffusion_model." + name] = t;
+        ModelFiles files;
+        files.add(test::write_f32_safetensors(named, "vulkan_qwen_image"),
+                  ModelRole::DiffusionModel);
+        const QwenImageModel qwen = QwenImageModel::load(Weights(files, "model.diffusion_model."));
+        const Tensor x = layered ? test::random_tensor({1, 16, 3, 6, 4}, 31)
+                                 : test::random_tensor({1, 16, 6, 4}, 31);
+        const Tensor t = Tensor::from_vector({1}, {650.0f});
+        const Tensor context = test::random_tensor({1, 5, 32}, 32);
+        const Tensor ref = test::random_tensor({1, 16, 4, 6}, 33);
+        const RefIndexMode mode = layered ? RefIndexMode::Decrease : RefIndexMode::Increase;
+        const Tensor want = qwen.forward(x, t, context, {ref}, mode);
+
+        auto stream = test::first_vulkan_stream();
+        const Tensor got = gpu::to_host(qwen.forward(gpu::to_device(x, *stream), t,
+                                                     gpu::to_device(context, *stream),
+                                                     {gpu::to_device(ref, *stream)}, mode));
+        ASSERT_EQ(got.shape(), x.shape());
+        EXPECT_LE(test::compare(got, want).max_abs, 2e-4 * max_abs(want)) << "layered " << layered;
+    }
 }
 
 }  // namespace
