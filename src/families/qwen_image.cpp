@@ -33,6 +33,10 @@ namespace {
 const std::string kDm = "model.diffusion_model.";
 const std::string kLlm = "text_encoders.llm.";
 
+// The reference rounds Qwen-Image's resized reference images to 32 pixels a side (16 for
+// other families), as diffusers' calculate_dimensions.
+constexpr int64_t kRefSideMultiple = 32;
+
 std::string detect(const ModelFiles& f) {
     return f.has_prefix(kDm + "transformer_blocks.0.img_mod.") ? "Qwen-Image" : "";
 }
@@ -123,7 +127,7 @@ std::optional<LlmVision> load_vision(const ModelFiles& files, const LoadOptions&
 ModelComponents assemble_layered(const ModelFiles& files, const LoadOptions& options,
                                  std::unique_ptr<QwenImageDiffusionModel> dit, Llm llm) {
     ModelComponents m;
-    m.ref_images = {true, "qwen_layered", 16, false};
+    m.ref_images = {true, "qwen_layered", kRefSideMultiple, false};
     m.rgba_layers = true;
     m.conditioner = std::make_unique<LlmTextConditioner>(find_llm_vocabulary(files, options, kLlm),
                                                          std::move(llm), kQwenImagePrompt);
@@ -145,7 +149,7 @@ ModelComponents assemble(const ModelFiles& files, const LoadOptions& options) {
     ModelComponents m;
     // Reference images go through the tower into the prompt and, as latents, into the DiT;
     // without a tower they are refused (the reference would drop them from the prompt).
-    m.ref_images = {true, "qwen", 16, true};
+    m.ref_images = {true, "qwen", kRefSideMultiple, true};
     if (!vision) {
         m.ref_images.supported = false;
         m.ref_images.refusal =

@@ -65,6 +65,7 @@ TEST(QwenImageFamily, AssemblesWithTheReferenceDefaults) {
     EXPECT_TRUE(m.components.ref_images.supported);
     EXPECT_TRUE(m.components.ref_images.vlm);
     EXPECT_EQ(m.components.ref_images.preset, "qwen");
+    EXPECT_EQ(m.components.ref_images.size_multiple, 32);
     // The template's 34 dropped tokens are still counted for the prompt limit.
     EXPECT_GT(m.components.conditioner->count_tokens("a cat"), 34u);
 }
