@@ -104,6 +104,9 @@ class DiffusionModel {
     // The family's own model, under a device placement's wrapper (pipeline/device_placement.h)
     // where there is one.
     virtual const DiffusionModel& unplaced() const { return *this; }
+    // Whether it runs on a device (a placement's wrapper): its weights and activations are
+    // then not the host's (the memory estimate).
+    virtual bool on_device() const { return false; }
 };
 
 // A network that steers the diffusion model from a hint image (ControlNet). It follows the
@@ -121,6 +124,7 @@ class ControlModel {
                                         const Conditioning& c, const Tensor& hint) const = 0;
     virtual void release_weights() const = 0;
     virtual size_t weight_bytes() const { return 0; }
+    virtual bool on_device() const { return false; }  // as DiffusionModel::on_device
 };
 
 struct VaeTiling {
@@ -154,6 +158,7 @@ class LatentCodec {
     virtual bool has_encoder() const = 0;
     virtual void release_weights() const = 0;
     virtual size_t weight_bytes() const { return 0; }
+    virtual bool on_device() const { return false; }  // as DiffusionModel::on_device
     // The channels of the images it encodes and decodes: 3 (RGB; where the comments above say
     // 3), or 4 (RGBA: Qwen-Image-Layered's VAE).
     virtual int64_t image_channels() const { return 3; }

@@ -93,6 +93,7 @@ class DeviceDiffusionModel final : public DiffusionModel {
     bool can_skip_layers() const override { return model_->can_skip_layers(); }
     CacheTarget cache_target() const override { return model_->cache_target(); }
     const DiffusionModel& unplaced() const override { return *model_; }
+    bool on_device() const override { return true; }
 
   private:
     std::unique_ptr<DiffusionModel> model_;
@@ -117,6 +118,8 @@ class DeviceLatentCodec final : public LatentCodec {
     bool has_encoder() const override { return codec_->has_encoder(); }
     void release_weights() const override { codec_->release_weights(); }
     size_t weight_bytes() const override { return codec_->weight_bytes(); }
+    int64_t image_channels() const override { return codec_->image_channels(); }
+    bool on_device() const override { return true; }
 
   private:
     std::unique_ptr<LatentCodec> codec_;
@@ -146,6 +149,7 @@ class DeviceControlModel final : public ControlModel {
     }
     void release_weights() const override { model_->release_weights(); }
     size_t weight_bytes() const override { return model_->weight_bytes(); }
+    bool on_device() const override { return true; }
 
   private:
     std::unique_ptr<ControlModel> model_;

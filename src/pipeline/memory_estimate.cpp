@@ -89,14 +89,23 @@ MemoryEstimate estimate_generation_memory(const MemoryInputs& in) {
 
 MemoryInputs memory_inputs(const ModelComponents& m, const ImageRequest& r) {
     MemoryInputs in;
-    if (m.memory.residency != Residency::Streamed) {
-        in.diffusion_weights = static_cast<double>(m.diffusion->weight_bytes());
-        if (m.control) in.diffusion_weights += static_cast<double>(m.control->weight_bytes());
-        if (m.high_noise_diffusion)
-            in.diffusion_weights += static_cast<double>(m.high_noise_diffusion->weight_bytes());
-        in.codec_weights = static_cast<double>(m.codec->weight_bytes());
-    }
     in.footprint = m.footprint;
+    // A part on a device keeps its weights and activations there: the host only reads its
+    // weights' file pages on the way (reclaimable, mapped).
+    const bool diffusion_on_device = m.diffusion->on_device();
+    const bool codec_on_device = m.codec && m.codec->on_device();
+    if (diffusion_on_device) in.footprint.diffusion_per_pixel = 0;
+    if (codec_on_device) in.footprint.decode_per_pixel = 0;
+    if (m.memory.residency != Residency::Streamed) {
+        if (!diffusion_on_device) {
+            in.diffusion_weights = static_cast<double>(m.diffusion->weight_bytes());
+            if (m.high_noise_diffusion)
+                in.diffusion_weights += static_cast<double>(m.high_noise_diffusion->weight_bytes());
+        }
+        if (m.control && !m.control->on_device())
+            in.diffusion_weights += static_cast<double>(m.control->weight_bytes());
+        if (!codec_on_device) in.codec_weights = static_cast<double>(m.codec->weight_bytes());
+    }
     in.width = std::max(r.width, r.hires.enabled ? r.hires.target_width : 0);
     in.height = std::max(r.height, r.hires.enabled ? r.hires.target_height : 0);
     in.latent_factor = m.latent.factor;
@@ -130,6 +139,8 @@ MemoryInputs memory_inputs(const ModelComponents& m, const ImageRequest& r) {
     const int64_t tile_px = int64_t{in.tile_size} * in.latent_factor;
     in.decode_kernels.direct_width = in.tiled_decode ? std::min(in.width, tile_px) : in.width;
     in.decode_kernels.direct_height = in.tiled_decode ? std::min(in.height, tile_px) : in.height;
+    if (diffusion_on_device) in.sampling_kernels = {};  // the device's kernels, not the host's
+    if (codec_on_device) in.decode_kernels = {};
     return in;
 }
 

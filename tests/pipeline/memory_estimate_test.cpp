@@ -1,11 +1,13 @@
 // The peak-memory estimate: normal sizes pass on a 24 GiB machine, an absurd one is refused
-// with both figures, tiling and streaming lower it, and the machine's figure is read.
+// with both figures, tiling and streaming lower it, a part on a device counts nothing of its
+// own, and the machine's figure is read.
 #include "pipeline/memory_estimate.h"
 
 #include <gtest/gtest.h>
 
 #include "base/error.h"
 #include "ops/kernel_scratch.h"
+#include "pipeline/request.h"
 
 namespace sd {
 namespace {
@@ -42,6 +44,68 @@ TEST(MemoryEstimate, ReferenceImagesAddToTheSamplingPhase) {
     const double with_ref = estimate_generation_memory(in).total();
     EXPECT_NEAR(with_ref - plain, in.footprint.diffusion_per_pixel * in.ref_pixels,
                 0.01 * (with_ref - plain));
+}
+
+// Weights of `bytes`, on a device or not (a placement's wrapper says on_device).
+class SizedModel : public DiffusionModel {
+  public:
+    SizedModel(size_t bytes, bool on_device) : bytes_(bytes), on_device_(on_device) {}
+    Tensor forward(const Tensor& x, const Tensor&, const Conditioning&,
+                   const ControlSignal*) const override {
+        return x;
+    }
+    int64_t in_channels() const override { return 4; }
+    int64_t down_factor() const override { return 1; }
+    void release_weights() const override {}
+    size_t weight_bytes() const override { return bytes_; }
+    bool on_device() const override { return on_device_; }
+
+  private:
+    size_t bytes_;
+    bool on_device_;
+};
+
+class SizedCodec : public LatentCodec {
+  public:
+    SizedCodec(size_t bytes, bool on_device) : bytes_(bytes), on_device_(on_device) {}
+    Tensor encode(const Tensor& x, Rng&) const override { return x; }
+    Tensor decode(const Tensor& x, const VaeTiling&) const override { return x; }
+    bool has_encoder() const override { return false; }
+    void release_weights() const override {}
+    size_t weight_bytes() const override { return bytes_; }
+    bool on_device() const override { return on_device_; }
+
+  private:
+    size_t bytes_;
+    bool on_device_;
+};
+
+// A GPU user's model: the diffusion model's and the VAE's weights and activations are the
+// device's; only what stays on the host (latents, results) is estimated against its memory.
+TEST(MemoryEstimate, PartsOnADeviceCountNothingOfTheirOwn) {
+    auto estimate = [](bool diffusion_on_device, bool codec_on_device) {
+        ModelComponents m;
+        m.diffusion = std::make_unique<SizedModel>(size_t{12} << 30, diffusion_on_device);
+        m.codec = std::make_unique<SizedCodec>(size_t{1} << 30, codec_on_device);
+        ImageRequest r;
+        r.width = r.height = 1024;
+        const MemoryInputs in = memory_inputs(m, r);
+        return std::make_pair(in, estimate_generation_memory(in));
+    };
+    const auto [host_in, host] = estimate(false, false);
+    EXPECT_DOUBLE_EQ(host_in.diffusion_weights, 12.0 * kGiB);
+    EXPECT_GT(host.total(), 13.0 * kGiB);
+    const auto [dit_in, dit] = estimate(true, false);
+    EXPECT_EQ(dit_in.diffusion_weights, 0.0);
+    EXPECT_DOUBLE_EQ(dit_in.codec_weights, 1.0 * kGiB);
+    EXPECT_EQ(dit_in.footprint.diffusion_per_pixel, 0.0);
+    // The decode is the peak now: the VAE's weights and activations, no 12 GiB of weights.
+    EXPECT_GT(dit.total(), 1.0 * kGiB);
+    EXPECT_LT(dit.total(), host.total() - 9.0 * kGiB);
+    const auto [both_in, both] = estimate(true, true);
+    EXPECT_EQ(both_in.codec_weights, 0.0);
+    EXPECT_EQ(both_in.footprint.decode_per_pixel, 0.0);
+    EXPECT_LT(both.total(), 1.0 * kGiB);  // the process's own and the result image
 }
 
 TEST(MemoryEstimate, AnAbsurdSizeIsRefusedNamingBothFigures) {
