@@ -8,7 +8,7 @@
 
 const net = require("node:net");
 const http = require("node:http");
-const { check, request, runWithServer, sleep, startServer } = require("./common.cjs");
+const { check, request, runWithServer, scaled, sleep, startServer } = require("./common.cjs");
 
 // No prompt limit here: the long prompts must reach text encoding to be cancelled there (the
 // default limit refuses them at once; the request tests check that).
@@ -78,7 +78,7 @@ function syncGenerate(base, route, json) {
 }
 
 // /sdapi/v1/progress's state once `pred(state)` holds (polled every 20 ms), else null.
-async function waitState(base, pred, timeoutMs = 120000) {
+async function waitState(base, pred, timeoutMs = scaled(120000)) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     const r = await request(base, "GET", "/sdapi/v1/progress");
@@ -94,7 +94,7 @@ const decoding = (s) =>
 const idle = (s) => s.job === "";
 
 // Polls a native job (every 20 ms) until it finished; resolves {job, ms since `t0`}.
-async function finished(base, id, t0, timeoutMs = 30000) {
+async function finished(base, id, t0, timeoutMs = scaled(30000)) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const r = await request(base, "GET", "/sdcpp/v1/jobs/" + id);

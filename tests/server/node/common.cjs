@@ -1,7 +1,10 @@
 // Shared by the sd-server client tests: start and stop the server on loopback with the sd15
 // fixture, HTTP helpers, PNG decoding (text chunks and pixels) and PSNR, and the checks'
 // bookkeeping. Environment (set by CTest): SD_SERVER (the program), SD_BUILD_DIR,
-// SD_FIXTURES_DIR.
+// SD_FIXTURES_DIR. For a sanitized server (docs/building.md), SD_TEST_TIME_SCALE (default 1)
+// multiplies how long the tests wait for work to finish (generations, a phase to be reached),
+// never the latency bounds they check, and SD_TEST_RSS_SLACK_MIB (default 0) is added to the
+// RSS a server may keep after a load (a sanitizer's allocator holds freed memory).
 "use strict";
 
 const { spawn } = require("node:child_process");
@@ -18,6 +21,21 @@ if (!buildDir || !fixturesDir || !serverProgram) {
   process.exit(2);
 }
 const clientsDir = path.join(buildDir, "server-clients");
+
+function positiveEnv(name, fallback, min) {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const v = Number(raw);
+  if (!Number.isFinite(v) || v < min) {
+    console.error(`${name}=${raw}: want a number >= ${min}`);
+    process.exit(2);
+  }
+  return v;
+}
+const timeScale = positiveEnv("SD_TEST_TIME_SCALE", 1, 1);
+const rssSlackKiB = positiveEnv("SD_TEST_RSS_SLACK_MIB", 0, 0) * 1024;
+// A wait for work to finish, in ms, under SD_TEST_TIME_SCALE.
+const scaled = (ms) => ms * timeScale;
 
 // Modules installed by setup.sh into the build folder.
 function requireClient(name) {
@@ -58,7 +76,7 @@ async function startServer(extraArgs = [], ready = null, env = {}) {
   child.stdout.on("data", onData);
   child.stderr.on("data", onData);
   const exited = new Promise((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
-  const deadline = Date.now() + 120000;
+  const deadline = Date.now() + scaled(120000);
   while (Date.now() < deadline) {
     const m = /listening on http:\/\/([0-9.]+):(\d+)/.exec(log);
     if (ready && ready.test(log)) return { child, base: null, pid: child.pid, exited, log: () => log };
@@ -127,7 +145,7 @@ async function request(base, method, route, { json, body, headers = {} } = {}) {
 }
 
 // Polls a native job until it finished; resolves to the last job object.
-async function waitJob(base, id, timeoutMs = 600000) {
+async function waitJob(base, id, timeoutMs = scaled(600000)) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const r = await request(base, "GET", "/sdcpp/v1/jobs/" + id);
@@ -260,5 +278,6 @@ async function runWithServer(name, body, serverArgs = []) {
 module.exports = {
   failureCount: () => failures,
   buildDir, clientsDir, fixturesDir, fixturePath, requireClient, check, sleep, startServer, stopServer,
-  request, waitJob, decodePng, psnr, seedOf, vmRssKiB, runWithServer, withServer,
+  request, waitJob, decodePng, psnr, seedOf, vmRssKiB, runWithServer, withServer, scaled,
+  rssSlackKiB,
 };

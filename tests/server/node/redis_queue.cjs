@@ -11,7 +11,7 @@ const { spawn } = require("node:child_process");
 const fs = require("node:fs");
 const os = require("node:os");
 const path = require("node:path");
-const { check, sleep, startServer, stopServer, request, decodePng, seedOf, failureCount } =
+const { check, sleep, startServer, stopServer, request, decodePng, seedOf, failureCount, scaled } =
   require("./common.cjs");
 const { freePort, startRedis, stopRedis } = require("./redis_helpers.cjs");
 
@@ -30,7 +30,7 @@ async function jobStatus(base, id) {
   return r.status === 200 ? r.json : { status: "http " + r.status, http: r.status };
 }
 
-async function waitNative(base, id, timeoutMs = 240000) {
+async function waitNative(base, id, timeoutMs = scaled(240000)) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const job = await jobStatus(base, id);
@@ -156,7 +156,7 @@ async function main() {
     while (!reached() && Date.now() - tCancel < 10000) await sleep(20);
     const reachMs = Date.now() - tCancel;
     let running = await jobStatus(b, idRunning);
-    while (running.status === "generating" && Date.now() - tCancel < 60000) {
+    while (running.status === "generating" && Date.now() - tCancel < scaled(60000)) {
       await sleep(50);
       running = await jobStatus(b, idRunning);
     }
