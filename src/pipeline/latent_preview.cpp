@@ -58,12 +58,13 @@ image::Image LatentPreviewer::render(const Tensor& latent) const {
 
 std::vector<image::Image> LatentPreviewer::render_frames(const Tensor& latent) const {
     if (latent.dim() != 5) return {render(latent)};
-    if (mode_ == PREVIEW_PROJ) {
+    // A latent frame alone: the projection's frames, and Qwen-Image-Layered's (an image
+    // request with frames: each its own picture, not a clip's).
+    if (mode_ == PREVIEW_PROJ || !video_) {
         std::vector<image::Image> frames;
         const int64_t C = latent.size(1), h = latent.size(3), w = latent.size(4);
         for (int64_t t = 0; t < latent.size(2); ++t)
-            frames.push_back(project_latent_rgb(
-                latent.narrow(2, t, 1).contiguous().view({1, C, h, w}), format_.rgb));
+            frames.push_back(render(latent.narrow(2, t, 1).contiguous().view({1, C, h, w})));
         return frames;
     }
     const LatentCodec* codec = mode_ == PREVIEW_TAE ? tae_ : mode_ == PREVIEW_VAE ? vae_ : nullptr;

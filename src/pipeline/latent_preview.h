@@ -28,7 +28,8 @@ class LatentPreviewer {
     // The preview of a model latent [1, C, h, w]; check unavailable_reason() first.
     image::Image render(const Tensor& latent) const;
     // An image's preview, or a video latent's [1, C, T, h, w] frames: one a latent frame for
-    // proj (as the reference), every frame for vae.
+    // proj (as the reference), every frame for vae. Frames of an image request (`video`
+    // false: Qwen-Image-Layered's layers) are previewed one by one, as they are decoded.
     std::vector<image::Image> render_frames(const Tensor& latent) const;
 
   private:

@@ -105,6 +105,27 @@ TEST(LatentPreview, ModesAndTheirSizes) {
         LatentPreviewer(PREVIEW_VAE, format, nullptr, &vae, {}).unavailable_reason().empty());
 }
 
+// Qwen-Image-Layered's frames (an image request's latent with a time axis): the vae preview
+// decodes each frame as an image of its own, as the generation does, not as a clip.
+TEST(LatentPreview, LayersArePreviewedOneByOne) {
+    LatentFormat format;
+    format.channels = 4;
+    format.rgb = kSdRgb;
+    StubCodec vae;
+    std::vector<Tensor> planes;
+    for (int t = 0; t < 3; ++t)
+        planes.push_back(Tensor::full({1, 4, 1, 2, 3}, 0.05f * static_cast<float>(t)));
+    const Tensor layers = concat(planes, 2);
+    const std::vector<image::Image> frames =
+        LatentPreviewer(PREVIEW_VAE, format, nullptr, &vae, {}, /*video=*/false)
+            .render_frames(layers);
+    ASSERT_EQ(frames.size(), 3u);
+    EXPECT_EQ(vae.decodes, 3);
+    EXPECT_EQ(frames[0].width, 24u);
+    EXPECT_LT(frames[0].pixels[0], frames[1].pixels[0]);
+    EXPECT_LT(frames[1].pixels[0], frames[2].pixels[0]);
+}
+
 // --- the loop's tap, on components that compute nothing: the model predicts zero noise ---
 
 class ZeroConditioner : public Conditioner {
