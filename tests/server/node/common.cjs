@@ -3,8 +3,7 @@
 // bookkeeping. Environment (set by CTest): SD_SERVER (the program), SD_BUILD_DIR,
 // SD_FIXTURES_DIR. For a sanitized server (docs/building.md), SD_TEST_TIME_SCALE (default 1)
 // multiplies how long the tests wait for work to finish (generations, a phase to be reached),
-// never the latency bounds they check, and SD_TEST_RSS_SLACK_MIB (default 0) is added to the
-// RSS a server may keep after a load (a sanitizer's allocator holds freed memory).
+// never the latency bounds they check.
 "use strict";
 
 const { spawn } = require("node:child_process");
@@ -33,7 +32,6 @@ function positiveEnv(name, fallback, min) {
   return v;
 }
 const timeScale = positiveEnv("SD_TEST_TIME_SCALE", 1, 1);
-const rssSlackKiB = positiveEnv("SD_TEST_RSS_SLACK_MIB", 0, 0) * 1024;
 // A wait for work to finish, in ms, under SD_TEST_TIME_SCALE.
 const scaled = (ms) => ms * timeScale;
 
@@ -279,5 +277,4 @@ module.exports = {
   failureCount: () => failures,
   buildDir, clientsDir, fixturesDir, fixturePath, requireClient, check, sleep, startServer, stopServer,
   request, waitJob, decodePng, psnr, seedOf, vmRssKiB, runWithServer, withServer, scaled,
-  rssSlackKiB,
 };

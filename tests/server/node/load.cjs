@@ -7,7 +7,7 @@
 // the load (and a first round of the same load, as warm-up).
 "use strict";
 
-const { check, request, waitJob, decodePng, seedOf, vmRssKiB, runWithServer, sleep, rssSlackKiB } =
+const { check, request, waitJob, decodePng, seedOf, vmRssKiB, runWithServer, sleep } =
   require("./common.cjs");
 
 const COUNT = 30;
@@ -241,7 +241,7 @@ runWithServer("load", async (server) => {
   // The memory returns to its level before the load (taken after the warm-up round): within
   // 10% of it, or 6 MiB for a base of about 35 MiB; a leak of more than ~200 KiB a request
   // still shows over the 30 requests.
-  const rssLimit = Math.max(rssBefore * 1.1, rssBefore + 6144) + rssSlackKiB;
+  const rssLimit = Math.max(rssBefore * 1.1, rssBefore + 6144);
   let rssAfter = vmRssKiB(server.pid);
   for (let t = 0; t < 20 && rssAfter > rssLimit; t++) {
     await sleep(500);
@@ -251,9 +251,7 @@ runWithServer("load", async (server) => {
               `${(100 * (rssAfter / rssBefore - 1)).toFixed(1)}% from before`);
   // Not more than that above it (below it is fine: the allocator may hand back more than it
   // held before the load).
-  const slack = rssSlackKiB > 0 ? ` + SD_TEST_RSS_SLACK_MIB ${rssSlackKiB / 1024}` : "";
-  if (!check(rssAfter <= rssLimit,
-             `the RSS is back within 10% (or 6 MiB)${slack} of its level before the load`,
+  if (!check(rssAfter <= rssLimit, "the RSS is back within 10% (or 6 MiB) of its level before the load",
              `${rssBefore} kB -> ${rssAfter} kB`)) {
     const mapsAfter = residentMappings(server.pid);
     const grown = [...mapsAfter].map(([k, v]) => [k, v - (mapsBefore.get(k) || 0)])
