@@ -578,6 +578,23 @@ Tensor sample_latent(const ModelComponents& m, const Denoiser& d, const ImageReq
         std::move(x), rng, hooks, start);
 }
 
+// The codec latent's images: one (an image), its frames (a video), or each frame decoded alone
+// to an image of its own (Qwen-Image-Layered's layers, as the reference decodes them).
+std::vector<image::Image> decode_images(const ModelComponents& m, const ImageRequest& r,
+                                        const Tensor& z) {
+    const VaeTiling tiling =
+        decode_tiling(m, r.vae_tiling, z.size(z.dim() - 2), z.size(z.dim() - 1));
+    if (!m.rgba_layers) return decoded_frames(m.codec->decode(z, tiling), r.frames > 0);
+    std::vector<image::Image> images;
+    const int64_t C = z.size(1), T = z.size(2), h = z.size(3), w = z.size(4);
+    for (int64_t t = 0; t < T; ++t) {
+        cancellation_point();
+        const Tensor frame = z.narrow(2, t, 1).contiguous().view({1, C, h, w});
+        images.push_back(decoded_to_image(m.codec->decode(frame, tiling)));
+    }
+    return images;
+}
+
 // The image (or the video's frames) of one seed.
 std::vector<image::Image> generate_one(const ModelComponents& m, const Denoiser& d,
                                        const ImageRequest& r, const Conditions& c, int64_t seed,
@@ -616,19 +633,7 @@ std::vector<image::Image> generate_one(const ModelComponents& m, const Denoiser&
     cache.set(cache_bytes_for(m, /*decoding=*/true));
     CachingAllocator::instance().trim();
     const double decode_start = now_seconds();
-    const VaeTiling tiling =
-        decode_tiling(m, r.vae_tiling, z.size(z.dim() - 2), z.size(z.dim() - 1));
-    std::vector<image::Image> images;
-    if (m.rgba_layers) {  // each frame an image of its own, as the reference decodes them
-        const int64_t C = z.size(1), T = z.size(2), h = z.size(3), w = z.size(4);
-        for (int64_t t = 0; t < T; ++t) {
-            cancellation_point();
-            const Tensor frame = z.narrow(2, t, 1).contiguous().view({1, C, h, w});
-            images.push_back(decoded_to_image(m.codec->decode(frame, tiling)));
-        }
-    } else {
-        images = decoded_frames(m.codec->decode(z, tiling), r.frames > 0);
-    }
+    std::vector<image::Image> images = decode_images(m, r, z);
     if (!m.memory.keep_vae) m.codec->release_weights();
     CachingAllocator::instance().trim();
     SD_LOG_INFO("latent decoded in %.2f s", now_seconds() - decode_start);
