@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -160,6 +161,69 @@ inline void generate_fixtures_under(const std::string& relative) {
     }
     ReadmeFixture named;
     if (!listed && fixture_by_name(relative, named)) make_fixture(named);
+}
+
+// Writes the fixture manifest `source` (a .tsv path) to `out` with the UNet's (or a
+// ControlNet's) widths divided by `divisor`: every width that is a multiple of 320, the text
+// encoder's and VAE's tensors as they are (dropped with unet_only). Returns the bytes mkckpt.py
+// writes for it in f16.
+inline uint64_t write_scaled_unet_manifest(const std::string& source, const std::string& out,
+                                           int divisor, bool unet_only) {
+    std::ifstream in(source);
+    if (!in) fail("cannot read the manifest %s", source.c_str());
+    std::ofstream m(out);
+    uint64_t bytes = 0;
+    for (std::string line; std::getline(in, line);) {
+        if (line.empty() || line[0] == '#') continue;
+        const bool unet =
+            line.rfind("model.diffusion_model.", 0) == 0 || line.rfind("control_model.", 0) == 0;
+        if (unet_only && !unet) continue;
+        std::istringstream fields(line);
+        std::string tensor, dtype, dim;
+        fields >> tensor >> dtype;
+        m << tensor << '\t' << dtype;
+        uint64_t numel = 1;
+        while (fields >> dim) {
+            const long v = std::stol(dim);
+            const long scaled = unet && v % 320 == 0 ? v / divisor : v;
+            m << '\t' << scaled;
+            numel *= static_cast<uint64_t>(scaled);
+        }
+        m << '\n';
+        bytes += numel * 2;
+    }
+    return bytes;
+}
+
+// A UNet family's fixture manifest (sd15, sdxl, controlnet_sd15) scaled as above, written by
+// mkckpt.py in f16 into the fixture cache once (hundreds of MB each).
+inline std::string scaled_unet_checkpoint(const std::string& manifest, int divisor,
+                                          bool unet_only) {
+    const std::string name =
+        manifest + "_unet_div" + std::to_string(divisor) + (unet_only ? "_only" : "");
+    const std::string tsv = temp_path(name + ".tsv");
+    const std::string out = fixture_cache_dir() + "/" + name + "_f16_seed5.safetensors";
+    const uint64_t bytes = write_scaled_unet_manifest(
+        fixtures_dir() + "/manifests/" + manifest + ".tsv", tsv, divisor, unet_only);
+    make_once(
+        out,
+        [&](const std::string& tmp) {
+            return "/usr/bin/python3 " + fixtures_dir() + "/mkckpt.py " + tsv + " " + tmp +
+                   " --dtype f16 --seed 5 > /dev/null";
+        },
+        bytes);
+    return out;
+}
+
+// SD 1.5 with its UNet at a tenth of its widths (the 768-wide context kept: 8 heads); the
+// text encoder and VAE are the fixture's, full size.
+inline std::string tiny_sd15_checkpoint(bool unet_only = false) {
+    return scaled_unet_checkpoint("sd15", 10, unet_only);
+}
+
+// SD 1.5's ControlNet at a tenth of its widths: it fits tiny_sd15_checkpoint's UNet.
+inline std::string tiny_sd15_control_net() {
+    return scaled_unet_checkpoint("controlnet_sd15", 10, false);
 }
 
 inline std::string tests_source_dir() {

@@ -44,60 +44,6 @@ inline std::shared_ptr<gpu::Stream> first_vulkan_stream(const gpu::StreamOptions
     return gpu::open_stream(first_vulkan_device()->name(), options);
 }
 
-// A UNet family's fixture manifest (sd15, sdxl, controlnet_sd15) with the UNet's (or the
-// ControlNet's) widths divided by `divisor` (every width that is a multiple of 320; the text
-// widths kept), written by mkckpt.py in f16 into the fixture cache once (hundreds of MB
-// each); the UNet alone with unet_only.
-inline std::string scaled_unet_checkpoint(const std::string& manifest, int divisor,
-                                          bool unet_only) {
-    const std::string name =
-        manifest + "_unet_div" + std::to_string(divisor) + (unet_only ? "_only" : "");
-    const std::string tsv = temp_path(name + ".tsv");
-    const std::string out = fixture_cache_dir() + "/" + name + "_f16_seed5.safetensors";
-    std::ifstream in(fixtures_dir() + "/manifests/" + manifest + ".tsv");
-    std::ofstream m(tsv);
-    uint64_t bytes = 0;
-    std::string line;
-    while (std::getline(in, line)) {
-        if (line.empty() || line[0] == '#') continue;
-        const bool unet =
-            line.rfind("model.diffusion_model.", 0) == 0 || line.rfind("control_model.", 0) == 0;
-        if (unet_only && !unet) continue;
-        std::istringstream fields(line);
-        std::string tensor, dtype, dim;
-        fields >> tensor >> dtype;
-        m << tensor << '\t' << dtype;
-        uint64_t numel = 1;
-        while (fields >> dim) {
-            const long v = std::stol(dim);
-            const long scaled = unet && v % 320 == 0 ? v / divisor : v;
-            m << '\t' << scaled;
-            numel *= static_cast<uint64_t>(scaled);
-        }
-        m << '\n';
-        bytes += numel * 2;
-    }
-    m.close();
-    make_once(
-        out,
-        [&](const std::string& tmp) {
-            return "/usr/bin/python3 " + fixtures_dir() + "/mkckpt.py " + tsv + " " + tmp +
-                   " --dtype f16 --seed 5 > /dev/null";
-        },
-        bytes);
-    return out;
-}
-
-// SD 1.5 with its UNet at a tenth of its widths (the 768-wide context kept: 8 heads).
-inline std::string tiny_sd15_checkpoint(bool unet_only) {
-    return scaled_unet_checkpoint("sd15", 10, unet_only);
-}
-
-// SD 1.5's ControlNet at a tenth of its widths: it fits tiny_sd15_checkpoint's UNet.
-inline std::string tiny_sd15_control_net() {
-    return scaled_unet_checkpoint("controlnet_sd15", 10, false);
-}
-
 // A device buffer holding `values`, uploaded by `rec` (before its next steps).
 inline VulkanBuffer device_buffer_of(CommandRecorder& rec, const std::vector<float>& values) {
     VulkanBuffer b(rec.shared_device(), std::max<size_t>(values.size(), 1) * sizeof(float),
