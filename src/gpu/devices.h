@@ -12,6 +12,10 @@ struct DeviceInfo {
     std::string name;         // "vulkan0"
     std::string description;  // "llvmpipe (LLVM 15.0.6, 256 bits), cpu, Vulkan 1.3.230, 23.4 GiB"
     uint64_t device_local_bytes = 0;
+    // Device-local memory this process may still allocate (VK_EXT_memory_budget: each
+    // device-local heap's budget less what this process uses of it), read when the list was
+    // made; 0 where the device does not report it.
+    uint64_t free_bytes = 0;
     bool cpu = false;  // a CPU-class device (lavapipe): slower than the engine's own CPU kernels
 };
 
@@ -23,5 +27,9 @@ struct DeviceList {
     std::string unavailable;
 };
 const DeviceList& vulkan_devices();
+
+// vulkan_devices() with each device's free_bytes read now (what other processes and this one
+// have allocated since the first probe changes it), for placing models by size.
+DeviceList vulkan_devices_with_free_memory();
 
 }  // namespace sd::gpu

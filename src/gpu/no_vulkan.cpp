@@ -13,6 +13,10 @@ const DeviceList& vulkan_devices() {
     return none;
 }
 
+DeviceList vulkan_devices_with_free_memory() {
+    return vulkan_devices();
+}
+
 [[noreturn]] static void no_device() {
     fail("this build has no GPU backend (built without SD_VULKAN): models run on the CPU");
 }

@@ -182,22 +182,28 @@ DevicePlacement fit_to_devices(const std::vector<gpu::DeviceInfo>& devices,
     constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
     DevicePlacement out = asked;
     out.auto_fit = false;
+    // What a device can take: its free memory where it reports it (VK_EXT_memory_budget),
+    // else its device-local heaps' size.
+    auto available = [](const gpu::DeviceInfo& d) {
+        return d.free_bytes > 0 ? std::min(d.free_bytes, d.device_local_bytes)
+                                : d.device_local_bytes;
+    };
     const gpu::DeviceInfo* best = nullptr;
     for (const gpu::DeviceInfo& d : devices)
-        if (!d.cpu && (!best || d.device_local_bytes > best->device_local_bytes)) best = &d;
+        if (!d.cpu && (!best || available(d) > available(*best))) best = &d;
     if (!best) {
         why = devices.empty() ? "auto-fit: no Vulkan device; the models run on the CPU"
                               : "auto-fit: no GPU (" + devices.front().name +
                                     " is a CPU device); the models run on the CPU";
         return out;
     }
-    const uint64_t memory = best->device_local_bytes;
+    const uint64_t memory = available(*best);
     const uint64_t reserve = std::max<uint64_t>(uint64_t{1} << 30, memory / 10);
     uint64_t usable = memory > reserve ? memory - reserve : 0;
     if (asked.weight_budget > 0) usable = std::min(usable, asked.weight_budget);
-    const std::string sizes =
-        strfmt("diffusion model %.1f GiB, VAE %.1f GiB; %s has %.1f GiB", diffusion_bytes / kGiB,
-               vae_bytes / kGiB, best->name.c_str(), memory / kGiB);
+    const std::string sizes = strfmt("diffusion model %.1f GiB, VAE %.1f GiB; %s has %.1f GiB%s",
+                                     diffusion_bytes / kGiB, vae_bytes / kGiB, best->name.c_str(),
+                                     memory / kGiB, best->free_bytes > 0 ? " free" : "");
     if (usable < (uint64_t{256} << 20)) {
         why = "auto-fit: " + sizes + ", too little to spare; the models run on the CPU";
         return out;
@@ -223,8 +229,8 @@ void place_on_devices(ModelComponents& m, const DevicePlacement& asked) {
     if (asked.auto_fit && asked.diffusion.empty() && asked.vae.empty() && m.diffusion) {
         std::string why;
         placement =
-            fit_to_devices(gpu::vulkan_devices().devices, asked, m.diffusion->weight_bytes(),
-                           m.codec ? m.codec->weight_bytes() : 0, why);
+            fit_to_devices(gpu::vulkan_devices_with_free_memory().devices, asked,
+                           m.diffusion->weight_bytes(), m.codec ? m.codec->weight_bytes() : 0, why);
         if (placement.diffusion.empty())
             SD_LOG_DEBUG("%s", why.c_str());
         else

@@ -38,7 +38,7 @@ Tensor run_on_stream(gpu::Stream& s, const char* what, const Tensor& input,
                      const std::function<Tensor(const Tensor&)>& network);
 
 // --auto-fit: the diffusion model and the VAE placed by their weights' sizes on the GPU with
-// the most memory (CPU-class devices such as lavapipe are never chosen: the engine's own CPU
+// the most memory (its free memory where it reports it, else its size; CPU-class devices such as lavapipe are never chosen: the engine's own CPU
 // kernels are faster), keeping a reserve for activations (a tenth of the memory, at least
 // 1 GiB): both where they fit, else the diffusion model alone, else the diffusion model with
 // its weights streamed per use under the memory left (as --max-vram); nothing where no GPU

@@ -15,10 +15,11 @@ namespace {
 
 constexpr uint64_t kGiB = uint64_t{1} << 30;
 
-gpu::DeviceInfo device(const char* name, uint64_t bytes, bool cpu = false) {
+gpu::DeviceInfo device(const char* name, uint64_t bytes, bool cpu = false, uint64_t free = 0) {
     gpu::DeviceInfo d;
     d.name = name;
     d.device_local_bytes = bytes;
+    d.free_bytes = free;
     d.cpu = cpu;
     return d;
 }
@@ -75,6 +76,24 @@ TEST(AutoFit, ATooLargeModelStreamsItsWeightsUnderWhatIsLeft) {
     p = fit_to_devices({device("vulkan0", 12 * kGiB)}, asked, kGiB, kGiB / 4, why);
     EXPECT_EQ(p.vae, "vulkan0");
     EXPECT_EQ(p.weight_budget, 2 * kGiB) << "the budget asked for stays";
+}
+
+TEST(AutoFit, ADeviceThatReportsItsFreeMemoryIsFilledByThat) {
+    std::string why;
+    // vulkan1 is larger, but another process holds 10 of its 12 GiB (VK_EXT_memory_budget):
+    // the 8 GiB vulkan0 with 7 free takes both.
+    DevicePlacement p = fit_to_devices({device("vulkan0", 8 * kGiB, false, 7 * kGiB),
+                                        device("vulkan1", 12 * kGiB, false, 2 * kGiB)},
+                                       auto_fit(), 5 * kGiB, kGiB / 4, why);
+    EXPECT_EQ(p.diffusion, "vulkan0");
+    EXPECT_EQ(p.vae, "vulkan0");
+    EXPECT_NE(why.find("vulkan0 has 7.0 GiB free"), std::string::npos) << why;
+    // Alone, vulkan1's 2 GiB free (1 GiB reserve) keeps 1 GiB of a 5 GiB model's weights.
+    p = fit_to_devices({device("vulkan1", 12 * kGiB, false, 2 * kGiB)}, auto_fit(), 5 * kGiB,
+                       kGiB / 4, why);
+    EXPECT_EQ(p.diffusion, "vulkan1");
+    EXPECT_EQ(p.vae, "");
+    EXPECT_EQ(p.weight_budget, kGiB);
 }
 
 TEST(AutoFit, CpuDevicesAndSmallGpusAreNotUsed) {

@@ -65,6 +65,9 @@ void load_instance_functions(VkInstance instance, VulkanInstanceFunctions& out) 
 #undef SD_VULKAN_LOAD
     out.vkGetPhysicalDeviceProperties2 = reinterpret_cast<PFN_vkGetPhysicalDeviceProperties2>(
         loader->get_instance_proc_addr(instance, "vkGetPhysicalDeviceProperties2"));
+    out.vkGetPhysicalDeviceMemoryProperties2 =
+        reinterpret_cast<PFN_vkGetPhysicalDeviceMemoryProperties2>(
+            loader->get_instance_proc_addr(instance, "vkGetPhysicalDeviceMemoryProperties2"));
 }
 
 void load_device_functions(const VulkanInstanceFunctions& vk, VkDevice device,

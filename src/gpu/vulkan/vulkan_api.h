@@ -16,6 +16,7 @@ namespace sd::gpu {
     X(vkGetPhysicalDeviceProperties)            \
     X(vkGetPhysicalDeviceMemoryProperties)      \
     X(vkGetPhysicalDeviceQueueFamilyProperties) \
+    X(vkEnumerateDeviceExtensionProperties)     \
     X(vkCreateDevice)                           \
     X(vkGetDeviceProcAddr)
 
@@ -76,6 +77,8 @@ struct VulkanInstanceFunctions {
     SD_VULKAN_INSTANCE_FUNCTIONS(SD_VULKAN_MEMBER)
     // Vulkan 1.1, null on a 1.0 instance (the subgroup properties then stay unknown).
     PFN_vkGetPhysicalDeviceProperties2 vkGetPhysicalDeviceProperties2 = nullptr;
+    // Vulkan 1.1 too: with VK_EXT_memory_budget, how much of a heap this process may still use.
+    PFN_vkGetPhysicalDeviceMemoryProperties2 vkGetPhysicalDeviceMemoryProperties2 = nullptr;
 };
 struct VulkanDeviceFunctions {
     SD_VULKAN_DEVICE_FUNCTIONS(SD_VULKAN_MEMBER)

@@ -108,6 +108,51 @@ uint64_t device_local_bytes(const VkPhysicalDeviceMemoryProperties& m) {
     return bytes;
 }
 
+bool has_device_extension(const VulkanInstance& in, VkPhysicalDevice pd, const char* name) {
+    uint32_t n = 0;
+    if (in.vk.vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, nullptr) != VK_SUCCESS)
+        return false;
+    std::vector<VkExtensionProperties> extensions(n);
+    if (in.vk.vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, extensions.data()) !=
+        VK_SUCCESS)
+        return false;
+    for (uint32_t i = 0; i < n; ++i)
+        if (std::strcmp(extensions[i].extensionName, name) == 0) return true;
+    return false;
+}
+
+// Budget less usage over the device-local heaps (VK_EXT_memory_budget), or 0 where the device
+// (or a Vulkan 1.0 instance) cannot say. The budget already leaves out what other processes
+// hold; a driver may report a usage above it, which counts as nothing free.
+uint64_t free_device_local_bytes(const VulkanInstance& in, VkPhysicalDevice pd) {
+    if (!in.vk.vkGetPhysicalDeviceMemoryProperties2) return 0;
+    VkPhysicalDeviceProperties p;
+    in.vk.vkGetPhysicalDeviceProperties(pd, &p);
+    if (p.apiVersion < VK_API_VERSION_1_1 ||
+        !has_device_extension(in, pd, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME))
+        return 0;
+    VkPhysicalDeviceMemoryBudgetPropertiesEXT budget{};
+    budget.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT;
+    VkPhysicalDeviceMemoryProperties2 m{};
+    m.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2;
+    m.pNext = &budget;
+    in.vk.vkGetPhysicalDeviceMemoryProperties2(pd, &m);
+    uint64_t bytes = 0;
+    for (uint32_t i = 0; i < m.memoryProperties.memoryHeapCount; ++i)
+        if ((m.memoryProperties.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) &&
+            budget.heapBudget[i] > budget.heapUsage[i])
+            bytes += budget.heapBudget[i] - budget.heapUsage[i];
+    return bytes;
+}
+
+// The physical devices with a compute queue, in the order probe() names them.
+std::vector<VkPhysicalDevice> compute_devices(const VulkanInstance& in) {
+    std::vector<VkPhysicalDevice> out;
+    for (VkPhysicalDevice pd : in.physical)
+        if (compute_queue_family(in, pd) >= 0) out.push_back(pd);
+    return out;
+}
+
 DeviceList probe() {
     DeviceList out;
     const InstanceOrWhy& in = the_instance();
@@ -116,8 +161,7 @@ DeviceList probe() {
         return out;
     }
     int index = 0;
-    for (VkPhysicalDevice pd : in.instance->physical) {
-        if (compute_queue_family(*in.instance, pd) < 0) continue;
+    for (VkPhysicalDevice pd : compute_devices(*in.instance)) {
         VkPhysicalDeviceProperties p;
         in.instance->vk.vkGetPhysicalDeviceProperties(pd, &p);
         VkPhysicalDeviceMemoryProperties m;
@@ -125,6 +169,7 @@ DeviceList probe() {
         DeviceInfo info;
         info.name = strfmt("vulkan%d", index++);
         info.device_local_bytes = device_local_bytes(m);
+        info.free_bytes = free_device_local_bytes(*in.instance, pd);
         info.cpu = p.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
         info.description =
             strfmt("%s, %s, Vulkan %u.%u.%u, %.1f GiB", p.deviceName, type_name(p.deviceType),
@@ -156,6 +201,16 @@ const DeviceList& vulkan_devices() {
     return d;
 }
 
+DeviceList vulkan_devices_with_free_memory() {
+    DeviceList out = vulkan_devices();
+    if (out.devices.empty()) return out;
+    const VulkanInstance& in = *the_instance().instance;
+    const std::vector<VkPhysicalDevice> physical = compute_devices(in);
+    for (size_t i = 0; i < out.devices.size() && i < physical.size(); ++i)
+        out.devices[i].free_bytes = free_device_local_bytes(in, physical[i]);
+    return out;
+}
+
 std::shared_ptr<VulkanDevice> VulkanDevice::open(const std::string& name) {
     const DeviceList& devices = vulkan_devices();
     const std::string wanted = lower(name);
@@ -168,11 +223,7 @@ std::shared_ptr<VulkanDevice> VulkanDevice::open(const std::string& name) {
 
     const std::shared_ptr<VulkanInstance>& in = the_instance().instance;
     // The index counts devices with a compute queue, as probe() named them.
-    VkPhysicalDevice pd = VK_NULL_HANDLE;
-    for (int seen = 0; VkPhysicalDevice p : in->physical) {
-        if (compute_queue_family(*in, p) < 0) continue;
-        if (seen++ == index) pd = p;
-    }
+    const VkPhysicalDevice pd = compute_devices(*in)[static_cast<size_t>(index)];
     std::shared_ptr<VulkanDevice> d(new VulkanDevice());
     d->instance_ = in;
     d->name_ = wanted;
