@@ -8,7 +8,8 @@
 // another request's seed or prompt, no client may see an error outside the fault windows nor a
 // 5xx other than 503 inside them (Redis LOADING after a restart included), and every long-lived process's RSS must be flat after warm-up (slope printed). Not in the default
 // suite at full length: `node tests/soak/chaos_soak.cjs 3600` through ctest's environment, or
-// `ctest -R server_chaos_soak` for the 5-minute run.
+// `ctest -R server_chaos_soak` for the 5-minute run. Against a sanitized sd-server (SD_SERVER),
+// SD_TEST_TIME_SCALE slows the faults and the waits by its factor (docs/building.md).
 "use strict";
 
 const fs = require("node:fs");
@@ -16,13 +17,16 @@ const http = require("node:http");
 const os = require("node:os");
 const path = require("node:path");
 const { check, sleep, startServer, stopServer, request, decodePng, seedOf, fixturePath, vmRssKiB,
-        failureCount } = require("../server/node/common.cjs");
+        failureCount, scaled } = require("../server/node/common.cjs");
 const { freePort, startRedis, stopRedis } = require("../server/node/redis_helpers.cjs");
 
 const DURATION_S = Number(process.argv[2] || process.env.SOAK_SECONDS || 300);
 const CLIENTS = 3;          // concurrent client loops
 const VISIBILITY_S = 3;     // --queue-visibility-timeout
-const GRACE_MS = 20000;     // a fault's window reaches this far past its end
+// Under SD_TEST_TIME_SCALE (a sanitized server runs each job that many times slower) the fault
+// rhythm slows with the jobs: a worker killed every 20-40 s would otherwise kill the same slow job
+// again and again until the queue gives up on it as a poison job. The outage stays 20 s.
+const GRACE_MS = scaled(20000);  // a fault's window reaches this far past its end
 const WARMUP_MS = Math.min(120000, DURATION_S * 1000 * 0.25);
 const rand = (n) => Math.floor(Math.random() * n);
 
@@ -82,7 +86,8 @@ async function nativeJob(a, b, { lora = false } = {}) {
     }
     if (r.status !== 200 && r.status !== 503)
       return { ok: false, status: r.status, detail: `poll ${r.status} ${r.text.slice(0, 160)}` };
-    if (Date.now() - t0 > 600000) return { ok: false, detail: `job ${id} did not finish in 600 s` };
+    if (Date.now() - t0 > scaled(600000))
+      return { ok: false, detail: `job ${id} did not finish in ${scaled(600)} s` };
     await sleep(200);
   }
 }
@@ -231,8 +236,9 @@ async function main() {
     const clients = Array.from({ length: CLIENTS }, (_, i) => clientLoop(nodes, stopAt, i));
     progressTimer = setInterval(() => progress(t0), 30000);
     // Faults until the clients stop: a worker SIGKILLed every 20-40 s, Redis restarted every
-    // 90-150 s, and once (at 40% of the run) Redis stopped for 20 s.
-    let nextKill = Date.now() + 20000 + rand(20000), nextRestart = Date.now() + 90000 + rand(60000);
+    // 90-150 s (both times SD_TEST_TIME_SCALE), and once (at 40% of the run) Redis stopped for 20 s.
+    const killIn = () => scaled(20000 + rand(20000)), restartIn = () => scaled(90000 + rand(60000));
+    let nextKill = Date.now() + killIn(), nextRestart = Date.now() + restartIn();
     let outageDone = false;
     const outageAt = Date.now() + DURATION_S * 400;
     while (Date.now() < stopAt - 15000) {
@@ -246,7 +252,7 @@ async function main() {
         await victim.exited;
         await startWorker();
         f.end = Date.now() + VISIBILITY_S * 1000;
-        nextKill = Date.now() + 20000 + rand(20000);
+        nextKill = Date.now() + killIn();
       } else if (!outageDone && Date.now() >= outageAt) {
         const f = { kind: "redis stopped 20 s", start: Date.now() };
         faults.push(f);
@@ -264,7 +270,7 @@ async function main() {
         await stopRedis(redis.current);
         redis.current = await startRedis(port, redisData);
         f.end = Date.now();
-        nextRestart = Date.now() + 90000 + rand(60000);
+        nextRestart = Date.now() + restartIn();
       }
       await sleep(500);
     }
@@ -273,7 +279,7 @@ async function main() {
 
     // Drain: nothing queued or generating, then the counts.
     const health = async (base) => (await tryRequest(base, "GET", "/health")).json;
-    for (const deadline = Date.now() + 180000; Date.now() < deadline; await sleep(500)) {
+    for (const deadline = Date.now() + scaled(180000); Date.now() < deadline; await sleep(500)) {
       const h = await health(nodes[0].base);
       if (h && h.queue && h.queue.queued === 0 && h.queue.generating === 0) break;
     }
