@@ -250,10 +250,9 @@ std::vector<Device> list_devices() {
         {"CPU", strfmt("%s (%s, %d cores, %.1f GiB RAM)", cpu_model_name().c_str(),
                        isa_name(best_supported_isa()), f.physical_cores, ram_gib())}};
     for (const gpu::DeviceInfo& d : gpu::vulkan_devices_with_free_memory().devices)
-        out.push_back({d.name, d.free_bytes == 0
-                                   ? d.description
-                                   : strfmt("%s (%.1f GiB free)", d.description.c_str(),
-                                            d.free_bytes / (1024.0 * 1024.0 * 1024.0))});
+        out.push_back({d.name, !d.free_bytes ? d.description
+                                             : strfmt("%s (%.1f GiB free)", d.description.c_str(),
+                                                      *d.free_bytes / (1024.0 * 1024.0 * 1024.0))});
     return out;
 }
 

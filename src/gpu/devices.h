@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,8 +15,8 @@ struct DeviceInfo {
     uint64_t device_local_bytes = 0;
     // Device-local memory this process may still allocate (VK_EXT_memory_budget: each
     // device-local heap's budget less what this process uses of it), read when the list was
-    // made; 0 where the device does not report it.
-    uint64_t free_bytes = 0;
+    // made; none where the device does not report it.
+    std::optional<uint64_t> free_bytes;
     bool cpu = false;  // a CPU-class device (lavapipe): slower than the engine's own CPU kernels
 };
 

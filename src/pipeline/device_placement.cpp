@@ -185,8 +185,7 @@ DevicePlacement fit_to_devices(const std::vector<gpu::DeviceInfo>& devices,
     // What a device can take: its free memory where it reports it (VK_EXT_memory_budget),
     // else its device-local heaps' size.
     auto available = [](const gpu::DeviceInfo& d) {
-        return d.free_bytes > 0 ? std::min(d.free_bytes, d.device_local_bytes)
-                                : d.device_local_bytes;
+        return d.free_bytes ? std::min(*d.free_bytes, d.device_local_bytes) : d.device_local_bytes;
     };
     const gpu::DeviceInfo* best = nullptr;
     for (const gpu::DeviceInfo& d : devices)
@@ -203,7 +202,7 @@ DevicePlacement fit_to_devices(const std::vector<gpu::DeviceInfo>& devices,
     if (asked.weight_budget > 0) usable = std::min(usable, asked.weight_budget);
     const std::string sizes = strfmt("diffusion model %.1f GiB, VAE %.1f GiB; %s has %.1f GiB%s",
                                      diffusion_bytes / kGiB, vae_bytes / kGiB, best->name.c_str(),
-                                     memory / kGiB, best->free_bytes > 0 ? " free" : "");
+                                     memory / kGiB, best->free_bytes ? " free" : "");
     if (usable < (uint64_t{256} << 20)) {
         why = "auto-fit: " + sizes + ", too little to spare; the models run on the CPU";
         return out;

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,7 +16,8 @@ namespace {
 
 constexpr uint64_t kGiB = uint64_t{1} << 30;
 
-gpu::DeviceInfo device(const char* name, uint64_t bytes, bool cpu = false, uint64_t free = 0) {
+gpu::DeviceInfo device(const char* name, uint64_t bytes, bool cpu = false,
+                       std::optional<uint64_t> free = std::nullopt) {
     gpu::DeviceInfo d;
     d.name = name;
     d.device_local_bytes = bytes;
@@ -94,6 +96,10 @@ TEST(AutoFit, ADeviceThatReportsItsFreeMemoryIsFilledByThat) {
     EXPECT_EQ(p.diffusion, "vulkan1");
     EXPECT_EQ(p.vae, "");
     EXPECT_EQ(p.weight_budget, kGiB);
+    // A GPU another process fills (0 free, reported) is not taken for an empty one.
+    p = fit_to_devices({device("vulkan0", 12 * kGiB, false, 0)}, auto_fit(), kGiB, kGiB / 4, why);
+    EXPECT_EQ(p.diffusion, "");
+    EXPECT_NE(why.find("too little to spare"), std::string::npos) << why;
 }
 
 TEST(AutoFit, CpuDevicesAndSmallGpusAreNotUsed) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <optional>
 #include <utility>
 
 #include "base/error.h"
@@ -121,16 +122,16 @@ bool has_device_extension(const VulkanInstance& in, VkPhysicalDevice pd, const c
     return false;
 }
 
-// Budget less usage over the device-local heaps (VK_EXT_memory_budget), or 0 where the device
+// Budget less usage over the device-local heaps (VK_EXT_memory_budget), or none where the device
 // (or a Vulkan 1.0 instance) cannot say. The budget already leaves out what other processes
 // hold; a driver may report a usage above it, which counts as nothing free.
-uint64_t free_device_local_bytes(const VulkanInstance& in, VkPhysicalDevice pd) {
-    if (!in.vk.vkGetPhysicalDeviceMemoryProperties2) return 0;
+std::optional<uint64_t> free_device_local_bytes(const VulkanInstance& in, VkPhysicalDevice pd) {
+    if (!in.vk.vkGetPhysicalDeviceMemoryProperties2) return std::nullopt;
     VkPhysicalDeviceProperties p;
     in.vk.vkGetPhysicalDeviceProperties(pd, &p);
     if (p.apiVersion < VK_API_VERSION_1_1 ||
         !has_device_extension(in, pd, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME))
-        return 0;
+        return std::nullopt;
     VkPhysicalDeviceMemoryBudgetPropertiesEXT budget{};
     budget.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT;
     VkPhysicalDeviceMemoryProperties2 m{};
