@@ -5,13 +5,13 @@
 // that has its outcome is acknowledged, not run; a job that killed its workers too often
 // fails; the cap (429), a request or result larger than Redis takes (413, failed), Redis
 // gone (503), Redis back but still loading its data (503, a waiter waits through it); values
-// another process corrupted in a job's hash.
+// another process corrupted in a job's hash; a job whose outcome waits out an outage to be
+// stored is not run again by another worker.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
 #include <functional>
 #include <future>
 #include <thread>
@@ -299,22 +299,9 @@ TEST_F(RedisQueueTest, UnreachableRedisIsAClearErrorThen503) {
 // After a restart Redis answers LOADING until its data is read back (seconds for a large
 // data set): an outage like any other, not a server error.
 TEST_F(RedisQueueTest, ARedisStillLoadingItsDataIsAnOutageNotAnError) {
-    namespace fs = std::filesystem;
-    char dir_template[] = "/tmp/sd-redis-loading-XXXXXX";
-    ASSERT_NE(::mkdtemp(dir_template), nullptr);
-    const fs::path dir = dir_template;
-    const int port = free_port();
-    RedisEndpoint at = loopback(port);
-    const std::vector<std::string> files = {"--dir", dir.string(), "--dbfilename", "dump.rdb"};
-    struct Cleanup {  // whatever the test's outcome
-        pid_t pid;
-        fs::path dir;
-        ~Cleanup() {
-            stop_redis(pid);
-            fs::remove_all(dir);
-        }
-    } redis{spawn_redis(port, files), dir};
+    RedisWithFiles redis({"--dbfilename", "dump.rdb"});
     ASSERT_GT(redis.pid, 0);
+    const RedisEndpoint at = redis.endpoint();
     RedisQueue queue({at, "fake", 16, 60});
     queue.start();
     const std::string id = queue.submit(native_spec(31), "sdcpp", Retention::Timed);
@@ -329,11 +316,8 @@ TEST_F(RedisQueueTest, ARedisStillLoadingItsDataIsAnOutageNotAnError) {
         c.command(mset).expect("MSET");
         c.command({"SAVE"}).expect("SAVE");
     }
-    stop_redis(redis.pid);
-    std::vector<std::string> slow = files;
-    slow.insert(slow.end(),
-                {"--key-load-delay", "1000", "--loading-process-events-interval-bytes", "1024"});
-    redis.pid = spawn_redis(port, slow);
+    redis.stop();
+    redis.restart({"--key-load-delay", "1000", "--loading-process-events-interval-bytes", "1024"});
     ASSERT_GT(redis.pid, 0) << "redis-server refused --key-load-delay (Redis 7 has it)";
     auto waiter = std::async(std::launch::async, [&] { return queue.wait(id); });
     // The pool's first connections were cut by the restart; then Redis answers LOADING.
@@ -362,6 +346,49 @@ TEST_F(RedisQueueTest, ARedisStillLoadingItsDataIsAnOutageNotAnError) {
     EXPECT_EQ(runner.runs, 1);
     worker.stop();
     queue.stop();
+}
+
+// A worker has run its job and waits out an outage to store the outcome, longer than its
+// heartbeat lives: once Redis is back, the other worker must not take the job over and run
+// it a second time (the worker still names the job; takers wait a grace after an outage).
+TEST_F(RedisQueueTest, AJobThatRanAndWaitsOutAnOutageToBeStoredIsNotRunAgain) {
+    RedisWithFiles redis({"--appendonly", "yes", "--appendfsync", "always"});
+    ASSERT_GT(redis.pid, 0);
+    const RedisEndpoint at = redis.endpoint();
+    RedisQueue queue({at, "fake", 16, 60});
+    const std::string id = queue.submit(native_spec(41), "sdcpp", Retention::Timed);
+    StandInRunner first, second;
+    first.hold = true;
+    WorkerSettings settings = worker_settings("w1");
+    settings.endpoint = at;
+    RedisWorker w1(settings, first);
+    w1.start();
+    ASSERT_TRUE(first.wait_runs(1));
+    settings.name = "w2";
+    RedisWorker w2(settings, second);
+    w2.start();
+
+    redis.stop();
+    first.release();                  // the run ends; its outcome cannot be stored
+    std::this_thread::sleep_for(6s);  // past the heartbeat (5 s) and the visibility (2 s)
+    redis.restart();
+    ASSERT_GT(redis.pid, 0);
+
+    JobSnapshot s;
+    for (int i = 0; i < 300 && !is_finished(s.status); ++i) {
+        try {
+            if (queue.find(id, &s) != Lookup::Found) s = {};
+        } catch (const RequestError&) {
+            // the queue's connections were cut by the restart
+        }
+        std::this_thread::sleep_for(50ms);
+    }
+    EXPECT_EQ(s.status, JobStatus::Completed) << s.error_message;
+    std::this_thread::sleep_for(8s);  // the other worker's grace, and a take-over's scan
+    EXPECT_EQ(first.runs, 1);
+    EXPECT_EQ(second.runs, 0) << "the job ran again on the other worker";
+    w2.stop();
+    w1.stop();
 }
 
 }  // namespace

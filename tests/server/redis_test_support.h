@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -85,6 +86,43 @@ inline void stop_redis(pid_t pid) {
     ::kill(pid, SIGTERM);
     ::waitpid(pid, nullptr, 0);
 }
+
+// A redis-server of the test's own on a free port whose files live in a fresh temporary
+// folder, so that it can be stopped and started again on its data; stopped and the folder
+// removed whatever the test's outcome. `pid` is -1 where it did not start.
+struct RedisWithFiles {
+    explicit RedisWithFiles(std::vector<std::string> options) {
+        char dir_template[] = "/tmp/sd-redis-XXXXXX";
+        if (::mkdtemp(dir_template) == nullptr) return;
+        dir = dir_template;
+        files = {"--dir", dir.string()};
+        files.insert(files.end(), options.begin(), options.end());
+        pid = spawn_redis(port, files);
+    }
+    ~RedisWithFiles() {
+        stop_redis(pid);
+        if (!dir.empty()) std::filesystem::remove_all(dir);
+    }
+    RedisWithFiles(const RedisWithFiles&) = delete;
+    RedisWithFiles& operator=(const RedisWithFiles&) = delete;
+
+    void stop() {
+        stop_redis(pid);
+        pid = -1;
+    }
+    // Starts it again on its files, with `extra` options after its own.
+    void restart(const std::vector<std::string>& extra = {}) {
+        std::vector<std::string> args = files;
+        args.insert(args.end(), extra.begin(), extra.end());
+        pid = spawn_redis(port, args);
+    }
+    RedisEndpoint endpoint() const { return loopback(port); }
+
+    int port = free_port();
+    std::filesystem::path dir;
+    std::vector<std::string> files;  // --dir and the options
+    pid_t pid = -1;
+};
 
 // Counts its runs; while `hold` is set a run waits (for release or a cancel). Each run
 // makes one image whose base64 text is `image_b64`.

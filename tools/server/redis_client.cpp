@@ -8,7 +8,6 @@ namespace server {
 namespace {
 
 constexpr std::chrono::milliseconds kFirstBackoff{100};
-constexpr std::chrono::milliseconds kMaxBackoff{5000};
 
 }  // namespace
 

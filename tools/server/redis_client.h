@@ -35,6 +35,9 @@ class RedisClient {
     // arrived within `wait`.
     RedisReply next_message(std::chrono::milliseconds wait);
 
+    // The longest a lost connection waits before its next attempt (the backoff doubles to it).
+    static constexpr std::chrono::milliseconds kMaxBackoff{5000};
+
     // Connects now (throws RedisError with the reason), ignoring the backoff.
     void connect_now();
     bool connected() const { return transport_ != nullptr; }

@@ -18,6 +18,10 @@ using namespace redis_jobs;
 
 constexpr auto kReportInterval = std::chrono::milliseconds(250);
 constexpr int kHeartbeatSeconds = 5;  // a worker silent this long is listed no more
+// After an outage, the wait before taking a job over: the longest a live worker's reporter
+// takes to reach Redis again, and one heartbeat. The heartbeats may have expired while Redis
+// was away; until their workers renew them, each job they run looks abandoned.
+constexpr auto kClaimGraceAfterOutage = RedisClient::kMaxBackoff + std::chrono::seconds(1);
 
 std::string default_name() {
     char host[128] = "host";
@@ -115,7 +119,10 @@ void RedisWorker::take_jobs() {
                 if (r.is_error() && r.str.rfind("BUSYGROUP", 0) != 0) r.expect("XGROUP CREATE");
                 client.command({"SADD", kModelsSet, settings_.model});
                 group_ready = true;
-                if (failures) cli::log_info("worker %s: Redis is back", name_.c_str());
+                if (failures) {
+                    cli::log_info("worker %s: Redis is back", name_.c_str());
+                    claim_after_ = std::chrono::steady_clock::now() + kClaimGraceAfterOutage;
+                }
                 failures = 0;
             }
             std::string entry, id;
@@ -136,12 +143,15 @@ bool RedisWorker::next_delivery(RedisClient& client, std::string& entry, std::st
     const std::string stream = stream_key(settings_.model);
     // A delivery idle past the visibility timeout: its worker is gone.
     // The scan goes on from where the last one stopped (each looks at a few entries).
-    const RedisReply claimed =
-        client
-            .command({"XAUTOCLAIM", stream, kGroup, name_, std::to_string(settings_.visibility_ms),
-                      claim_cursor_, "COUNT", "1"})
-            .expect("XAUTOCLAIM");
-    claim_cursor_ = claimed.elements.empty() ? "0-0" : claimed.elements[0].text();
+    RedisReply claimed;
+    if (std::chrono::steady_clock::now() >= claim_after_) {
+        claimed =
+            client
+                .command({"XAUTOCLAIM", stream, kGroup, name_,
+                          std::to_string(settings_.visibility_ms), claim_cursor_, "COUNT", "1"})
+                .expect("XAUTOCLAIM");
+        claim_cursor_ = claimed.elements.empty() ? "0-0" : claimed.elements[0].text();
+    }
     if (claimed.elements.size() >= 2)
         for (const RedisReply& e : claimed.elements[1].elements)
             if (entry_of(e, entry, id)) {
@@ -239,13 +249,14 @@ void RedisWorker::handle(RedisClient& client, const std::string& entry, const st
     }
     std::optional<JobSpec> spec;
     RunOutcome outcome = run_payload(job, payload, spec);
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        current_.reset();
-    }
     // Stopping: left unacknowledged for another worker to take over.
-    if (stopping_ && !job->cancelled) return;
-    store_outcome(client, *job, outcome, spec ? &*spec : nullptr);
+    if (!(stopping_ && !job->cancelled))
+        store_outcome(client, *job, outcome, spec ? &*spec : nullptr);
+    // Current until its outcome is stored: while the store waits out a Redis outage, the
+    // heartbeat names the job and the reporter keeps its delivery fresh, so that no other
+    // worker takes a job over that has run and waits to be stored.
+    std::lock_guard<std::mutex> lock(mutex_);
+    current_.reset();
 }
 
 void RedisWorker::store_outcome(RedisClient& client, const Current& job, RunOutcome& outcome,

@@ -68,6 +68,7 @@ class RedisWorker {
     std::mutex mutex_;
     std::shared_ptr<Current> current_;  // the running job
     std::string claim_cursor_ = "0-0";  // XAUTOCLAIM's scan of the deliveries (taker thread)
+    std::chrono::steady_clock::time_point claim_after_;  // no take-over before (taker thread)
     std::thread taker_, reporter_, listener_;
 };
 

@@ -208,7 +208,8 @@ async function main() {
     check(results[KILLED].outcome === "completed",
           "the killed worker's job is finished by another worker", results[KILLED].outcome);
     const tookOver = procs.filter((p) => p.log().includes("took over job " + idKilled));
-    check(tookOver.length === 1, "one worker took the killed worker's job over");
+    check(tookOver.length === 1, "one worker took the killed worker's job over",
+          `${tookOver.length}: ${tookOver.map((p) => p.name).join(", ")}`);
     check(cancelled.length === 2, "exactly the two cancelled jobs are cancelled",
           cancelled.map((r) => "#" + r.i).join());
     const h = await health(a);
