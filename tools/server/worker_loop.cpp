@@ -250,8 +250,7 @@ void RedisWorker::handle(RedisClient& client, const std::string& entry, const st
     std::optional<JobSpec> spec;
     RunOutcome outcome = run_payload(job, payload, spec);
     // Stopping: left unacknowledged for another worker to take over.
-    if (!(stopping_ && !job->cancelled))
-        store_outcome(client, *job, outcome, spec ? &*spec : nullptr);
+    if (!stopping_ || job->cancelled) store_outcome(client, *job, outcome, spec ? &*spec : nullptr);
     // Current until its outcome is stored: while the store waits out a Redis outage, the
     // heartbeat names the job and the reporter keeps its delivery fresh, so that no other
     // worker takes a job over that has run and waits to be stored.
