@@ -101,7 +101,9 @@ TEST(CliHelp, WrapsToTheTerminalWidth) {
         for (std::string line; std::getline(in, line); ++lines) {
             // A single word longer than the help column (a long path) may stand out alone.
             const bool one_word = line.find(' ', line.find_first_not_of(' ')) == std::string::npos;
-            if (!one_word) EXPECT_LE(line.size(), std::stoul(columns)) << line;
+            if (!one_word) {
+                EXPECT_LE(line.size(), std::stoul(columns)) << line;
+            }
         }
         EXPECT_GT(lines, 200);
     }

@@ -117,7 +117,9 @@ TEST(Canny, VerticalStepGivesColumnsOfEdges) {
         for (uint32_t x = 0; x < w; ++x) {
             const uint8_t v = step.pixels[(y * w + x) * 3];
             const bool inside = x >= 3 && x <= w - 3 && y >= 3 && y <= h - 3;
-            if (!inside || x < w / 2 - 3 || x > w / 2 + 2) EXPECT_EQ(v, 0) << x << "," << y;
+            if (!inside || x < w / 2 - 3 || x > w / 2 + 2) {
+                EXPECT_EQ(v, 0) << x << "," << y;
+            }
         }
         // Row h - 3 reads the zero padding below through the blur: weaker than the row
         // above, so suppressed.

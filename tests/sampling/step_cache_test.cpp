@@ -111,7 +111,9 @@ TEST(StepCache, TaylorSeerAndCacheDitDecideAsDbCache) {
                 cache.after_condition(&key, x, out);
             }
             // A reused step is the input plus the last computed output - input.
-            if (step == 4) EXPECT_NEAR(out.data<float>()[0], 1.6f + 1.5f, 1e-6f);
+            if (step == 4) {
+                EXPECT_NEAR(out.data<float>()[0], 1.6f + 1.5f, 1e-6f);
+            }
             cache.end_call(out);
         }
         EXPECT_EQ(cache.decision_string(), "CRCRC") << cache_mode_name(mode);

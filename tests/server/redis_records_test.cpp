@@ -123,8 +123,8 @@ TEST(RespReader, BytesThatAreNoRespAreRefusedByName) {
 // (a hostile or broken server) is refused at once, not allocated (fuzz_redis_records: 86 s
 // and 16 GB of page faults on "*2000000000").
 TEST(RespReader, AReplysArraysAreBoundedInAll) {
-    for (const std::string bytes : {std::string("*2000000000\r\n$1\r\na\r\n"),
-                                    std::string("*3\r\n*2000000\r\n*2000000\r\n*2000000\r\n")}) {
+    for (const std::string& bytes : {std::string("*2000000000\r\n$1\r\na\r\n"),
+                                     std::string("*3\r\n*2000000\r\n*2000000\r\n*2000000\r\n")}) {
         RespReader reader;
         reader.feed(bytes.data(), bytes.size());
         RedisReply r;

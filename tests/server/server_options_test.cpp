@@ -150,7 +150,9 @@ TEST(ServerOptions, AcceptsEveryOptionTheReferenceServerLists) {
         const bool server_own = flag == "-l" || flag == "--listen-ip" || flag == "--listen-port" ||
                                 flag == "--serve-html-path";
         EXPECT_TRUE(server_own || spec) << flag;
-        if (spec) EXPECT_EQ(std::count(only.begin(), only.end(), spec->long_name), 0) << flag;
+        if (spec) {
+            EXPECT_EQ(std::count(only.begin(), only.end(), spec->long_name), 0) << flag;
+        }
         EXPECT_NE(help.str().find(flag), std::string::npos) << flag << " missing from -h";
         ++checked;
     }
@@ -166,7 +168,9 @@ TEST(ServerOptions, HelpWrapsToTheTerminalWidth) {
     int lines = 0;
     for (std::string line; std::getline(help, line); ++lines) {
         const bool one_word = line.find(' ', line.find_first_not_of(' ')) == std::string::npos;
-        if (!one_word) EXPECT_LE(line.size(), 80u) << line;
+        if (!one_word) {
+            EXPECT_LE(line.size(), 80u) << line;
+        }
     }
     EXPECT_GT(lines, 200);
 }

@@ -66,7 +66,9 @@ TEST(VulkanAttention, HeadWidthsOfTheFamiliesMatchRef) {
             const Tensor q = heads_view(c.b, c.h, c.lq, c.d, seed++);
             const Tensor k = heads_view(c.b, c.h, c.lk, c.d, seed++);
             const Tensor v = heads_view(c.b, c.h, c.lk, c.dv, seed++);
-            if (c.h > 1) ASSERT_FALSE(q.is_contiguous());
+            if (c.h > 1) {
+                ASSERT_FALSE(q.is_contiguous());
+            }
             test::expect_close(run_attention(q, k, v, Tensor(), false, blocking),
                                ref::scaled_dot_product_attention(q, k, v), 2e-6, 1e-5,
                                q.describe() + " x " + k.describe() +

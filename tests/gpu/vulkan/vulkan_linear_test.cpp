@@ -252,7 +252,9 @@ TEST(VulkanLinear, ACpuDeviceRunsTheLanesShaders) {
     const bool lanes = device->cpu() && device->subgroup_size() >= 8;
     EXPECT_EQ(device_blocking(*device), lanes ? Blocking::Lanes : Blocking::Tiled)
         << "subgroup size " << device->subgroup_size();
-    if (device->cpu()) EXPECT_GE(device->subgroup_size(), 4u);
+    if (device->cpu()) {
+        EXPECT_GE(device->subgroup_size(), 4u);
+    }
     if (device->subgroup_size() < 8)
         EXPECT_THROW(blocking_for(*device, Blocking::Lanes), Error);
     else
